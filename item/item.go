@@ -1,0 +1,346 @@
+package item
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Type names the variant an [Item] holds.
+type Type string
+
+// The item types. Their string values are part of the persisted format.
+const (
+	TypeText       Type = "text"
+	TypeImage      Type = "image"
+	TypeToolCall   Type = "tool_call"
+	TypeToolResult Type = "tool_result"
+	TypeReasoning  Type = "reasoning"
+	TypeStructured Type = "structured"
+	TypeRefusal    Type = "refusal"
+	TypeError      Type = "error"
+	TypeRaw        Type = "raw"
+)
+
+// Known reports whether t is one of the types this package defines.
+func (t Type) Known() bool {
+	switch t {
+	case TypeText, TypeImage, TypeToolCall, TypeToolResult, TypeReasoning,
+		TypeStructured, TypeRefusal, TypeError, TypeRaw:
+		return true
+	}
+	return false
+}
+
+// Role says who produced an item. Tool calls, reasoning, structured output and
+// refusals come from the assistant; tool results from the runtime.
+type Role string
+
+// The roles.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Item is one entry of a transcript. Exactly the field that matches Type is set
+// (Text for text and refusal items).
+type Item struct {
+	Type Type `json:"type"`
+	Role Role `json:"role,omitempty"`
+
+	// Text is the content of a text or refusal item.
+	Text string `json:"text,omitempty"`
+
+	Image      *Image      `json:"image,omitempty"`
+	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
+	ToolResult *ToolResult `json:"tool_result,omitempty"`
+	Reasoning  *Reasoning  `json:"reasoning,omitempty"`
+	// Structured is a JSON value produced under an output schema.
+	Structured json.RawMessage `json:"structured,omitempty"`
+	Error      *Error          `json:"error,omitempty"`
+	Raw        *Raw            `json:"raw,omitempty"`
+}
+
+// Image is an image given either by URL or by its bytes.
+type Image struct {
+	URL       string `json:"url,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      []byte `json:"data,omitempty"`
+	// Detail is a provider hint such as "low" or "high"; empty means default.
+	Detail string `json:"detail,omitempty"`
+}
+
+// ToolCall is the model's request to run a tool.
+type ToolCall struct {
+	// ID is the provider's call id (for OpenAI Responses, the call_id, not
+	// the item id). It may be empty; the runtime then assigns one.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON object the model produced.
+	Arguments json.RawMessage `json:"arguments"`
+	// ProviderID is a provider's own id for the call item when it differs
+	// from ID (OpenAI Responses' fc_ id). Informational.
+	ProviderID string `json:"provider_id,omitempty"`
+}
+
+// ToolResult is the outcome of a tool call as the model will see it.
+type ToolResult struct {
+	CallID string `json:"call_id"`
+	// Content is the text shown to the model.
+	Content string `json:"content"`
+	// Data is the tool's structured output, when it has one.
+	Data json.RawMessage `json:"data,omitempty"`
+	// IsError marks a result that reports a failure to the model.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// Reasoning is model reasoning. Opaque holds the provider's own value
+// (a signature, encrypted content, a whole provider item), kept byte for byte.
+type Reasoning struct {
+	Summary  string `json:"summary,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Opaque   []byte `json:"opaque,omitempty"`
+}
+
+// Error is an error reported inside a transcript (a model-behaviour error, a
+// provider error shown to a person).
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Raw carries a provider value that has no canonical form.
+type Raw struct {
+	Provider string          `json:"provider"`
+	Value    json.RawMessage `json:"value"`
+}
+
+// ErrUnknownType matches an [*UnknownTypeError].
+var ErrUnknownType = errors.New("item: unknown type")
+
+// ErrInvalid matches an [*InvalidError].
+var ErrInvalid = errors.New("item: invalid item")
+
+// UnknownTypeError is returned when decoding an item whose type this version
+// does not know.
+type UnknownTypeError struct{ Type string }
+
+func (e *UnknownTypeError) Error() string {
+	return fmt.Sprintf("item: unknown type %q", e.Type)
+}
+
+// Is reports whether target is [ErrUnknownType].
+func (e *UnknownTypeError) Is(target error) bool { return target == ErrUnknownType }
+
+// InvalidError is returned for an item whose payload does not match its type.
+type InvalidError struct {
+	Type   Type
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("item: invalid %s item: %s", e.Type, e.Reason)
+}
+
+// Is reports whether target is [ErrInvalid].
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Validate checks that exactly the payload matching the item's type is set.
+func (it *Item) Validate() error {
+	if !it.Type.Known() {
+		return &UnknownTypeError{Type: string(it.Type)}
+	}
+	bad := func(reason string) error { return &InvalidError{Type: it.Type, Reason: reason} }
+	set := map[Type]bool{
+		TypeImage:      it.Image != nil,
+		TypeToolCall:   it.ToolCall != nil,
+		TypeToolResult: it.ToolResult != nil,
+		TypeReasoning:  it.Reasoning != nil,
+		TypeStructured: it.Structured != nil,
+		TypeError:      it.Error != nil,
+		TypeRaw:        it.Raw != nil,
+	}
+	for t, ok := range set {
+		if ok && t != it.Type {
+			return bad(fmt.Sprintf("carries a %s payload", t))
+		}
+	}
+	if it.Text != "" && it.Type != TypeText && it.Type != TypeRefusal {
+		return bad("carries text")
+	}
+	switch it.Type {
+	case TypeText, TypeRefusal:
+		// Empty text is allowed: models do answer with nothing.
+	case TypeImage:
+		if it.Image == nil || (it.Image.URL == "") == (len(it.Image.Data) == 0) {
+			return bad("needs exactly one of url or data")
+		}
+	case TypeToolCall:
+		if it.ToolCall == nil {
+			return bad("missing tool_call")
+		}
+		if it.ToolCall.Name == "" {
+			return bad("missing tool name")
+		}
+		if !isJSONObject(it.ToolCall.Arguments) {
+			return bad("arguments are not a JSON object")
+		}
+	case TypeToolResult:
+		if it.ToolResult == nil {
+			return bad("missing tool_result")
+		}
+		if it.ToolResult.CallID == "" {
+			return bad("missing call_id")
+		}
+		if it.ToolResult.Data != nil && !json.Valid(it.ToolResult.Data) {
+			return bad("data is not JSON")
+		}
+	case TypeReasoning:
+		if it.Reasoning == nil {
+			return bad("missing reasoning")
+		}
+	case TypeStructured:
+		if !json.Valid(it.Structured) {
+			return bad("structured value is not JSON")
+		}
+	case TypeError:
+		if it.Error == nil {
+			return bad("missing error")
+		}
+	case TypeRaw:
+		if it.Raw == nil || it.Raw.Provider == "" {
+			return bad("missing provider")
+		}
+		if !json.Valid(it.Raw.Value) {
+			return bad("value is not JSON")
+		}
+	}
+	return nil
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
+
+// MarshalJSON encodes a valid item. An invalid item is an error, so nothing
+// malformed is ever persisted.
+func (it Item) MarshalJSON() ([]byte, error) {
+	if err := it.Validate(); err != nil {
+		return nil, err
+	}
+	type plain Item
+	return json.Marshal(plain(it))
+}
+
+// UnmarshalJSON decodes an item strictly: unknown types and fields that do
+// not belong to the type are errors.
+func (it *Item) UnmarshalJSON(b []byte) error {
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return fmt.Errorf("item: %w", err)
+	}
+	if head.Type == nil {
+		return &InvalidError{Reason: "missing type"}
+	}
+	if !Type(*head.Type).Known() {
+		return &UnknownTypeError{Type: *head.Type}
+	}
+	type plain Item
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return &InvalidError{Type: Type(*head.Type), Reason: err.Error()}
+	}
+	v := Item(p)
+	v.canonicalize()
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	*it = v
+	return nil
+}
+
+// canonicalize rewrites embedded JSON values into the form encoding/json
+// emits (compact, HTML-escaped), so that a decoded item already equals what
+// decoding its own encoding gives: decode∘encode is a fixpoint.
+func (it *Item) canonicalize() {
+	canon := func(r json.RawMessage) json.RawMessage {
+		if r == nil {
+			return nil
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return r // invalid JSON; Validate reports it
+		}
+		return b
+	}
+	it.Structured = canon(it.Structured)
+	// Empty byte strings are omitted when encoding; decode them as nil.
+	if it.Image != nil && len(it.Image.Data) == 0 {
+		it.Image.Data = nil
+	}
+	if it.Reasoning != nil && len(it.Reasoning.Opaque) == 0 {
+		it.Reasoning.Opaque = nil
+	}
+	if it.ToolCall != nil {
+		it.ToolCall.Arguments = canon(it.ToolCall.Arguments)
+	}
+	if it.ToolResult != nil {
+		it.ToolResult.Data = canon(it.ToolResult.Data)
+	}
+	if it.Raw != nil {
+		it.Raw.Value = canon(it.Raw.Value)
+	}
+}
+
+// NewText returns a text item with the given role.
+func NewText(role Role, text string) Item { return Item{Type: TypeText, Role: role, Text: text} }
+
+// UserText returns a user text item.
+func UserText(text string) Item { return NewText(RoleUser, text) }
+
+// AssistantText returns an assistant text item.
+func AssistantText(text string) Item { return NewText(RoleAssistant, text) }
+
+// NewToolCall returns an assistant tool-call item.
+func NewToolCall(id, name string, args json.RawMessage) Item {
+	return Item{Type: TypeToolCall, Role: RoleAssistant, ToolCall: &ToolCall{ID: id, Name: name, Arguments: args}}
+}
+
+// NewToolResult returns a tool-result item.
+func NewToolResult(callID, content string, isError bool) Item {
+	return Item{Type: TypeToolResult, Role: RoleTool, ToolResult: &ToolResult{CallID: callID, Content: content, IsError: isError}}
+}
+
+// Usage counts tokens. Cached and reasoning tokens are included in the input
+// and output counts respectively, as the providers report them.
+type Usage struct {
+	InputTokens       int64 `json:"input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens   int64 `json:"reasoning_tokens,omitempty"`
+	Requests          int64 `json:"requests,omitempty"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:       u.InputTokens + v.InputTokens,
+		OutputTokens:      u.OutputTokens + v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
+		CacheWriteTokens:  u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens:   u.ReasoningTokens + v.ReasoningTokens,
+		Requests:          u.Requests + v.Requests,
+	}
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }

@@ -1,0 +1,21 @@
+// Package store is the persistence SPI of actoviq: the interfaces every
+// backend implements, their parameter structs, and the error vocabulary.
+//
+// Every key is scoped by a tenant: identical ids in two tenants are two
+// unrelated records. Every durable state change is a revision
+// compare-and-swap. A writer states the revision it read; when the stored
+// revision differs the write changes nothing and returns a [*ConflictError]
+// that matches [ErrConflict] and carries both revisions. There is no
+// last-writer-wins path anywhere, also not across processes.
+//
+// A worker that drives a run holds a [Claim] with an epoch (a fencing token).
+// Writes made on its behalf carry a [Fence]; when another holder has taken the
+// claim over since, the write changes nothing and returns a [*FencedError]
+// (matching [ErrFenced]).
+//
+// A row that cannot be decoded is reported as a [*DataError] (matching
+// [ErrData]) naming the record; it never panics and never hides other rows.
+//
+// Backends: storemem (in memory), storesqlite (embedded default) and storepg
+// (PostgreSQL). storetest holds the conformance suite all of them pass.
+package store

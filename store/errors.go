@@ -1,0 +1,138 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Backends return typed errors that match these with
+// errors.Is.
+var (
+	// ErrConflict: the revision a writer expected is not the stored one.
+	ErrConflict = errors.New("store: revision conflict")
+	// ErrNotFound: no such record in this tenant.
+	ErrNotFound = errors.New("store: not found")
+	// ErrExists: a create found a record with the same key.
+	ErrExists = errors.New("store: already exists")
+	// ErrFenced: the claim named by a write's fence has a newer epoch or
+	// another holder.
+	ErrFenced = errors.New("store: fenced out")
+	// ErrClaimHeld: a live claim is held by another holder.
+	ErrClaimHeld = errors.New("store: claim held by another holder")
+	// ErrData: a stored row cannot be decoded.
+	ErrData = errors.New("store: corrupt data")
+	// ErrFull: the database has no room for the write; nothing was written.
+	ErrFull = errors.New("store: storage full")
+	// ErrInvalid: the parameters of a call are invalid.
+	ErrInvalid = errors.New("store: invalid parameters")
+)
+
+// ConflictError reports a failed compare-and-swap.
+type ConflictError struct {
+	Kind     string // "run", "ledger", "session", ...
+	ID       string
+	Expected int64
+	Actual   int64 // 0 when the record does not exist
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("store: %s %s: revision conflict: expected %d, found %d", e.Kind, e.ID, e.Expected, e.Actual)
+}
+
+// Is reports whether target is [ErrConflict].
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// FencedError reports a write whose fence no longer holds.
+type FencedError struct {
+	Key           string
+	Holder        string
+	Epoch         int64
+	CurrentHolder string
+	CurrentEpoch  int64
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("store: claim %s: fenced out: holder %s epoch %d, current holder %s epoch %d",
+		e.Key, e.Holder, e.Epoch, e.CurrentHolder, e.CurrentEpoch)
+}
+
+// Is reports whether target is [ErrFenced].
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// ClaimHeldError reports a claim that another holder holds.
+type ClaimHeldError struct {
+	Key       string
+	Holder    string
+	Epoch     int64
+	ExpiresAt string // RFC 3339
+}
+
+func (e *ClaimHeldError) Error() string {
+	return fmt.Sprintf("store: claim %s is held by %s (epoch %d) until %s", e.Key, e.Holder, e.Epoch, e.ExpiresAt)
+}
+
+// Is reports whether target is [ErrClaimHeld].
+func (e *ClaimHeldError) Is(target error) bool { return target == ErrClaimHeld }
+
+// DataError reports a record that cannot be decoded.
+type DataError struct {
+	Kind string
+	ID   string
+	Err  error
+}
+
+func (e *DataError) Error() string {
+	return fmt.Sprintf("store: corrupt %s %s: %v", e.Kind, e.ID, e.Err)
+}
+
+// Is reports whether target is [ErrData].
+func (e *DataError) Is(target error) bool { return target == ErrData }
+
+// Unwrap returns the decoding error.
+func (e *DataError) Unwrap() error { return e.Err }
+
+// NotFoundError reports a missing record.
+type NotFoundError struct {
+	Kind string
+	ID   string
+}
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("store: %s %s not found", e.Kind, e.ID) }
+
+// Is reports whether target is [ErrNotFound].
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// ExistsError reports a create that found the key taken.
+type ExistsError struct {
+	Kind string
+	ID   string
+}
+
+func (e *ExistsError) Error() string { return fmt.Sprintf("store: %s %s already exists", e.Kind, e.ID) }
+
+// Is reports whether target is [ErrExists].
+func (e *ExistsError) Is(target error) bool { return target == ErrExists }
+
+// InvalidError reports invalid parameters.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("store: invalid %s: %s", e.Field, e.Reason)
+}
+
+// Is reports whether target is [ErrInvalid].
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// FullError wraps a backend's out-of-space error.
+type FullError struct{ Err error }
+
+func (e *FullError) Error() string { return fmt.Sprintf("store: storage full: %v", e.Err) }
+
+// Is reports whether target is [ErrFull].
+func (e *FullError) Is(target error) bool { return target == ErrFull }
+
+// Unwrap returns the backend error.
+func (e *FullError) Unwrap() error { return e.Err }

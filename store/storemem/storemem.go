@@ -1,0 +1,631 @@
+package storemem
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Config configures a [Store]. A nil *Config means defaults.
+type Config struct {
+	// Clock gives the current time for timestamps and claim expiry.
+	// Nil means time.Now.
+	Clock store.Clock
+}
+
+// Store is an in-memory [store.Store].
+type Store struct {
+	clock store.Clock
+
+	mu       sync.Mutex
+	closed   bool
+	runs     map[key]*store.Run
+	ledger   map[key]map[string]*store.LedgerEntry // run key → call id → entry
+	events   map[key][]*store.Event
+	claims   map[key]*store.Claim
+	sessions map[key]*session
+	once     map[key]*store.OnceRecord
+}
+
+type key struct{ tenant, id string }
+
+type session struct {
+	revision  int64
+	entries   []store.SessionEntry
+	snapshots map[int64]json.RawMessage
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New(cfg *Config) *Store {
+	s := &Store{
+		runs:     map[key]*store.Run{},
+		ledger:   map[key]map[string]*store.LedgerEntry{},
+		events:   map[key][]*store.Event{},
+		claims:   map[key]*store.Claim{},
+		sessions: map[key]*session{},
+		once:     map[key]*store.OnceRecord{},
+	}
+	if cfg != nil {
+		s.clock = cfg.Clock
+	}
+	return s
+}
+
+var errClosed = fmt.Errorf("storemem: store is closed")
+
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	return nil
+}
+
+// Close marks the store closed; later calls fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+func cloneJSON(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+func checkJSON(kind, id string, fields ...json.RawMessage) error {
+	for _, f := range fields {
+		if f != nil && !json.Valid(f) {
+			return &store.DataError{Kind: kind, ID: id, Err: fmt.Errorf("stored JSON is invalid")}
+		}
+	}
+	return nil
+}
+
+func cloneRun(r *store.Run) (*store.Run, error) {
+	if err := checkJSON("run", r.ID, r.Checkpoint, r.Meta); err != nil {
+		return nil, err
+	}
+	if !r.Status.Valid() {
+		return nil, &store.DataError{Kind: "run", ID: r.ID, Err: fmt.Errorf("unknown status %q", r.Status)}
+	}
+	c := *r
+	c.Checkpoint = cloneJSON(r.Checkpoint)
+	c.Meta = cloneJSON(r.Meta)
+	return &c, nil
+}
+
+func cloneDecision(d *store.Decision) *store.Decision {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Result = cloneJSON(d.Result)
+	c.Evidence = cloneJSON(d.Evidence)
+	return &c
+}
+
+func cloneEntry(e *store.LedgerEntry) (*store.LedgerEntry, error) {
+	id := e.RunID + "/" + e.CallID
+	if err := checkJSON("ledger", id, e.Args, e.Result, e.Error); err != nil {
+		return nil, err
+	}
+	if !e.State.Valid() {
+		return nil, &store.DataError{Kind: "ledger", ID: id, Err: fmt.Errorf("unknown state %q", e.State)}
+	}
+	c := *e
+	c.Args = cloneJSON(e.Args)
+	c.Result = cloneJSON(e.Result)
+	c.Error = cloneJSON(e.Error)
+	c.Approval = cloneDecision(e.Approval)
+	c.Resolution = cloneDecision(e.Resolution)
+	return &c, nil
+}
+
+func cloneEvent(e *store.Event) *store.Event {
+	c := *e
+	c.Data = cloneJSON(e.Data)
+	return &c
+}
+
+// ClaimAcquire implements [store.Store].
+func (s *Store) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (*store.Claim, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	k := key{p.Tenant, p.Key}
+	c, ok := s.claims[k]
+	switch {
+	case !ok:
+		c = &store.Claim{Tenant: p.Tenant, Key: p.Key, Epoch: 1}
+		s.claims[k] = c
+	case c.ExpiresAt.After(now):
+		if c.Holder != p.Holder {
+			return nil, &store.ClaimHeldError{Key: p.Key, Holder: c.Holder, Epoch: c.Epoch, ExpiresAt: c.ExpiresAt.Format(time.RFC3339Nano)}
+		}
+	default:
+		c.Epoch++
+	}
+	c.Holder = p.Holder
+	c.ExpiresAt = store.Time(now.Add(p.TTL))
+	c.HeartbeatAt = now
+	cc := *c
+	return &cc, nil
+}
+
+// ClaimGet implements [store.Store].
+func (s *Store) ClaimGet(ctx context.Context, p *store.ClaimGetParams) (*store.Claim, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	c, ok := s.claims[key{p.Tenant, p.Key}]
+	if !ok {
+		return nil, &store.NotFoundError{Kind: "claim", ID: p.Key}
+	}
+	cc := *c
+	return &cc, nil
+}
+
+// fenceLocked checks a fence; s.mu is held.
+func (s *Store) fenceLocked(tenant string, f store.Fence) (*store.Claim, error) {
+	c, ok := s.claims[key{tenant, f.Key}]
+	if !ok {
+		return nil, &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch}
+	}
+	if c.Holder != f.Holder || c.Epoch != f.Epoch {
+		return nil, &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch, CurrentHolder: c.Holder, CurrentEpoch: c.Epoch}
+	}
+	return c, nil
+}
+
+// ClaimRelease implements [store.Store].
+func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	c, err := s.fenceLocked(p.Tenant, p.Fence)
+	if err != nil {
+		return err
+	}
+	c.ExpiresAt = s.clock.Now()
+	return nil
+}
+
+// ClaimRenew implements [store.Store].
+func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*store.Claim, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.fenceLocked(p.Tenant, p.Fence)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	c.ExpiresAt = store.Time(now.Add(p.TTL))
+	c.HeartbeatAt = now
+	cc := *c
+	return &cc, nil
+}
+
+// EventList implements [store.Store].
+func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.Event, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []*store.Event
+	for _, e := range s.events[key{p.Tenant, p.RunID}] {
+		if e.Seq <= p.AfterSeq {
+			continue
+		}
+		if p.Limit > 0 && len(out) >= p.Limit {
+			break
+		}
+		if err := checkJSON("event", fmt.Sprintf("%s#%d", p.RunID, e.Seq), e.Data); err != nil {
+			return nil, err
+		}
+		out = append(out, cloneEvent(e))
+	}
+	return out, nil
+}
+
+// LedgerGet implements [store.Store].
+func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store.LedgerEntry, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	e, ok := s.ledger[key{p.Tenant, p.RunID}][p.CallID]
+	if !ok {
+		return nil, &store.NotFoundError{Kind: "ledger", ID: p.RunID + "/" + p.CallID}
+	}
+	return cloneEntry(e)
+}
+
+// LedgerList implements [store.Store].
+func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []*store.LedgerEntry
+	for _, e := range s.ledger[key{p.Tenant, p.RunID}] {
+		c, err := cloneEntry(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Turn != b.Turn {
+			return a.Turn < b.Turn
+		}
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.CallID < b.CallID
+	})
+	return out, nil
+}
+
+// OnceGet implements [store.Store].
+func (s *Store) OnceGet(ctx context.Context, p *store.OnceGetParams) (*store.OnceRecord, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.once[key{p.Tenant, p.Key}]
+	if !ok {
+		return nil, &store.NotFoundError{Kind: "once", ID: p.Key}
+	}
+	c := *r
+	c.Value = cloneJSON(r.Value)
+	return &c, nil
+}
+
+// OncePut implements [store.Store].
+func (s *Store) OncePut(ctx context.Context, p *store.OncePutParams) (*store.OnceRecord, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	k := key{p.Tenant, p.Key}
+	if _, ok := s.once[k]; ok {
+		return nil, &store.ExistsError{Kind: "once", ID: p.Key}
+	}
+	r := &store.OnceRecord{Tenant: p.Tenant, Key: p.Key, Value: cloneJSON(p.Value), CreatedAt: s.clock.Now()}
+	s.once[k] = r
+	c := *r
+	c.Value = cloneJSON(r.Value)
+	return &c, nil
+}
+
+// RunClaimNext implements [store.Store].
+func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (*store.Run, *store.Claim, error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, nil, err
+	}
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	var queued []*store.Run
+	for k, r := range s.runs {
+		if k.tenant != p.Tenant || r.Status != store.RunQueued {
+			continue
+		}
+		if c, ok := s.claims[key{p.Tenant, store.RunClaimKey(r.ID)}]; ok && c.ExpiresAt.After(now) {
+			continue
+		}
+		queued = append(queued, r)
+	}
+	if len(queued) == 0 {
+		return nil, nil, &store.NotFoundError{Kind: "queued run", ID: p.Tenant}
+	}
+	slices.SortFunc(queued, func(a, b *store.Run) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmpString(a.ID, b.ID)
+	})
+	r := queued[0]
+	ck := key{p.Tenant, store.RunClaimKey(r.ID)}
+	c, ok := s.claims[ck]
+	if !ok {
+		c = &store.Claim{Tenant: p.Tenant, Key: ck.id}
+		s.claims[ck] = c
+	}
+	c.Epoch++
+	c.Holder = p.Holder
+	c.ExpiresAt = store.Time(now.Add(p.TTL))
+	c.HeartbeatAt = now
+	r.Status = store.RunRunning
+	r.Revision++
+	r.UpdatedAt = now
+	rc, err := cloneRun(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	cc := *c
+	return rc, &cc, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// RunCreate implements [store.Store].
+func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	k := key{p.Run.Tenant, p.Run.ID}
+	if _, ok := s.runs[k]; ok {
+		return nil, &store.ExistsError{Kind: "run", ID: p.Run.ID}
+	}
+	r := *p.Run
+	r.Checkpoint = cloneJSON(p.Run.Checkpoint)
+	if r.Checkpoint == nil {
+		r.Checkpoint = json.RawMessage("{}")
+	}
+	r.Meta = cloneJSON(p.Run.Meta)
+	r.Deadline = store.Time(r.Deadline)
+	r.Revision = 1
+	r.EventSeq = 0
+	now := s.clock.Now()
+	r.CreatedAt, r.UpdatedAt = now, now
+	s.runs[k] = &r
+	return cloneRun(&r)
+}
+
+// RunGet implements [store.Store].
+func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.runs[key{p.Tenant, p.ID}]
+	if !ok {
+		return nil, &store.NotFoundError{Kind: "run", ID: p.ID}
+	}
+	return cloneRun(r)
+}
+
+// RunList implements [store.Store].
+func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	var out []*store.Run
+	for k, r := range s.runs {
+		if k.tenant != p.Tenant || (p.Status != "" && r.Status != p.Status) || (p.ParentID != "" && r.ParentID != p.ParentID) {
+			continue
+		}
+		c, err := cloneRun(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *store.Run) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmpString(b.ID, a.ID)
+	})
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
+	return out, nil
+}
+
+// RunWrite implements [store.Store]. All checks happen before any change,
+// under one lock, so a failed write changes nothing.
+func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	rk := key{p.Tenant, p.RunID}
+	run, ok := s.runs[rk]
+	if !ok {
+		return nil, &store.NotFoundError{Kind: "run", ID: p.RunID}
+	}
+	if p.Fence != nil {
+		if _, err := s.fenceLocked(p.Tenant, *p.Fence); err != nil {
+			return nil, err
+		}
+	}
+	if u := p.Run; u != nil && run.Revision != u.ExpectedRevision {
+		return nil, &store.ConflictError{Kind: "run", ID: p.RunID, Expected: u.ExpectedRevision, Actual: run.Revision}
+	}
+	entries := s.ledger[rk]
+	for _, w := range p.Ledger {
+		var actual int64
+		if cur, ok := entries[w.Entry.CallID]; ok {
+			actual = cur.Revision
+		}
+		if actual != w.ExpectedRevision {
+			return nil, &store.ConflictError{Kind: "ledger", ID: p.RunID + "/" + w.Entry.CallID, Expected: w.ExpectedRevision, Actual: actual}
+		}
+	}
+
+	now := s.clock.Now()
+	res := &store.RunWriteResult{}
+	if u := p.Run; u != nil {
+		run.Status = u.Status
+		run.Checkpoint = cloneJSON(u.Checkpoint)
+		if run.Checkpoint == nil {
+			run.Checkpoint = json.RawMessage("{}")
+		}
+		if u.Meta != nil {
+			run.Meta = cloneJSON(u.Meta)
+		}
+		run.Revision++
+		run.UpdatedAt = now
+	}
+	if entries == nil && len(p.Ledger) > 0 {
+		entries = map[string]*store.LedgerEntry{}
+		s.ledger[rk] = entries
+	}
+	for _, w := range p.Ledger {
+		e, _ := cloneEntry(w.Entry) // validated by p.Validate
+		e.StartedAt, e.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
+		if cur, ok := entries[e.CallID]; ok {
+			e.CreatedAt = cur.CreatedAt
+		} else {
+			e.CreatedAt = now
+		}
+		e.UpdatedAt = now
+		e.Revision = w.ExpectedRevision + 1
+		entries[e.CallID] = e
+		c, _ := cloneEntry(e)
+		res.Ledger = append(res.Ledger, c)
+	}
+	for _, ev := range p.Events {
+		e := cloneEvent(ev)
+		e.Tenant, e.RunID = p.Tenant, p.RunID
+		run.EventSeq++
+		e.Seq = run.EventSeq
+		e.Time = store.Time(e.Time)
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		s.events[rk] = append(s.events[rk], e)
+		res.Events = append(res.Events, cloneEvent(e))
+	}
+	if p.Run != nil || len(p.Events) > 0 {
+		rc, err := cloneRun(run)
+		if err != nil {
+			return nil, err
+		}
+		if p.Run != nil {
+			res.Run = rc
+		}
+	}
+	return res, nil
+}
+
+// SessionAppend implements [store.Store].
+func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	k := key{p.Tenant, p.SessionID}
+	ss, ok := s.sessions[k]
+	if !ok {
+		ss = &session{snapshots: map[int64]json.RawMessage{}}
+	}
+	if ss.revision != p.ExpectedRevision {
+		return 0, &store.ConflictError{Kind: "session", ID: p.SessionID, Expected: p.ExpectedRevision, Actual: ss.revision}
+	}
+	for _, it := range p.Items {
+		ss.revision++
+		ss.entries = append(ss.entries, store.SessionEntry{Seq: ss.revision, RunID: p.RunID, Item: cloneJSON(it)})
+	}
+	s.sessions[k] = ss
+	return ss.revision, nil
+}
+
+// SessionLoad implements [store.Store].
+func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	st := &store.SessionState{Tenant: p.Tenant, SessionID: p.SessionID}
+	ss, ok := s.sessions[key{p.Tenant, p.SessionID}]
+	if !ok {
+		return st, nil
+	}
+	st.Revision = ss.revision
+	for rev, data := range ss.snapshots {
+		if rev > st.SnapshotRevision {
+			st.SnapshotRevision, st.Snapshot = rev, data
+		}
+	}
+	if err := checkJSON("session snapshot", p.SessionID, st.Snapshot); err != nil {
+		return nil, err
+	}
+	st.Snapshot = cloneJSON(st.Snapshot)
+	for _, e := range ss.entries[st.SnapshotRevision:] {
+		if err := checkJSON("session", fmt.Sprintf("%s#%d", p.SessionID, e.Seq), e.Item); err != nil {
+			return nil, err
+		}
+		e.Item = cloneJSON(e.Item)
+		st.Entries = append(st.Entries, e)
+	}
+	return st, nil
+}
+
+// SessionSnapshotPut implements [store.Store].
+func (s *Store) SessionSnapshotPut(ctx context.Context, p *store.SessionSnapshotPutParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[key{p.Tenant, p.SessionID}]
+	if !ok || p.Revision > ss.revision {
+		return &store.InvalidError{Field: "Revision", Reason: "beyond the journal"}
+	}
+	if _, ok := ss.snapshots[p.Revision]; !ok {
+		ss.snapshots[p.Revision] = cloneJSON(p.Data)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package storesqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Config configures a [Store]. A nil *Config means all defaults.
+type Config struct {
+	// Clock gives the time used for timestamps and claim expiry.
+	// Default (nil): time.Now.
+	Clock store.Clock
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// connection or process before failing with SQLITE_BUSY.
+	// Default (0): 5s. Negative is invalid.
+	BusyTimeout time.Duration
+	// MaxPageCount caps the database size in pages (PRAGMA max_page_count),
+	// applied to every connection. Default (0): no cap beyond SQLite's own.
+	// It exists mainly to test the behaviour on a full disk.
+	MaxPageCount int64
+}
+
+const defaultBusyTimeout = 5 * time.Second
+
+func (c *Config) validate() error {
+	if c.BusyTimeout < 0 {
+		return fmt.Errorf("storesqlite: invalid Config.BusyTimeout %v: negative", c.BusyTimeout)
+	}
+	if c.MaxPageCount < 0 {
+		return fmt.Errorf("storesqlite: invalid Config.MaxPageCount %d: negative", c.MaxPageCount)
+	}
+	return nil
+}
+
+// Store is the SQLite implementation of [store.Store]. It is safe for
+// concurrent use, and several Stores (in one or many processes) may share
+// one database file.
+type Store struct {
+	db    *sql.DB
+	clock store.Clock
+	// wlock serialises this handle's write transactions, so that its own
+	// goroutines queue here instead of polling SQLite's busy handler.
+	// Other handles and processes are serialised by BEGIN IMMEDIATE.
+	wlock chan struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it if needed) the database at path and applies the
+// embedded migrations. The caller closes the Store.
+func Open(path string, cfg *Config) (*Store, error) {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, errors.New("storesqlite: empty path")
+	}
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = defaultBusyTimeout
+	}
+	db, err := sql.Open("sqlite", dsn(path, &c))
+	if err != nil {
+		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
+	}
+	s := &Store{db: db, clock: c.Clock, wlock: make(chan struct{}, 1)}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn builds the driver DSN. The pragmas are DSN parameters so that every
+// pooled connection gets them, not just the first. _txlock=immediate makes
+// every read-write transaction begin with BEGIN IMMEDIATE, which takes the
+// write lock at once: checks made inside a write transaction cannot be
+// invalidated by another writer before it commits.
+func dsn(path string, c *Config) string {
+	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	q := []string{
+		"_pragma=busy_timeout(" + strconv.FormatInt(c.BusyTimeout.Milliseconds(), 10) + ")",
+		"_pragma=journal_mode(WAL)",
+		"_pragma=synchronous(FULL)",
+		"_pragma=foreign_keys(1)",
+		"_txlock=immediate",
+	}
+	if c.MaxPageCount > 0 {
+		q = append(q, "_pragma=max_page_count("+strconv.FormatInt(c.MaxPageCount, 10)+")")
+	}
+	return "file:" + esc + "?" + strings.Join(q, "&")
+}
+
+// DB returns the underlying database, for [OnceTx] and for callers that
+// keep their own tables in the same file. Transactions begun on it with
+// default options start with BEGIN IMMEDIATE. The Store owns it: do not
+// close it.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) now() time.Time { return s.clock.Now() }
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE ... COMMIT).
+// Every check a write depends on is made inside fn, so no decision crosses
+// a transaction boundary. An error from fn rolls everything back.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.wlock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wlock }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return mapErr(ctx, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return mapErr(ctx, err)
+	}
+	return nil
+}
+
+// read runs fn in one read transaction, so that its statements see one
+// snapshot of the database (WAL readers do not block the writer).
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return mapErr(ctx, err)
+	}
+	return nil
+}
+
+// mapErr turns driver errors into the store vocabulary: a full database
+// becomes a [*store.FullError]; an interruption caused by ctx carries the
+// context error. Errors of the store package pass unchanged.
+func mapErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL:
+			return &store.FullError{Err: err}
+		case sqlite3.SQLITE_IOERR:
+			if errors.Is(err, syscall.ENOSPC) || strings.Contains(se.Error(), "disk is full") {
+				return &store.FullError{Err: err}
+			}
+		case sqlite3.SQLITE_INTERRUPT:
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("%w (%w)", cerr, err)
+			}
+		}
+	}
+	if errors.Is(err, syscall.ENOSPC) {
+		return &store.FullError{Err: err}
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) && !isStoreErr(err) {
+		return fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return err
+}
+
+func isStoreErr(err error) bool {
+	for _, target := range []error{store.ErrConflict, store.ErrNotFound, store.ErrExists,
+		store.ErrFenced, store.ErrClaimHeld, store.ErrData, store.ErrFull, store.ErrInvalid} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// wrap adds the operation to a driver error; store errors pass unchanged
+// because they already name their record.
+func wrap(op string, err error) error {
+	if err == nil || isStoreErr(err) {
+		return err
+	}
+	return fmt.Errorf("storesqlite: %s: %w", op, err)
+}

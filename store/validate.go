@@ -1,0 +1,206 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Validation shared by every backend, so that all of them refuse the same
+// inputs with the same typed error before touching storage.
+
+func invalid(field, reason string) error { return &InvalidError{Field: field, Reason: reason} }
+
+func needTenant(t string) error {
+	if t == "" {
+		return invalid("Tenant", "empty")
+	}
+	return nil
+}
+
+func need(field, v string) error {
+	if v == "" {
+		return invalid(field, "empty")
+	}
+	return nil
+}
+
+func optionalJSON(field string, b json.RawMessage) error {
+	if b != nil && !json.Valid(b) {
+		return invalid(field, "not valid JSON")
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks the parameters.
+func (p *ClaimAcquireParams) Validate() error {
+	if p.TTL <= 0 {
+		return invalid("TTL", "must be positive")
+	}
+	return firstErr(needTenant(p.Tenant), need("Key", p.Key), need("Holder", p.Holder))
+}
+
+// Validate checks the parameters.
+func (p *ClaimRenewParams) Validate() error {
+	if p.TTL <= 0 {
+		return invalid("TTL", "must be positive")
+	}
+	return firstErr(needTenant(p.Tenant), p.Fence.validate())
+}
+
+// Validate checks the parameters.
+func (p *ClaimReleaseParams) Validate() error {
+	return firstErr(needTenant(p.Tenant), p.Fence.validate())
+}
+
+func (f *Fence) validate() error {
+	return firstErr(need("Fence.Key", f.Key), need("Fence.Holder", f.Holder))
+}
+
+// Validate checks the parameters.
+func (p *RunClaimNextParams) Validate() error {
+	if p.TTL <= 0 {
+		return invalid("TTL", "must be positive")
+	}
+	return firstErr(needTenant(p.Tenant), need("Holder", p.Holder))
+}
+
+// Validate checks the parameters.
+func (p *RunCreateParams) Validate() error {
+	if p.Run == nil {
+		return invalid("Run", "nil")
+	}
+	r := p.Run
+	if !r.Status.Valid() {
+		return invalid("Run.Status", fmt.Sprintf("unknown status %q", r.Status))
+	}
+	return firstErr(needTenant(r.Tenant), need("Run.ID", r.ID),
+		optionalJSON("Run.Checkpoint", r.Checkpoint), optionalJSON("Run.Meta", r.Meta))
+}
+
+// Validate checks the parameters.
+func (p *RunWriteParams) Validate() error {
+	if err := firstErr(needTenant(p.Tenant), need("RunID", p.RunID)); err != nil {
+		return err
+	}
+	if p.Fence != nil {
+		if err := p.Fence.validate(); err != nil {
+			return err
+		}
+	}
+	if p.Run == nil && len(p.Ledger) == 0 && len(p.Events) == 0 {
+		return invalid("RunWriteParams", "nothing to write")
+	}
+	if u := p.Run; u != nil {
+		if !u.Status.Valid() {
+			return invalid("Run.Status", fmt.Sprintf("unknown status %q", u.Status))
+		}
+		if u.ExpectedRevision <= 0 {
+			return invalid("Run.ExpectedRevision", "must be positive")
+		}
+		if err := firstErr(optionalJSON("Run.Checkpoint", u.Checkpoint), optionalJSON("Run.Meta", u.Meta)); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for i, w := range p.Ledger {
+		e := w.Entry
+		f := fmt.Sprintf("Ledger[%d]", i)
+		if e == nil {
+			return invalid(f, "nil entry")
+		}
+		if e.RunID != p.RunID || e.Tenant != p.Tenant {
+			return invalid(f, "entry belongs to another run or tenant")
+		}
+		if seen[e.CallID] {
+			return invalid(f, "call id written twice in one write")
+		}
+		seen[e.CallID] = true
+		if !e.State.Valid() {
+			return invalid(f+".State", fmt.Sprintf("unknown state %q", e.State))
+		}
+		if w.ExpectedRevision < 0 {
+			return invalid(f+".ExpectedRevision", "negative")
+		}
+		if err := firstErr(need(f+".CallID", e.CallID), need(f+".Tool", e.Tool),
+			optionalJSON(f+".Args", e.Args), optionalJSON(f+".Result", e.Result),
+			optionalJSON(f+".Error", e.Error)); err != nil {
+			return err
+		}
+	}
+	for i, ev := range p.Events {
+		f := fmt.Sprintf("Events[%d]", i)
+		if ev == nil {
+			return invalid(f, "nil event")
+		}
+		if err := firstErr(need(f+".Type", ev.Type), optionalJSON(f+".Data", ev.Data)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks the parameters.
+func (p *SessionAppendParams) Validate() error {
+	if len(p.Items) == 0 {
+		return invalid("Items", "empty")
+	}
+	if p.ExpectedRevision < 0 {
+		return invalid("ExpectedRevision", "negative")
+	}
+	for i, it := range p.Items {
+		if !json.Valid(it) {
+			return invalid(fmt.Sprintf("Items[%d]", i), "not valid JSON")
+		}
+	}
+	return firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID))
+}
+
+// Validate checks the parameters.
+func (p *SessionSnapshotPutParams) Validate() error {
+	if p.Revision <= 0 {
+		return invalid("Revision", "must be positive")
+	}
+	if !json.Valid(p.Data) {
+		return invalid("Data", "not valid JSON")
+	}
+	return firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID))
+}
+
+// Validate checks the parameters.
+func (p *OncePutParams) Validate() error {
+	if !json.Valid(p.Value) {
+		return invalid("Value", "not valid JSON")
+	}
+	return firstErr(needTenant(p.Tenant), need("Key", p.Key))
+}
+
+// Time normalises a timestamp the way every backend stores it: UTC, with
+// microsecond precision.
+func Time(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// Clock returns the current time. Backends take one in their config so that
+// tests can drive claim expiry; nil means time.Now.
+type Clock func() time.Time
+
+// Now returns c() or time.Now() when c is nil, normalised by [Time].
+func (c Clock) Now() time.Time {
+	if c == nil {
+		return Time(time.Now())
+	}
+	return Time(c())
+}
