@@ -126,6 +126,9 @@ type Decision struct {
 	// ArgsDigest and PolicyVersion bind an approval to what was approved.
 	ArgsDigest    string `json:"args_digest,omitempty"`
 	PolicyVersion string `json:"policy_version,omitempty"`
+	// Attempt is the attempt an approval is for: it lets exactly that
+	// attempt start, so moving the entry to started consumes it.
+	Attempt int `json:"attempt,omitempty"`
 	// Result is the operator-supplied or probed result (committed).
 	Result json.RawMessage `json:"result,omitempty"`
 	// Message is what the model sees for a failed decision.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,6 +53,10 @@ type Store struct {
 	// goroutines queue here instead of polling SQLite's busy handler.
 	// Other handles and processes are serialised by BEGIN IMMEDIATE.
 	wlock chan struct{}
+	// stmts caches prepared statements by query text; database/sql
+	// prepares each once per pooled connection. Parsing SQL costs more CPU
+	// than executing these short statements.
+	stmts sync.Map // string -> *sql.Stmt
 }
 
 var _ store.Store = (*Store)(nil)
@@ -111,14 +116,75 @@ func dsn(path string, c *Config) string {
 func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	return s.db.Close()
+}
+
+// querier is what the statements of one transaction run on: a [*sql.Tx],
+// or a [ptx] that runs them as cached prepared statements.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ptx runs a transaction's statements through the Store's prepared
+// statement cache.
+type ptx struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if v, ok := s.stmts.Load(query); ok {
+		return v.(*sql.Stmt), nil
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if v, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return v.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (t ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+func (t ptx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := t.s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+}
+
+func (t ptx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := t.s.stmt(ctx, query)
+	if err != nil {
+		// Let the driver report the error through a Row.
+		return t.tx.QueryRowContext(ctx, query, args...)
+	}
+	return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
 
 func (s *Store) now() time.Time { return s.clock.Now() }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE ... COMMIT).
 // Every check a write depends on is made inside fn, so no decision crosses
 // a transaction boundary. An error from fn rolls everything back.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
 	select {
 	case s.wlock <- struct{}{}:
 	case <-ctx.Done():
@@ -129,7 +195,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return mapErr(ctx, err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(ptx{s, tx}); err != nil {
 		_ = tx.Rollback()
 		return mapErr(ctx, err)
 	}
@@ -141,13 +207,13 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // read runs fn in one read transaction, so that its statements see one
 // snapshot of the database (WAL readers do not block the writer).
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) read(ctx context.Context, fn func(tx querier) error) error {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return mapErr(ctx, err)
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(ptx{s, tx}); err != nil {
 		return mapErr(ctx, err)
 	}
 	return nil
@@ -201,4 +267,11 @@ func wrap(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("storesqlite: %s: %w", op, err)
+}
+
+// isForeignKey reports a foreign key violation: a child row (ledger entry,
+// event) written for a run that does not exist.
+func isForeignKey(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }

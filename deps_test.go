@@ -1,0 +1,173 @@
+package actoviq_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The layering rules of ARCHITECTURE.md, checked against the real import
+// graph. A package may import module packages of a strictly lower layer
+// only. A new package must be given a layer here before it can land.
+const module = "github.com/actoviq/actoviq-go"
+
+var layers = map[string]int{
+	"item":                    0,
+	"llm/transport":           0,
+	"llm":                     1,
+	"tool":                    2,
+	"store":                   3,
+	"llm/openai":              4,
+	"llm/anthropic":           4,
+	"llm/scripted":            4,
+	"tool/mcptool":            4,
+	"store/storemem":          4,
+	"store/storesqlite":       4,
+	"store/storepg":           4,
+	"store/storetest":         4,
+	"once":                    4,
+	"internal/testutil":       4,
+	"internal/ledger":         5,
+	"internal/redact":         5,
+	"internal/engine":         6,
+	"internal/worker":         7,
+	"":                        8, // root package actoviq
+	"otelsink":                9,
+	"console":                 9,
+	"internal/cli":            10,
+	"cmd/actoviq":             11,
+	"internal/demo":           9,
+	"internal/crashtest":      9,
+	"internal/crashtest/prog": 10,
+}
+
+// thirdParty says which module packages may import a third-party module:
+// each library has one home.
+var thirdParty = map[string][]string{
+	"modernc.org/sqlite":                       {"store/storesqlite"},
+	"github.com/jackc/pgx/v5":                  {"store/storepg"},
+	"github.com/modelcontextprotocol/go-sdk":   {"tool/mcptool"},
+	"github.com/spf13/cobra":                   {"internal/cli"},
+	"go.opentelemetry.io/otel":                 {"otelsink"},
+	"github.com/santhosh-tekuri/jsonschema/v6": {"tool"},
+	"github.com/google/jsonschema-go":          {"tool"},
+	"pgregory.net/rapid":                       {"store/storetest"},
+	"go.uber.org/goleak":                       {"internal/testutil"},
+}
+
+// testOnly packages are helpers that production code never imports, with the
+// exceptions listed (the demo and the crash-test program drive the scripted
+// model on purpose).
+var testOnly = map[string][]string{
+	"store/storetest":   nil,
+	"internal/testutil": nil,
+	"llm/scripted":      {"internal/demo", "internal/cli", "internal/crashtest/prog"},
+}
+
+// engineBlind: the engine sees interfaces, never concrete providers or
+// backends.
+var concrete = []string{"llm/openai", "llm/anthropic", "llm/scripted", "tool/mcptool",
+	"store/storemem", "store/storesqlite", "store/storepg"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func rel(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	if r, ok := strings.CutPrefix(path, module+"/"); ok {
+		return r, true
+	}
+	return "", false
+}
+
+func TestLayering(t *testing.T) {
+	pkgs := listPackages(t)
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	for _, p := range pkgs {
+		from, _ := rel(p.ImportPath)
+		fromLayer, ok := layers[from]
+		if !ok {
+			t.Errorf("package %q has no layer in deps_test.go: give it one (and update the README layout)", from)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if to, ok := rel(imp); ok {
+				toLayer, known := layers[to]
+				if !known {
+					continue // reported as the package itself
+				}
+				if toLayer >= fromLayer {
+					t.Errorf("%q (layer %d) imports %q (layer %d): imports must go to a lower layer", from, fromLayer, to, toLayer)
+				}
+				if allowed, isTestOnly := testOnly[to]; isTestOnly && !contains(allowed, from) {
+					t.Errorf("production package %q imports test helper %q", from, to)
+				}
+				if (from == "internal/engine" || from == "internal/ledger" || from == "internal/worker" || from == "") && contains(concrete, to) {
+					t.Errorf("%q imports concrete implementation %q: it must see interfaces only", from, to)
+				}
+				if (from == "console" || from == "internal/cli") && strings.HasPrefix(to, "internal/") && to != "internal/demo" {
+					t.Errorf("%q imports %q: operator surfaces use the public API only", from, to)
+				}
+				continue
+			}
+			if !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") {
+				continue // standard library
+			}
+			home := ""
+			for mod, homes := range thirdParty {
+				if imp == mod || strings.HasPrefix(imp, mod+"/") {
+					home = mod
+					if !contains(homes, from) {
+						t.Errorf("%q imports %q: that library lives only in %v", from, imp, homes)
+					}
+				}
+			}
+			if home == "" {
+				t.Errorf("%q imports %q, which has no home package in deps_test.go", from, imp)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/actoviq/actoviq-go/internal/ledger"
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// AgentSpec defines an agent. Its [AgentSpec.Digest] is stored with every
+// run, and a run resumes only under an agent with the same digest.
+type AgentSpec struct {
+	// ID names the agent; required.
+	ID string
+	// Instructions are the system instructions.
+	Instructions string
+	// Provider and Model are the model to call; required.
+	Provider llm.Provider
+	Model    string
+	// Tools the model may call.
+	Tools []tool.Tool
+	// OutputSchema, when set, asks for structured output.
+	OutputSchema json.RawMessage
+	Limits       Limits
+	Approval     ApprovalPolicy
+	Recovery     RecoveryPolicy
+}
+
+// Limits bound a run. Zero values mean the documented defaults.
+type Limits struct {
+	// MaxTurns bounds model turns; 0 means 16.
+	MaxTurns int
+	// RunTimeout is the run's deadline, from its start; 0 means none.
+	RunTimeout time.Duration
+	// ModelTimeout bounds one model call, retries included; 0 means 10 minutes.
+	ModelTimeout time.Duration
+	// ToolTimeout bounds a tool call whose spec sets none; 0 means 5 minutes.
+	ToolTimeout time.Duration
+	// ReadParallelism bounds read calls run at once; 0 means 4, 1 means serial.
+	ReadParallelism int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxTurns <= 0 {
+		l.MaxTurns = 16
+	}
+	if l.ModelTimeout <= 0 {
+		l.ModelTimeout = 10 * time.Minute
+	}
+	if l.ToolTimeout <= 0 {
+		l.ToolTimeout = tool.DefaultTimeout
+	}
+	if l.ReadParallelism <= 0 {
+		l.ReadParallelism = 4
+	}
+	return l
+}
+
+// ApprovalPolicy says which calls need a person's approval before they
+// start. A tool whose spec sets RequireApproval always needs it.
+type ApprovalPolicy struct {
+	// Effects lists effects whose calls all need approval.
+	Effects []tool.Effect
+	// Policy, when set, is asked after the rules above and may deny or ask.
+	Policy tool.Policy
+	// Version names the policy; approvals bind to it, so changing it (or
+	// Effects) makes earlier approvals void. Required when Policy is set.
+	Version string
+}
+
+// version is what approvals bind to.
+func (p ApprovalPolicy) version() string {
+	effects := make([]string, 0, len(p.Effects))
+	for _, e := range p.Effects {
+		effects = append(effects, e.String())
+	}
+	slices.Sort(effects)
+	h := sha256.New()
+	fmt.Fprintf(h, "%q|%q", effects, p.Version)
+	return "pv-" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Decide implements [tool.Policy].
+func (p ApprovalPolicy) Decide(ctx context.Context, spec tool.Spec, args json.RawMessage) tool.Verdict {
+	if spec.RequireApproval || slices.Contains(p.Effects, spec.Effect) {
+		if p.Policy != nil {
+			if v := p.Policy.Decide(ctx, spec, args); v.Decision == tool.Deny {
+				return v
+			}
+		}
+		return tool.Verdict{Decision: tool.Ask, Reason: fmt.Sprintf("%s calls need approval", spec.Effect)}
+	}
+	if p.Policy != nil {
+		return p.Policy.Decide(ctx, spec, args)
+	}
+	return tool.Verdict{Decision: tool.Allow}
+}
+
+// RecoveryPolicy says which started calls the runtime may run again on its
+// own after a crash. Side effects are never in it.
+type RecoveryPolicy = ledger.RecoveryPolicy
+
+// Validate checks the spec.
+func (a *AgentSpec) Validate() error {
+	switch {
+	case a == nil:
+		return fmt.Errorf("actoviq: nil agent")
+	case a.ID == "":
+		return fmt.Errorf("actoviq: agent: missing ID")
+	case a.Provider == nil:
+		return fmt.Errorf("actoviq: agent %s: missing Provider", a.ID)
+	case a.Model == "":
+		return fmt.Errorf("actoviq: agent %s: missing Model", a.ID)
+	case a.Approval.Policy != nil && a.Approval.Version == "":
+		return fmt.Errorf("actoviq: agent %s: Approval.Policy needs a Version, so approvals can bind to it", a.ID)
+	case a.OutputSchema != nil && !json.Valid(a.OutputSchema):
+		return fmt.Errorf("actoviq: agent %s: OutputSchema is not JSON", a.ID)
+	}
+	return nil
+}
+
+// Digest is a stable hash of everything that defines the agent's behaviour:
+// identity, instructions, model, each tool's spec, output schema, limits
+// and policies. A provider's credentials and endpoint are not part of it.
+func (a *AgentSpec) Digest() string {
+	type toolDigest struct {
+		Name, Description string
+		Input, Output     string
+		Effect            string
+		Approval          bool
+		Timeout           time.Duration
+	}
+	d := struct {
+		ID, Instructions, Provider, Model string
+		Tools                             []toolDigest
+		Output                            string
+		Limits                            Limits
+		Approval                          string
+		Recovery                          RecoveryPolicy
+	}{ID: a.ID, Instructions: a.Instructions, Model: a.Model, Output: compact(a.OutputSchema),
+		Limits: a.Limits.withDefaults(), Approval: a.Approval.version(), Recovery: a.Recovery}
+	if a.Provider != nil {
+		d.Provider = a.Provider.Name()
+	}
+	for _, t := range a.Tools {
+		s := t.Spec()
+		d.Tools = append(d.Tools, toolDigest{s.Name, s.Description, compact(s.InputSchema), compact(s.OutputSchema),
+			s.Effect.String(), s.RequireApproval, s.Timeout})
+	}
+	slices.SortFunc(d.Tools, func(x, y toolDigest) int { return cmpStr(x.Name, y.Name) })
+	b, _ := json.Marshal(d)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compact(b json.RawMessage) string {
+	if len(b) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+// argsDigest hashes a call's unredacted arguments in compact form.
+func argsDigest(args json.RawMessage) string {
+	sum := sha256.Sum256([]byte(compact(args)))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

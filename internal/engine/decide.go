@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/internal/ledger"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// Decide records decisions on an interrupted run without driving it. Each
+// decision is one fenced CAS on its ledger entry, with who, when, why and
+// the evidence that was open. Resume then acts on them.
+func (e *Engine) Decide(ctx context.Context, runID string, decisions []Decision) error {
+	d := &drive{e: e, ledger: map[string]*store.LedgerEntry{}, rawArgs: nil}
+	if err := d.load(ctx, runID); err != nil {
+		return err
+	}
+	if d.run.Status.Terminal() {
+		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
+	}
+	if err := d.claim(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := d.detached(ctx)
+		_ = e.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: e.tenant, Fence: d.fence})
+		cancel()
+	}()
+	return d.applyDecisions(ctx, decisions)
+}
+
+// applyDecisions checks every decision against the ledger before writing
+// any, then records them in order.
+func (d *drive) applyDecisions(ctx context.Context, decisions []Decision) error {
+	seen := map[string]bool{}
+	for i := range decisions {
+		dec := &decisions[i]
+		if err := dec.Validate(); err != nil {
+			return err
+		}
+		if seen[dec.CallID] {
+			return &DecisionError{CallID: dec.CallID, Reason: "two decisions for one call"}
+		}
+		seen[dec.CallID] = true
+		en, ok := d.ledger[dec.CallID]
+		if !ok {
+			return &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf("run %s has no such call", d.run.ID)}
+		}
+		if err := fits(dec, en); err != nil {
+			return err
+		}
+	}
+	for _, dec := range decisions {
+		if err := d.record(ctx, dec, d.ledger[dec.CallID]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fits(dec *Decision, en *store.LedgerEntry) error {
+	switch dec.Kind {
+	case DecideApprove, DecideReject:
+		if en.State != store.LedgerAwaitingApproval {
+			return &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf("%s needs a call awaiting approval; this one is %s", dec.Kind, en.State)}
+		}
+	default:
+		if !ledger.MayHaveRun(en.State) {
+			return &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf("%s settles a started or unknown call; this one is %s", dec.Kind, en.State)}
+		}
+	}
+	return nil
+}
+
+// record writes one decision.
+func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry) error {
+	in := d.openInterruption(en.CallID)
+	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.e.clock(), Reason: dec.Reason,
+		ArgsDigest: en.ArgsDigest, PolicyVersion: d.policyVersion(), Evidence: mustJSON(in)}
+	next := cloneEntry(en)
+	switch dec.Kind {
+	case DecideApprove:
+		rec.Attempt = en.Attempt + 1
+		next.Approval = rec
+		return d.transition(ctx, en, next, ledger.Approve, EvToolApproved)
+	case DecideReject:
+		next.Approval = rec
+		msg := fmt.Sprintf("The call was rejected by %s and did not run.", dec.By)
+		if dec.Reason != "" {
+			msg += " Reason: " + dec.Reason
+		}
+		return d.commitResult(ctx, en, ledger.Reject, EvToolRejected, tool.Result{Content: msg, IsError: true},
+			func(n *store.LedgerEntry) { n.Approval = rec })
+	case DecideCommitted:
+		r := tool.Result{Content: dec.Result, Data: dec.ResultData}
+		rec.Result = mustJSON(r)
+		return d.commitResult(ctx, en, ledger.Settle, EvToolSettled, r, func(n *store.LedgerEntry) { n.Resolution = rec })
+	case DecideFailed:
+		rec.Message = dec.Message
+		return d.commitResult(ctx, en, ledger.Settle, EvToolSettled, tool.Result{Content: dec.Message, IsError: true},
+			func(n *store.LedgerEntry) { n.Resolution = rec })
+	case DecideReexecute:
+		// An explicit new attempt with the same idempotency key; it also
+		// lets that attempt start without asking again.
+		next.Resolution = rec
+		approval := *rec
+		approval.Attempt = en.Attempt + 1
+		next.Approval = &approval
+		return d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
+	}
+	return &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf("unknown decision %q", dec.Kind)}
+}
+
+// policyVersionFor is the policy version approvals bind to: the driving
+// agent's, or, when deciding without an agent, the one recorded when the run
+// was interrupted.
+func (d *drive) policyVersion() string {
+	if d.agent != nil {
+		return d.pv
+	}
+	return d.cp.PolicyVersion
+}
+
+func (d *drive) openInterruption(callID string) *Interruption {
+	for i := range d.cp.Interruptions {
+		if d.cp.Interruptions[i].CallID == callID {
+			return &d.cp.Interruptions[i]
+		}
+	}
+	return nil
+}

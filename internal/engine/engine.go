@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/actoviq/actoviq-go/internal/redact"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Config configures an [Engine]. A nil *Config means defaults.
+type Config struct {
+	// Tenant scopes every record; empty means "default".
+	Tenant string
+	// Holder identifies this worker in claims; empty means
+	// "<hostname>:<pid>:<random>". Each drive of a run adds its own suffix,
+	// so two drives in one process are two holders too.
+	Holder string
+	// LeaseTTL is how long a run claim lives without a heartbeat; zero
+	// means 30 s. Heartbeats run every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// Clock gives the time; nil means time.Now.
+	Clock func() time.Time
+	// NewID makes run ids and event ids; nil means 16 random hex bytes.
+	// It must be safe for concurrent use.
+	NewID func() string
+	// Sinks receive every event of every run.
+	Sinks []EventSink
+	// RedactKeys adds secret-looking keys to the default list.
+	RedactKeys []string
+	// CommitTimeout bounds writes that record an outcome; they run on a
+	// context detached from the caller's cancellation. Zero means 30 s.
+	CommitTimeout time.Duration
+}
+
+// Engine drives runs. It is safe for concurrent use.
+type Engine struct {
+	store    store.Store
+	tenant   string
+	holder   string
+	ttl      time.Duration
+	clock    func() time.Time
+	newID    func() string
+	sinks    []EventSink
+	redactor *redact.Redactor
+	commitTO time.Duration
+
+	mu      sync.Mutex
+	cancels map[string]context.CancelCauseFunc // run id → cancel of its live drive
+	wg      sync.WaitGroup
+}
+
+// New returns an engine over s.
+func New(s store.Store, cfg *Config) (*Engine, error) {
+	if s == nil {
+		return nil, errors.New("actoviq: nil store")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Tenant == "" {
+		c.Tenant = "default"
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.LeaseTTL < 0 {
+		return nil, errors.New("actoviq: Config.LeaseTTL is negative")
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.NewID == nil {
+		c.NewID = randomID
+	}
+	if c.Holder == "" {
+		host, _ := os.Hostname()
+		c.Holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomID()[:8])
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = 30 * time.Second
+	}
+	return &Engine{
+		store: s, tenant: c.Tenant, holder: c.Holder, ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
+		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
+		cancels: map[string]context.CancelCauseFunc{},
+	}, nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Tenant returns the engine's tenant.
+func (e *Engine) Tenant() string { return e.tenant }
+
+// Store returns the engine's store.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Close cancels live drives and waits for them to stop.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	for _, c := range e.cancels {
+		c(errors.New("actoviq: runtime closed"))
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+	return nil
+}
+
+// checkpoint is the engine's durable run state (store.Run.Checkpoint).
+type checkpoint struct {
+	V int `json:"v"`
+	// Items is the transcript: input, model responses and the tool results
+	// of every turn before the pending one. Tool-call arguments are stored
+	// redacted.
+	Items []item.Item `json:"items"`
+	// Turn counts committed model responses.
+	Turn int `json:"turn"`
+	// Pending lists the call ids of the last response, in order, until
+	// their results are folded into Items.
+	Pending []string `json:"pending,omitempty"`
+	// Redacted marks pending calls whose persisted arguments lost secrets.
+	Redacted map[string]bool `json:"redacted,omitempty"`
+	Usage    item.Usage      `json:"usage"`
+	// Output is the final answer of a completed run.
+	Output []item.Item `json:"output,omitempty"`
+	Error  *RunError   `json:"error,omitempty"`
+	// Interruptions as of the last stop, with their evidence.
+	Interruptions []Interruption `json:"interruptions,omitempty"`
+	// Rejected holds a model response the runtime refused (evidence).
+	Rejected []item.Item `json:"rejected,omitempty"`
+	TraceID  string      `json:"trace_id"`
+	// PolicyVersion is the approval policy version of the last drive;
+	// approvals recorded without an agent at hand bind to it.
+	PolicyVersion string `json:"policy_version"`
+	// SessionBase is the session revision the run continues from;
+	// SessionPrefix the number of leading Items that came from it.
+	SessionBase   int64 `json:"session_base,omitempty"`
+	SessionPrefix int   `json:"session_prefix,omitempty"`
+	// SessionAppended is set once the run's items are in the session.
+	SessionAppended bool `json:"session_appended,omitempty"`
+}
+
+func decodeCheckpoint(r *store.Run) (*checkpoint, error) {
+	var cp checkpoint
+	if err := json.Unmarshal(r.Checkpoint, &cp); err != nil {
+		return nil, &store.DataError{Kind: "checkpoint", ID: r.ID, Err: err}
+	}
+	if cp.V != 1 {
+		return nil, &store.DataError{Kind: "checkpoint", ID: r.ID, Err: fmt.Errorf("unknown checkpoint version %d", cp.V)}
+	}
+	return &cp, nil
+}
+
+func statusOf(s store.RunStatus) Status {
+	switch s {
+	case store.RunCompleted:
+		return StatusCompleted
+	case store.RunInterrupted:
+		return StatusInterrupted
+	case store.RunFailed:
+		return StatusFailed
+	case store.RunCancelled:
+		return StatusCancelled
+	}
+	return StatusRunning
+}
+
+func (cp *checkpoint) result(runID string, status store.RunStatus) *Result {
+	res := &Result{RunID: runID, Status: statusOf(status), Output: cp.Output, Usage: cp.Usage, Error: cp.Error}
+	if status == store.RunInterrupted {
+		res.Interruptions = cp.Interruptions
+	}
+	return res
+}

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// RunInfo is a run as an operator sees it: status, transcript, ledger and
+// the interruptions still open, with their evidence.
+type RunInfo struct {
+	ID          string
+	ParentID    string
+	SessionID   string
+	AgentID     string
+	AgentDigest string
+	Status      Status
+	Meta        json.RawMessage
+	Deadline    time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	Revision    int64
+	Turn        int
+	Transcript  []item.Item
+	Output      []item.Item
+	Usage       item.Usage
+	Error       *RunError
+	Ledger      []*store.LedgerEntry
+	// Interruptions are the open ones: those whose call is still in the
+	// state that stopped the run.
+	Interruptions []Interruption
+}
+
+// Get reads a run with its ledger and open interruptions.
+func (e *Engine) Get(ctx context.Context, runID string) (*RunInfo, error) {
+	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: run %s: %w", runID, err)
+	}
+	cp, err := decodeCheckpoint(run)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := e.store.LedgerList(ctx, &store.LedgerListParams{Tenant: e.tenant, RunID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: ledger of %s: %w", runID, err)
+	}
+	info := &RunInfo{ID: run.ID, ParentID: run.ParentID, SessionID: run.SessionID, AgentID: run.AgentID, AgentDigest: run.AgentDigest,
+		Status: statusOf(run.Status), Meta: run.Meta, Deadline: run.Deadline, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt,
+		Revision: run.Revision, Turn: cp.Turn, Transcript: cp.Items, Output: cp.Output, Usage: cp.Usage, Error: cp.Error, Ledger: entries}
+	byID := map[string]*store.LedgerEntry{}
+	for _, en := range entries {
+		byID[en.CallID] = en
+	}
+	if run.Status == store.RunInterrupted {
+		for _, in := range cp.Interruptions {
+			en, ok := byID[in.CallID]
+			if !ok {
+				continue
+			}
+			open := en.State == store.LedgerAwaitingApproval
+			if in.Kind != InterruptApproval {
+				open = en.State == store.LedgerStarted || en.State == store.LedgerUnknown
+			}
+			if open {
+				info.Interruptions = append(info.Interruptions, in)
+			}
+		}
+	}
+	// The pending turn's committed results are part of the transcript.
+	for _, id := range cp.Pending {
+		if en, ok := byID[id]; ok && en.State == store.LedgerCommitted {
+			info.Transcript = append(info.Transcript, resultItem(en))
+		}
+	}
+	return info, nil
+}
+
+// ListParams filters [Engine.List].
+type ListParams struct {
+	Status Status // empty: any
+	Limit  int
+}
+
+// List lists the tenant's runs, newest first.
+func (e *Engine) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
+	if p == nil {
+		p = &ListParams{}
+	}
+	runs, err := e.store.RunList(ctx, &store.RunListParams{Tenant: e.tenant, Status: store.RunStatus(p.Status), Limit: p.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: list runs: %w", err)
+	}
+	out := make([]*RunInfo, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, &RunInfo{ID: r.ID, ParentID: r.ParentID, SessionID: r.SessionID, AgentID: r.AgentID, AgentDigest: r.AgentDigest,
+			Status: statusOf(r.Status), Meta: r.Meta, Deadline: r.Deadline, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Revision: r.Revision})
+	}
+	return out, nil
+}

@@ -1,0 +1,601 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/actoviq/actoviq-go/internal/ledger"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// loop drives the run until it completes, fails, is cancelled or stops with
+// interruptions. Store and fencing errors are returned as errors; outcomes
+// of the run are returned as a Result.
+func (d *drive) loop(ctx context.Context) (*Result, error) {
+	for {
+		if !d.run.Deadline.IsZero() && !d.e.clock().Before(d.run.Deadline) {
+			// Past the deadline: the run ends cancelled, the ledger untouched.
+			d.cp.Error = &RunError{Code: "deadline", Message: "the run's deadline passed"}
+			return d.end(ctx, store.RunCancelled, EvRunCancelled)
+		}
+		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+			d.cp.Error = &RunError{Code: "cancelled", Message: err.Error()}
+			return d.end(ctx, store.RunCancelled, EvRunCancelled)
+		}
+		if len(d.cp.Pending) > 0 {
+			interrupts, err := d.settlePending(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if len(interrupts) > 0 {
+				d.cp.Interruptions = interrupts
+				return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
+			}
+			if ctx.Err() != nil {
+				continue // cancelled while calls ran: end as cancelled above
+			}
+			d.fold()
+		}
+		d.cp.Interruptions = nil
+		if d.cp.Turn >= d.limits.MaxTurns {
+			d.cp.Error = &RunError{Code: "max_turns", Message: fmt.Sprintf("the run reached its limit of %d model turns", d.limits.MaxTurns)}
+			return d.end(ctx, store.RunFailed, EvRunFailed)
+		}
+		resp, err := d.callModel(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			d.cp.Error = modelError(err)
+			return d.end(ctx, store.RunFailed, EvRunFailed)
+		}
+		done, err := d.commitResponse(ctx, resp)
+		if err != nil || done != nil {
+			return done, err
+		}
+	}
+}
+
+// end writes a final or interrupted status and returns the run's result.
+func (d *drive) end(ctx context.Context, status store.RunStatus, ev string) (*Result, error) {
+	if err := d.finish(ctx, status, ev); err != nil {
+		return nil, err
+	}
+	return d.cp.result(d.run.ID, status), nil
+}
+
+func modelError(err error) *RunError {
+	var pe *llm.ProviderError
+	var si *llm.StreamInterruptedError
+	switch {
+	case errors.As(err, &si):
+		return &RunError{Code: "stream_interrupted", Message: err.Error()}
+	case errors.As(err, &pe):
+		return &RunError{Code: "provider_error", Message: err.Error()}
+	case errors.Is(err, llm.ErrDanglingToolCall):
+		return &RunError{Code: "dangling_tool_call", Message: err.Error()}
+	case errors.Is(err, llm.ErrUnsupported):
+		return &RunError{Code: "unsupported", Message: err.Error()}
+	}
+	return &RunError{Code: "model_error", Message: err.Error()}
+}
+
+// fold appends the committed results of the pending turn to the transcript,
+// in call order. The caller has checked that every pending call is
+// committed. The folded transcript is persisted by the next run write.
+func (d *drive) fold() {
+	for _, id := range d.cp.Pending {
+		d.cp.Items = append(d.cp.Items, resultItem(d.ledger[id]))
+	}
+	d.cp.Pending, d.cp.Redacted = nil, nil
+}
+
+func resultItem(en *store.LedgerEntry) item.Item {
+	var r tool.Result
+	if err := json.Unmarshal(en.Result, &r); err != nil {
+		r = tool.Result{Content: "the stored result of this call could not be decoded", IsError: true}
+	}
+	it := item.NewToolResult(en.CallID, r.Content, r.IsError)
+	it.ToolResult.Data = r.Data
+	return it
+}
+
+func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
+	if err := llm.ValidateTranscript(d.cp.Items); err != nil {
+		// Never send a tool call without its result to a provider.
+		return nil, err
+	}
+	specs := d.runner.Specs()
+	req := &llm.Request{Model: d.agent.Model, System: d.agent.Instructions, Items: d.cp.Items,
+		OutputSchema: d.agent.OutputSchema, IdempotencyKey: fmt.Sprintf("%s:turn-%d", d.run.ID, d.cp.Turn+1)}
+	for _, s := range specs {
+		req.Tools = append(req.Tools, llm.ToolDef{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
+	}
+	mctx, cancel := context.WithTimeout(ctx, d.limits.ModelTimeout)
+	defer cancel()
+	d.emitEphemeral(ctx, EvModelRequest, map[string]any{"turn": d.cp.Turn + 1, "model": d.agent.Model, "items": len(req.Items)})
+	caps := d.agent.Provider.Capabilities(d.agent.Model)
+	if !caps.Streaming {
+		if err := caps.Check(req); err != nil {
+			return nil, err
+		}
+		return d.agent.Provider.Generate(mctx, req)
+	}
+	if err := caps.CheckStream(req); err != nil {
+		return nil, err
+	}
+	var resp *llm.Response
+	for ev, err := range d.agent.Provider.Stream(mctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		switch ev.Type {
+		case llm.EventTextDelta:
+			d.emitEphemeral(ctx, EvTextDelta, map[string]any{"delta": ev.Delta, "index": ev.Index})
+		case llm.EventAttempt:
+			if ev.Attempt != nil {
+				d.emitEphemeral(ctx, EvModelAttempt, ev.Attempt)
+			}
+		case llm.EventDone:
+			resp = ev.Response
+		}
+	}
+	if resp == nil {
+		return nil, &llm.StreamInterruptedError{Provider: d.agent.Provider.Name(), Err: errors.New("stream ended without a response")}
+	}
+	return resp, nil
+}
+
+// commitResponse assigns call ids, and commits the response to the
+// checkpoint together with a prepared ledger entry per call, before
+// anything runs. A response without calls completes the run.
+func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*Result, error) {
+	used := map[string]bool{}
+	for _, it := range d.cp.Items {
+		if it.Type == item.TypeToolCall {
+			used[it.ToolCall.ID] = true
+		}
+	}
+	turn := d.cp.Turn + 1
+	inResp := map[string]json.RawMessage{}
+	var items []item.Item
+	var calls []*store.LedgerEntry
+	for i, it := range resp.Items {
+		if err := it.Validate(); err != nil {
+			d.cp.Rejected = resp.Items
+			d.cp.Usage = d.cp.Usage.Add(resp.Usage)
+			d.cp.Error = &RunError{Code: "model_behavior", Message: fmt.Sprintf("response item %d: %v", i, err)}
+			return d.end(ctx, store.RunFailed, EvRunFailed)
+		}
+		if it.Type != item.TypeToolCall {
+			items = append(items, it)
+			continue
+		}
+		tc := *it.ToolCall
+		if prev, dup := inResp[tc.ID]; dup && tc.ID != "" {
+			if compact(prev) == compact(tc.Arguments) {
+				continue // the same call twice in one response is one call
+			}
+			d.cp.Rejected = resp.Items
+			d.cp.Usage = d.cp.Usage.Add(resp.Usage)
+			d.cp.Error = &RunError{Code: "model_behavior", Message: fmt.Sprintf(
+				"%v: call id %q appears twice in one response with different arguments; nothing was executed", ErrModelBehavior, tc.ID)}
+			return d.end(ctx, store.RunFailed, EvRunFailed)
+		}
+		providerID := tc.ID
+		if tc.ID == "" || used[tc.ID] {
+			tc.ID = fmt.Sprintf("call_t%d_%d", turn, i)
+			for n := 2; used[tc.ID]; n++ {
+				tc.ID = fmt.Sprintf("call_t%d_%d_%d", turn, i, n)
+			}
+		}
+		inResp[providerID] = tc.Arguments
+		used[tc.ID] = true
+		raw := tc.Arguments
+		d.rawArgs[tc.ID] = raw
+		persisted := d.redactItem(item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant, ToolCall: &tc})
+		if compact(persisted.ToolCall.Arguments) != compact(raw) {
+			if d.cp.Redacted == nil {
+				d.cp.Redacted = map[string]bool{}
+			}
+			d.cp.Redacted[tc.ID] = true
+		}
+		items = append(items, persisted)
+		effect := tool.SideEffect
+		if t, ok := d.runner.Lookup(tc.Name); ok {
+			effect = t.Spec().Effect
+		}
+		calls = append(calls, &store.LedgerEntry{Tenant: d.e.tenant, RunID: d.run.ID, CallID: tc.ID, Turn: turn, Index: len(calls),
+			Tool: tc.Name, Effect: effect.String(), State: store.LedgerPrepared, IdempotencyKey: d.run.ID + ":" + tc.ID,
+			ArgsDigest: argsDigest(raw), Args: persisted.ToolCall.Arguments})
+	}
+	d.cp.Items = append(d.cp.Items, items...)
+	d.cp.Turn = turn
+	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
+	respData := map[string]any{"turn": turn, "response_id": resp.ID, "stop_reason": resp.StopReason, "usage": resp.Usage, "items": items}
+	if len(calls) == 0 {
+		d.cp.Output = items
+		if err := d.appendSession(ctx); err != nil {
+			return nil, err
+		}
+		data := map[string]any{"status": store.RunCompleted, "usage": d.cp.Usage}
+		if err := d.saveRun(ctx, store.RunCompleted, nil, d.event(EvModelResponse, "", respData), d.event(EvRunCompleted, "", data)); err != nil {
+			return nil, err
+		}
+		return d.cp.result(d.run.ID, store.RunCompleted), nil
+	}
+	var writes []store.LedgerWrite
+	events := []*store.Event{d.event(EvModelResponse, "", respData)}
+	for _, en := range calls {
+		d.cp.Pending = append(d.cp.Pending, en.CallID)
+		writes = append(writes, store.LedgerWrite{Entry: en})
+		events = append(events, d.event(EvToolPrepared, en.CallID, entryData(en)))
+	}
+	return nil, d.saveRun(ctx, store.RunRunning, writes, events...)
+}
+
+func entryData(en *store.LedgerEntry) map[string]any {
+	return map[string]any{"call_id": en.CallID, "tool": en.Tool, "effect": en.Effect, "state": en.State,
+		"idempotency_key": en.IdempotencyKey, "attempt": en.Attempt, "args": en.Args}
+}
+
+// appendSession appends the run's items to its session (CAS on the
+// revision the run started from). An append this run already made (a crash
+// after it, before the run's completion was written) is recognised.
+func (d *drive) appendSession(ctx context.Context) error {
+	if d.run.SessionID == "" || d.cp.SessionAppended {
+		return nil
+	}
+	var items []json.RawMessage
+	for _, it := range d.cp.Items[d.cp.SessionPrefix:] {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return err
+		}
+		items = append(items, b)
+	}
+	wctx, cancel := d.detached(ctx)
+	defer cancel()
+	_, err := d.e.store.SessionAppend(wctx, &store.SessionAppendParams{Tenant: d.e.tenant, SessionID: d.run.SessionID,
+		ExpectedRevision: d.cp.SessionBase, RunID: d.run.ID, Items: items})
+	if errors.Is(err, store.ErrConflict) {
+		st, lerr := d.e.store.SessionLoad(wctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
+		if lerr == nil && appendedBy(st, d.cp.SessionBase, d.run.ID, len(items)) {
+			err = nil
+		} else {
+			return fmt.Errorf("%w: session %s: %v", ErrSessionConflict, d.run.SessionID, err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("actoviq: append session %s: %w", d.run.SessionID, err)
+	}
+	d.cp.SessionAppended = true
+	return nil
+}
+
+func appendedBy(st *store.SessionState, base int64, runID string, n int) bool {
+	if st.Revision != base+int64(n) {
+		return false
+	}
+	count := 0
+	for _, en := range st.Entries {
+		if en.Seq > base {
+			if en.RunID != runID {
+				return false
+			}
+			count++
+		}
+	}
+	return count == n
+}
+
+// settlePending applies the recovery rules and runs the pending calls. It
+// returns the interruptions that stop the run; every other pending call is
+// committed when it returns without error.
+func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
+	var interrupts []Interruption
+	// First, settle what the ledger says about calls that may have run or
+	// wait for a person: never call a tool here.
+	for _, id := range d.cp.Pending {
+		en, ok := d.ledger[id]
+		if !ok {
+			return nil, &store.DataError{Kind: "ledger", ID: d.run.ID + "/" + id, Err: errors.New("pending call has no ledger entry")}
+		}
+		spec, _ := d.lookupSpec(en.Tool)
+		switch ledger.Recover(en.State, en.Effect, en.IdempotencyKey, d.agent.Recovery) {
+		case ledger.ActionNone, ledger.ActionRun:
+		case ledger.ActionAwaitApproval:
+			interrupts = append(interrupts, d.interruption(InterruptApproval, en, "the call needs approval before it starts", nil))
+		case ledger.ActionReconcile:
+			in, err := d.reconcile(ctx, en, spec)
+			if err != nil {
+				return nil, err
+			}
+			if in != nil {
+				interrupts = append(interrupts, *in)
+			}
+		case ledger.ActionRecover:
+			interrupts = append(interrupts, d.interruption(InterruptRecovery, en,
+				fmt.Sprintf("this %s call was %s when the run stopped; the recovery policy does not allow running it again on its own", en.Effect, en.State), nil))
+		case ledger.ActionRerun:
+			next := cloneEntry(en)
+			next.State = store.LedgerPrepared
+			next.Resolution = &store.Decision{Kind: string(DecideReexecute), By: "recovery-policy", At: d.e.clock(),
+				Reason: fmt.Sprintf("the recovery policy allows re-running %s calls with their idempotency key", en.Effect)}
+			if err := d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Then run every prepared call. Reads run in parallel; the others run
+	// one at a time, in order.
+	var reads, others []*store.LedgerEntry
+	for _, id := range d.cp.Pending {
+		en := d.ledger[id]
+		if en.State != store.LedgerPrepared {
+			continue
+		}
+		if en.Effect == tool.Read.String() {
+			reads = append(reads, en)
+		} else {
+			others = append(others, en)
+		}
+	}
+	var mu sync.Mutex
+	collect := func(in *Interruption, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if in != nil {
+			interrupts = append(interrupts, *in)
+		}
+		return err
+	}
+	if len(reads) > 0 {
+		sem := make(chan struct{}, d.limits.ReadParallelism)
+		var wg sync.WaitGroup
+		errs := make([]error, len(reads))
+		for i, en := range reads {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				errs[i] = collect(d.runCall(ctx, en))
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+	for _, en := range others {
+		if err := collect(d.runCall(ctx, en)); err != nil {
+			return nil, err
+		}
+	}
+	// Report interruptions in call order.
+	order := map[string]int{}
+	for i, id := range d.cp.Pending {
+		order[id] = i
+	}
+	sortInterruptions(interrupts, order)
+	return interrupts, nil
+}
+
+func (d *drive) lookupSpec(name string) (tool.Spec, bool) {
+	t, ok := d.runner.Lookup(name)
+	if !ok {
+		return tool.Spec{}, false
+	}
+	return t.Spec(), true
+}
+
+// transition moves en to next (a copy with the new fields) through the
+// ledger state machine, as one fenced CAS write.
+func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Event, evType string, extra ...*store.Event) error {
+	to, err := ledger.Next(en.State, ev)
+	if err != nil {
+		return fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, err)
+	}
+	next.State = to
+	return d.write(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next)},
+		Events: append([]*store.Event{d.event(evType, en.CallID, entryData(next))}, extra...)})
+}
+
+// commitResult records a call's result (the tool's, or an error result the
+// model sees).
+func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledger.Event, evType string, r tool.Result, mutate func(*store.LedgerEntry)) error {
+	next := cloneEntry(en)
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("actoviq: encode result of %s: %w", en.CallID, err)
+	}
+	next.Result = b
+	next.CommittedAt = d.e.clock()
+	if mutate != nil {
+		mutate(next)
+	}
+	return d.transition(ctx, en, next, ev, evType)
+}
+
+// runCall takes one prepared call through policy, start, invocation and
+// commit. It returns an interruption when the call cannot finish now.
+func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interruption, error) {
+	if ctx.Err() != nil {
+		return nil, nil // not started; stays prepared
+	}
+	args, known := d.rawArgs[en.CallID]
+	if !known {
+		if d.cp.Redacted[en.CallID] {
+			return nil, d.commitResult(ctx, en, ledger.Skip, EvToolSkipped, tool.Result{IsError: true,
+				Content: "This call was not run: its arguments held secrets, which are never persisted, and the run was restarted before it started. Call the tool again if it is still needed."}, nil)
+		}
+		args = en.Args
+	}
+	approved := d.approvalValid(en)
+	_, err := d.runner.Check(ctx, &tool.Call{Name: en.Tool, Args: args, Approved: approved})
+	var te *tool.Error
+	if errors.As(err, &te) {
+		switch te.Kind {
+		case tool.KindApprovalRequired:
+			next := cloneEntry(en)
+			if err := d.transition(ctx, en, next, ledger.AskApproval, EvToolAwaiting); err != nil {
+				return nil, err
+			}
+			in := d.interruption(InterruptApproval, d.entry(en.CallID), "the call needs approval before it starts", nil)
+			return &in, nil
+		default: // not found, validation, denied: the model sees why; nothing ran
+			return nil, d.commitResult(ctx, en, ledger.Skip, EvToolSkipped, tool.Result{IsError: true, Content: te.Error()},
+				func(n *store.LedgerEntry) { n.Error = mustJSON(te) })
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Record started, and have that write return, before the tool runs.
+	// This CAS also consumes the approval (it was for this attempt only).
+	next := cloneEntry(en)
+	next.Attempt++
+	next.Holder, next.Epoch = d.fence.Holder, d.fence.Epoch
+	next.StartedAt = d.e.clock()
+	next.Error = nil
+	if err := d.transition(ctx, en, next, ledger.Start, EvToolStarted); err != nil {
+		return nil, err
+	}
+	en = d.entry(en.CallID)
+	res, err := d.runner.Run(ctx, &tool.Call{Name: en.Tool, Args: args, Key: en.IdempotencyKey, Attempt: en.Attempt, Approved: true})
+	return d.recordOutcome(ctx, en, res, err)
+}
+
+// recordOutcome writes what a started call produced. It runs on a detached
+// context (d.write), so a cancellation cannot lose a result that exists.
+func (d *drive) recordOutcome(ctx context.Context, en *store.LedgerEntry, res tool.Result, err error) (*Interruption, error) {
+	if err == nil {
+		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, res, nil)
+	}
+	var te *tool.Error
+	if !errors.As(err, &te) {
+		te = &tool.Error{Kind: tool.KindExecution, Tool: en.Tool, Started: true, OutcomeUnknown: true, Err: err}
+	}
+	if !te.Started && !te.OutcomeUnknown {
+		// The runner refused to invoke the tool (the context ended between
+		// the started write and the call): it definitely did not run.
+		next := cloneEntry(en)
+		next.Attempt--
+		next.Error = mustJSON(te)
+		next.Resolution = &store.Decision{Kind: "not-started", By: "runtime", At: d.e.clock(), Reason: te.Error()}
+		return nil, d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
+	}
+	if !te.OutcomeUnknown {
+		// The tool ran and reported a failure (or bad output): the model
+		// sees it as an error result.
+		content := te.Error()
+		if res.Content != "" {
+			content = res.Content + "\n" + content
+		}
+		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, tool.Result{Content: content, IsError: true},
+			func(n *store.LedgerEntry) { n.Error = mustJSON(te) })
+	}
+	// The outcome is unknown: record that first.
+	next := cloneEntry(en)
+	next.Error = mustJSON(te)
+	if err := d.transition(ctx, en, next, ledger.Lose, EvToolUnknown); err != nil {
+		return nil, err
+	}
+	en = d.entry(en.CallID)
+	if en.Effect == tool.Read.String() {
+		// A read changed nothing: the model is told the outcome is unknown
+		// and may decide to call again (a new call with a new key).
+		return nil, d.commitResult(ctx, en, ledger.Settle, EvToolSettled, tool.Result{IsError: true, Content: fmt.Sprintf(
+			"The outcome of this call is unknown (%v). It was not retried.", te)},
+			func(n *store.LedgerEntry) {
+				n.Resolution = &store.Decision{Kind: string(DecideFailed), By: "runtime", At: d.e.clock(), Reason: "read with unknown outcome"}
+			})
+	}
+	kind, reason := InterruptReconciliation, "the side effect may or may not have happened; it is never run again without a decision"
+	if en.Effect == tool.IdempotentWrite.String() {
+		kind, reason = InterruptRecovery, "the idempotent write's outcome is unknown; re-execute reuses its idempotency key"
+	}
+	in := d.interruption(kind, en, fmt.Sprintf("%s (%v)", reason, te), nil)
+	return &in, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"message": fmt.Sprint(v)})
+	}
+	return b
+}
+
+// approvalValid reports whether en carries an approval for its next
+// attempt, bound to its arguments and the current policy version.
+func (d *drive) approvalValid(en *store.LedgerEntry) bool {
+	a := en.Approval
+	return a != nil && (a.Kind == string(DecideApprove) || a.Kind == string(DecideReexecute)) &&
+		a.ArgsDigest == en.ArgsDigest && a.PolicyVersion == d.pv && a.Attempt == en.Attempt+1
+}
+
+// reconcile asks the tool's probe, if it has one, about a started or
+// unknown side effect. A definite committed answer settles the call; any
+// other answer becomes the evidence of a reconciliation interruption.
+func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.Spec) (*Interruption, error) {
+	reason := fmt.Sprintf("the call was %s when the run stopped: the side effect may or may not have happened", en.State)
+	t, ok := d.runner.Lookup(en.Tool)
+	rec, isRec := t.(tool.Reconciler)
+	if !ok || !isRec {
+		in := d.interruption(InterruptReconciliation, en, reason+"; the tool has no probe", nil)
+		return &in, nil
+	}
+	args := en.Args
+	if raw, ok := d.rawArgs[en.CallID]; ok {
+		args = raw
+	}
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = d.limits.ToolTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	probe, err := rec.Reconcile(tool.WithIdempotencyKey(pctx, en.IdempotencyKey), en.IdempotencyKey, args)
+	cancel()
+	ans := &ProbeAnswer{Outcome: probe.Outcome.String(), Evidence: probe.Evidence}
+	if err != nil {
+		ans.Outcome, ans.Error = tool.ProbeUnknown.String(), err.Error()
+	}
+	if err == nil && probe.Outcome == tool.ProbeCommitted {
+		r := tool.Result{Content: "(settled by the tool's probe)"}
+		if probe.Result != nil {
+			r = *probe.Result
+		}
+		err := d.commitResult(ctx, en, ledger.Settle, EvToolSettled, r, func(n *store.LedgerEntry) {
+			n.Resolution = &store.Decision{Kind: "probe", By: "probe:" + en.Tool, At: d.e.clock(), Reason: "the probe found the effect committed",
+				Result: mustJSON(r), Evidence: mustJSON(ans)}
+		})
+		return nil, err
+	}
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolProbed, en.CallID, ans)}}); err != nil {
+		return nil, err
+	}
+	in := d.interruption(InterruptReconciliation, en, reason+"; the probe could not confirm it", ans)
+	return &in, nil
+}
+
+func (d *drive) interruption(kind InterruptionKind, en *store.LedgerEntry, reason string, probe *ProbeAnswer) Interruption {
+	return Interruption{Kind: kind, CallID: en.CallID, Tool: en.Tool, Effect: en.Effect, State: string(en.State),
+		IdempotencyKey: en.IdempotencyKey, Args: en.Args, ArgsDigest: en.ArgsDigest, Attempt: en.Attempt, StartedAt: en.StartedAt,
+		Holder: en.Holder, Epoch: en.Epoch, Reason: reason, Probe: probe, LastError: en.Error}
+}
+
+func sortInterruptions(in []Interruption, order map[string]int) {
+	for i := 1; i < len(in); i++ {
+		for j := i; j > 0 && order[in[j].CallID] < order[in[j-1].CallID]; j-- {
+			in[j], in[j-1] = in[j-1], in[j]
+		}
+	}
+}

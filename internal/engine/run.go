@@ -1,0 +1,331 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// Input starts a run.
+type Input struct {
+	// RunID is optional; an existing id is refused with [ErrRunExists].
+	RunID string
+	// SessionID continues a conversation: its history is prepended and the
+	// run's items are appended (CAS) when it completes.
+	SessionID   string
+	ParentRunID string
+	// Items are the new input (usually one user text item).
+	Items []item.Item
+	// Meta is caller JSON stored with the run (never secrets).
+	Meta json.RawMessage
+}
+
+// drive is the state of one drive of one run.
+type drive struct {
+	e      *Engine
+	agent  *AgentSpec
+	runner *tool.Runner
+	pv     string // approval policy version
+	limits Limits
+	fence  store.Fence
+	sinks  []EventSink
+
+	run          *store.Run
+	cp           *checkpoint
+	ledger       map[string]*store.LedgerEntry
+	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
+	sessionFence *store.Fence
+
+	// mu serialises writes (parallel read calls commit concurrently).
+	mu sync.Mutex
+}
+
+func (e *Engine) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	limits := a.Limits.withDefaults()
+	runner, err := tool.NewRunner(a.Tools, &tool.RunnerConfig{Policy: a.Approval, DefaultTimeout: limits.ToolTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: agent %s: %w", a.ID, err)
+	}
+	return &drive{e: e, agent: a, runner: runner, pv: a.Approval.version(), limits: limits,
+		sinks:  append(append([]EventSink(nil), e.sinks...), sinks...),
+		ledger: map[string]*store.LedgerEntry{}, rawArgs: map[string]json.RawMessage{}}, nil
+}
+
+// Run starts a new run and drives it until it completes, fails, is
+// cancelled or stops with interruptions.
+func (e *Engine) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...EventSink) (*Result, error) {
+	d, err := e.newDrive(a, sinks)
+	if err != nil {
+		return nil, err
+	}
+	if in == nil {
+		in = &Input{}
+	}
+	for i := range in.Items {
+		if err := in.Items[i].Validate(); err != nil {
+			return nil, fmt.Errorf("actoviq: input item %d: %w", i, err)
+		}
+	}
+	runID := in.RunID
+	if runID == "" {
+		runID = e.newID()
+	}
+	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: e.holder + "/" + e.newID()[:8]}
+	cp := &checkpoint{V: 1, TraceID: e.newID(), PolicyVersion: d.pv}
+	if in.SessionID != "" {
+		if err := d.claimSession(ctx, in.SessionID); err != nil {
+			return nil, err
+		}
+		defer d.releaseSession()
+		st, err := e.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: e.tenant, SessionID: in.SessionID})
+		if err != nil {
+			return nil, fmt.Errorf("actoviq: load session %s: %w", in.SessionID, err)
+		}
+		history, err := sessionItems(st)
+		if err != nil {
+			return nil, err
+		}
+		cp.Items, cp.SessionBase, cp.SessionPrefix = history, st.Revision, len(history)
+	}
+	for _, it := range in.Items {
+		cp.Items = append(cp.Items, d.redactItem(it))
+	}
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	run := &store.Run{Tenant: e.tenant, ID: runID, ParentID: in.ParentRunID, SessionID: in.SessionID, AgentID: a.ID,
+		AgentDigest: a.Digest(), Status: store.RunRunning, Checkpoint: raw, Meta: in.Meta}
+	if a.Limits.RunTimeout > 0 {
+		run.Deadline = e.clock().Add(a.Limits.RunTimeout)
+	}
+	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
+	if errors.Is(err, store.ErrExists) {
+		return nil, fmt.Errorf("%w: %s (a run id is never re-run; use Resume)", ErrRunExists, runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: create run %s: %w", runID, err)
+	}
+	d.run, d.cp = created, cp
+	return e.claimAndDrive(ctx, d, EvRunStarted, nil)
+}
+
+// Resume continues a run: decisions are recorded first, then the recovery
+// rules are applied to the ledger, then the run goes on.
+func (e *Engine) Resume(ctx context.Context, a *AgentSpec, runID string, decisions []Decision, sinks ...EventSink) (*Result, error) {
+	d, err := e.newDrive(a, sinks)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.load(ctx, runID); err != nil {
+		return nil, err
+	}
+	if d.run.Status.Terminal() {
+		return d.cp.result(runID, d.run.Status), nil
+	}
+	if d.run.AgentDigest != a.Digest() {
+		return nil, &DigestMismatchError{RunID: runID, Stored: d.run.AgentDigest, Actual: a.Digest()}
+	}
+	d.cp.PolicyVersion = d.pv
+	if d.run.SessionID != "" {
+		if err := d.claimSession(ctx, d.run.SessionID); err != nil {
+			return nil, err
+		}
+		defer d.releaseSession()
+	}
+	return e.claimAndDrive(ctx, d, EvRunResumed, decisions)
+}
+
+func (d *drive) load(ctx context.Context, runID string) error {
+	e := d.e
+	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
+	if err != nil {
+		return fmt.Errorf("actoviq: load run %s: %w", runID, err)
+	}
+	cp, err := decodeCheckpoint(run)
+	if err != nil {
+		return err
+	}
+	entries, err := e.store.LedgerList(ctx, &store.LedgerListParams{Tenant: e.tenant, RunID: runID})
+	if err != nil {
+		return fmt.Errorf("actoviq: load ledger of %s: %w", runID, err)
+	}
+	d.run, d.cp = run, cp
+	for _, en := range entries {
+		d.ledger[en.CallID] = en
+	}
+	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: e.holder + "/" + e.newID()[:8]}
+	return nil
+}
+
+// claimAndDrive takes the run's claim, keeps it alive while driving, and
+// gives it up at the end.
+func (e *Engine) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (*Result, error) {
+	if err := d.claim(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	e.mu.Lock()
+	e.cancels[d.run.ID] = cancel
+	e.wg.Add(1)
+	e.mu.Unlock()
+	stopBeat := d.heartbeat(ctx, cancel)
+	defer func() {
+		stopBeat()
+		e.mu.Lock()
+		delete(e.cancels, d.run.ID)
+		e.mu.Unlock()
+		cancel(nil)
+		rctx, rcancel := d.detached(ctx)
+		_ = e.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: e.tenant, Fence: d.fence})
+		rcancel()
+		e.wg.Done()
+	}()
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(startEvent, "", map[string]any{
+		"agent_id": d.agent.ID, "agent_digest": d.run.AgentDigest, "model": d.agent.Model, "holder": d.fence.Holder, "epoch": d.fence.Epoch,
+	})}}); err != nil {
+		return nil, err
+	}
+	if len(decisions) > 0 {
+		if err := d.applyDecisions(ctx, decisions); err != nil {
+			return nil, err
+		}
+	}
+	return d.loop(ctx)
+}
+
+func (d *drive) claim(ctx context.Context) error {
+	c, err := d.e.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: d.e.tenant, Key: d.fence.Key, Holder: d.fence.Holder, TTL: d.e.ttl})
+	var held *store.ClaimHeldError
+	if errors.As(err, &held) {
+		return &RunHeldError{RunID: d.run.ID, Claim: held}
+	}
+	if err != nil {
+		return fmt.Errorf("actoviq: claim run %s: %w", d.run.ID, err)
+	}
+	d.fence.Epoch = c.Epoch
+	return nil
+}
+
+func (d *drive) claimSession(ctx context.Context, sessionID string) error {
+	f := &store.Fence{Key: "session:" + sessionID, Holder: d.e.holder + "/" + d.e.newID()[:8]}
+	c, err := d.e.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: d.e.tenant, Key: f.Key, Holder: f.Holder, TTL: d.e.ttl})
+	if errors.Is(err, store.ErrClaimHeld) {
+		return fmt.Errorf("%w: %s: %v", ErrSessionBusy, sessionID, err)
+	}
+	if err != nil {
+		return fmt.Errorf("actoviq: claim session %s: %w", sessionID, err)
+	}
+	f.Epoch = c.Epoch
+	d.sessionFence = f
+	return nil
+}
+
+func (d *drive) releaseSession() {
+	if d.sessionFence == nil {
+		return
+	}
+	ctx, cancel := d.detached(context.Background())
+	defer cancel()
+	_ = d.e.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: d.e.tenant, Fence: *d.sessionFence})
+}
+
+// heartbeat renews the claims every TTL/3. When a renewal is fenced out the
+// drive is cancelled: another worker owns the run now.
+func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(d.e.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fences := []store.Fence{d.fence}
+				if d.sessionFence != nil {
+					fences = append(fences, *d.sessionFence)
+				}
+				for _, f := range fences {
+					_, err := d.e.store.ClaimRenew(ctx, &store.ClaimRenewParams{Tenant: d.e.tenant, Fence: f, TTL: d.e.ttl})
+					if errors.Is(err, store.ErrFenced) {
+						cancel(fmt.Errorf("actoviq: lost claim %s: %w", f.Key, err))
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// detached returns a context that ignores the caller's cancellation, for
+// writes that record something that already happened.
+func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d.e.commitTO)
+}
+
+// Cancel stops a live drive of the run in this process, if any, and marks a
+// run that is not being driven as cancelled. Started calls keep their
+// ledger state: their outcome is settled on the next resume as usual.
+func (e *Engine) Cancel(ctx context.Context, runID string) error {
+	e.mu.Lock()
+	c, live := e.cancels[runID]
+	e.mu.Unlock()
+	if live {
+		c(context.Canceled)
+		return nil
+	}
+	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
+	if err != nil {
+		return fmt.Errorf("actoviq: cancel %s: %w", runID, err)
+	}
+	if run.Status.Terminal() {
+		return nil
+	}
+	d := &drive{e: e, ledger: map[string]*store.LedgerEntry{}}
+	if err := d.load(ctx, runID); err != nil {
+		return err
+	}
+	if err := d.claim(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := d.detached(ctx)
+		_ = e.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: e.tenant, Fence: d.fence})
+		cancel()
+	}()
+	d.cp.Error = &RunError{Code: "cancelled", Message: "cancelled by request"}
+	return d.finish(ctx, store.RunCancelled, EvRunCancelled)
+}
+
+func sessionItems(st *store.SessionState) ([]item.Item, error) {
+	var out []item.Item
+	if st.Snapshot != nil {
+		if err := json.Unmarshal(st.Snapshot, &out); err != nil {
+			return nil, &store.DataError{Kind: "session snapshot", ID: st.SessionID, Err: err}
+		}
+	}
+	for _, en := range st.Entries {
+		var it item.Item
+		if err := json.Unmarshal(en.Item, &it); err != nil {
+			return nil, &store.DataError{Kind: "session", ID: fmt.Sprintf("%s#%d", st.SessionID, en.Seq), Err: err}
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}

@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Status is the outcome of driving a run.
+type Status string
+
+// Run statuses as the public API reports them.
+const (
+	StatusRunning     Status = "running"
+	StatusCompleted   Status = "completed"
+	StatusInterrupted Status = "interrupted"
+	StatusFailed      Status = "failed"
+	StatusCancelled   Status = "cancelled"
+)
+
+// InterruptionKind says what a stopped run waits for.
+type InterruptionKind string
+
+// Interruption kinds.
+const (
+	// InterruptApproval: a call needs approve or reject.
+	InterruptApproval InterruptionKind = "approval"
+	// InterruptReconciliation: a side effect of unknown outcome; needs
+	// committed, failed or re-execute.
+	InterruptReconciliation InterruptionKind = "reconciliation"
+	// InterruptRecovery: a read or idempotent write that was started when
+	// the run stopped, and the recovery policy does not allow re-running it.
+	InterruptRecovery InterruptionKind = "recovery"
+)
+
+// Interruption is one open question a person (or a probe) must answer
+// before the run can go on. It carries the evidence to answer it.
+type Interruption struct {
+	Kind           InterruptionKind `json:"kind"`
+	CallID         string           `json:"call_id"`
+	Tool           string           `json:"tool"`
+	Effect         string           `json:"effect"`
+	State          string           `json:"state"`
+	IdempotencyKey string           `json:"idempotency_key"`
+	// Args are the call's arguments as persisted (secrets redacted).
+	Args       json.RawMessage `json:"args,omitempty"`
+	ArgsDigest string          `json:"args_digest"`
+	Attempt    int             `json:"attempt"`
+	StartedAt  time.Time       `json:"started_at,omitzero"`
+	Holder     string          `json:"holder,omitempty"`
+	Epoch      int64           `json:"epoch,omitempty"`
+	// Reason explains why the run stopped here.
+	Reason string `json:"reason"`
+	// Probe is the tool's probe answer, when it has a probe.
+	Probe *ProbeAnswer `json:"probe,omitempty"`
+	// LastError is the persisted error of the last attempt, if any.
+	LastError json.RawMessage `json:"last_error,omitempty"`
+}
+
+// ProbeAnswer is what a tool's Reconcile probe said.
+type ProbeAnswer struct {
+	Outcome  string `json:"outcome"`
+	Evidence string `json:"evidence,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// DecisionKind is what a person decided about an interrupted call.
+type DecisionKind string
+
+// Decision kinds.
+const (
+	DecideApprove   DecisionKind = "approve"
+	DecideReject    DecisionKind = "reject"
+	DecideCommitted DecisionKind = "committed"
+	DecideFailed    DecisionKind = "failed"
+	DecideReexecute DecisionKind = "re-execute"
+)
+
+// Decision answers one interruption. It is recorded with who, when and why
+// and the evidence that was shown.
+type Decision struct {
+	CallID string       `json:"call_id"`
+	Kind   DecisionKind `json:"kind"`
+	// By names who decided; required.
+	By string `json:"by"`
+	// Reason is why (a note for approve; the reason the model sees for
+	// reject).
+	Reason string `json:"reason,omitempty"`
+	// Result is the tool result an operator records with committed: the
+	// content the model sees. ResultData is optional structured data.
+	Result     string          `json:"result,omitempty"`
+	ResultData json.RawMessage `json:"result_data,omitempty"`
+	// Message is what the model sees for failed.
+	Message string `json:"message,omitempty"`
+}
+
+// Validate checks that a decision is well formed.
+func (d *Decision) Validate() error {
+	if d.CallID == "" {
+		return &DecisionError{CallID: d.CallID, Reason: "missing call id"}
+	}
+	if d.By == "" {
+		return &DecisionError{CallID: d.CallID, Reason: "missing who decided (By)"}
+	}
+	switch d.Kind {
+	case DecideApprove, DecideReject, DecideReexecute:
+	case DecideCommitted:
+		if d.ResultData != nil && !json.Valid(d.ResultData) {
+			return &DecisionError{CallID: d.CallID, Reason: "result data is not JSON"}
+		}
+	case DecideFailed:
+		if d.Message == "" {
+			return &DecisionError{CallID: d.CallID, Reason: "failed needs a message for the model"}
+		}
+	default:
+		return &DecisionError{CallID: d.CallID, Reason: fmt.Sprintf("unknown decision %q", d.Kind)}
+	}
+	return nil
+}
+
+// Result is what driving a run produced.
+type Result struct {
+	RunID         string
+	Status        Status
+	Output        []item.Item
+	Usage         item.Usage
+	Interruptions []Interruption
+	// Error is set for failed and cancelled runs.
+	Error *RunError
+}
+
+// RunError is why a run failed, in a persisted shape.
+type RunError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *RunError) Error() string { return e.Code + ": " + e.Message }
+
+// Errors callers branch on.
+var (
+	// ErrDigestMismatch: the agent definition changed since the run started.
+	ErrDigestMismatch = errors.New("actoviq: agent definition changed since the run started")
+	// ErrRunHeld: another live worker holds the run.
+	ErrRunHeld = errors.New("actoviq: run is held by another worker")
+	// ErrRunExists: a run with that id exists; it is never re-run.
+	ErrRunExists = errors.New("actoviq: run already exists")
+	// ErrRunFinished: the run already ended.
+	ErrRunFinished = errors.New("actoviq: run already finished")
+	// ErrDecision: a decision does not fit the run's ledger.
+	ErrDecision = errors.New("actoviq: invalid decision")
+	// ErrSessionConflict: another run appended to the session first.
+	ErrSessionConflict = errors.New("actoviq: session changed by another run")
+	// ErrSessionBusy: another run is driving the session.
+	ErrSessionBusy = errors.New("actoviq: session is in use by another run")
+	// ErrModelBehavior: the model produced something the runtime refuses
+	// (a repeated call id with different arguments).
+	ErrModelBehavior = errors.New("actoviq: model behaviour error")
+)
+
+// DecisionError reports a decision that does not fit.
+type DecisionError struct {
+	CallID string
+	Reason string
+}
+
+func (e *DecisionError) Error() string {
+	return fmt.Sprintf("actoviq: decision for call %q: %s", e.CallID, e.Reason)
+}
+
+// Is reports whether target is [ErrDecision].
+func (e *DecisionError) Is(target error) bool { return target == ErrDecision }
+
+// DigestMismatchError reports a changed agent definition.
+type DigestMismatchError struct {
+	RunID          string
+	Stored, Actual string
+}
+
+func (e *DigestMismatchError) Error() string {
+	return fmt.Sprintf("actoviq: run %s was started with agent digest %s, this agent has %s: resume refuses a changed agent", e.RunID, e.Stored, e.Actual)
+}
+
+// Is reports whether target is [ErrDigestMismatch].
+func (e *DigestMismatchError) Is(target error) bool { return target == ErrDigestMismatch }
+
+// RunHeldError reports a run claimed by another live worker.
+type RunHeldError struct {
+	RunID string
+	Claim *store.ClaimHeldError
+}
+
+func (e *RunHeldError) Error() string {
+	return fmt.Sprintf("actoviq: run %s is held by %s (epoch %d) until %s", e.RunID, e.Claim.Holder, e.Claim.Epoch, e.Claim.ExpiresAt)
+}
+
+// Is reports whether target is [ErrRunHeld].
+func (e *RunHeldError) Is(target error) bool { return target == ErrRunHeld }
+
+// Unwrap returns the store's claim error.
+func (e *RunHeldError) Unwrap() error { return e.Claim }
+
+// EventSink receives run events after they are durable (transitions) or as
+// they happen (deltas, attempts). Data is already redacted. Emit must not
+// block for long; it is called on the run's goroutine.
+type EventSink interface {
+	Emit(ctx context.Context, ev Event)
+}
+
+// EventSinkFunc adapts a function to [EventSink].
+type EventSinkFunc func(ctx context.Context, ev Event)
+
+// Emit implements [EventSink].
+func (f EventSinkFunc) Emit(ctx context.Context, ev Event) { f(ctx, ev) }
+
+// Event is the stable envelope of SPEC §9.
+type Event struct {
+	Schema      int             `json:"schema"`
+	ID          string          `json:"id"`
+	Seq         int64           `json:"seq"` // 0 for ephemeral events (deltas, attempts)
+	RunID       string          `json:"run_id"`
+	ParentRunID string          `json:"parent_run_id,omitempty"`
+	TraceID     string          `json:"trace_id"`
+	SpanID      string          `json:"span_id"`
+	Type        string          `json:"type"`
+	Time        time.Time       `json:"time"`
+	Data        json.RawMessage `json:"data,omitempty"`
+}
+
+// EventSchema is the envelope's schema version.
+const EventSchema = 1
+
+// Event types.
+const (
+	EvRunStarted        = "run.started"
+	EvRunResumed        = "run.resumed"
+	EvRunCompleted      = "run.completed"
+	EvRunInterrupted    = "run.interrupted"
+	EvRunFailed         = "run.failed"
+	EvRunCancelled      = "run.cancelled"
+	EvModelRequest      = "model.request"
+	EvModelResponse     = "model.response"
+	EvModelAttempt      = "model.attempt"
+	EvTextDelta         = "model.text_delta"
+	EvToolPrepared      = "tool.prepared"
+	EvToolAwaiting      = "tool.awaiting_approval"
+	EvToolApproved      = "tool.approved"
+	EvToolRejected      = "tool.rejected"
+	EvToolStarted       = "tool.started"
+	EvToolCommitted     = "tool.committed"
+	EvToolUnknown       = "tool.unknown"
+	EvToolSkipped       = "tool.skipped"
+	EvToolProbed        = "tool.probed"
+	EvToolSettled       = "tool.settled"
+	EvToolReexecute     = "tool.reexecute"
+	EvSessionAppended   = "session.appended"
+	EvModelBehaviorFail = "model.behavior_error"
+)

@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// event builds a transition event. Data is redacted before it is stored or
+// handed to any sink.
+func (d *drive) event(typ, callID string, data any) *store.Event {
+	var raw json.RawMessage
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+		}
+		raw = d.redactJSON(b)
+	}
+	return &store.Event{ID: d.e.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
+		SpanID: spanID(d.run.ID, callID), Type: typ, Time: d.e.clock(), Data: raw}
+}
+
+// spanID is deterministic: a run's span, or a call's span within it.
+func spanID(runID, callID string) string {
+	sum := sha256.Sum256([]byte(runID + "\x00" + callID))
+	return hex.EncodeToString(sum[:8])
+}
+
+func (d *drive) redactJSON(b json.RawMessage) json.RawMessage {
+	out, _, err := d.e.redactor.JSON(b)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// redactItem returns the item as it may be persisted: tool-call arguments
+// lose secret-looking values.
+func (d *drive) redactItem(it item.Item) item.Item {
+	if it.Type != item.TypeToolCall || it.ToolCall == nil {
+		return it
+	}
+	tc := *it.ToolCall
+	tc.Arguments = d.redactJSON(tc.Arguments)
+	it.ToolCall = &tc
+	return it
+}
+
+// write performs one fenced atomic write on a detached context (it records
+// things that happened), updates the drive's view and emits the events.
+func (d *drive) write(ctx context.Context, p *store.RunWriteParams) error {
+	_, err := d.writeResult(ctx, p)
+	return err
+}
+
+// writeResult is write, returning what was stored.
+func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p.Tenant, p.RunID = d.e.tenant, d.run.ID
+	f := d.fence
+	p.Fence = &f
+	wctx, cancel := d.detached(ctx)
+	defer cancel()
+	res, err := d.e.store.RunWrite(wctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: run %s: write: %w", d.run.ID, err)
+	}
+	if res.Run != nil {
+		d.run = res.Run
+	}
+	for _, en := range res.Ledger {
+		d.ledger[en.CallID] = en
+	}
+	d.emitStored(ctx, res.Events)
+	return res, nil
+}
+
+// entry reads the drive's current copy of a ledger entry.
+func (d *drive) entry(callID string) *store.LedgerEntry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ledger[callID]
+}
+
+func (d *drive) emitStored(ctx context.Context, evs []*store.Event) {
+	for _, ev := range evs {
+		d.emit(ctx, Event{Schema: EventSchema, ID: ev.ID, Seq: ev.Seq, RunID: ev.RunID, ParentRunID: ev.ParentRunID,
+			TraceID: ev.TraceID, SpanID: ev.SpanID, Type: ev.Type, Time: ev.Time, Data: ev.Data})
+	}
+}
+
+// emitEphemeral sends an event that is not persisted (Seq 0).
+func (d *drive) emitEphemeral(ctx context.Context, typ string, data any) {
+	ev := d.event(typ, "", data)
+	d.emit(ctx, Event{Schema: EventSchema, ID: ev.ID, RunID: d.run.ID, ParentRunID: ev.ParentRunID, TraceID: ev.TraceID,
+		SpanID: ev.SpanID, Type: typ, Time: ev.Time, Data: ev.Data})
+}
+
+func (d *drive) emit(ctx context.Context, ev Event) {
+	for _, s := range d.sinks {
+		s.Emit(ctx, ev)
+	}
+}
+
+// saveRun writes the checkpoint with a new status, plus ledger writes and
+// events, as one CAS on the run.
+func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []store.LedgerWrite, events ...*store.Event) error {
+	raw, err := json.Marshal(d.cp)
+	if err != nil {
+		return fmt.Errorf("actoviq: encode checkpoint: %w", err)
+	}
+	return d.write(ctx, &store.RunWriteParams{
+		Run:    &store.RunUpdate{ExpectedRevision: d.run.Revision, Status: status, Checkpoint: raw},
+		Ledger: ledger, Events: events,
+	})
+}
+
+// finish ends the run in a final (or interrupted) status.
+func (d *drive) finish(ctx context.Context, status store.RunStatus, evType string) error {
+	data := map[string]any{"status": status, "usage": d.cp.Usage}
+	if d.cp.Error != nil {
+		data["error"] = d.cp.Error
+	}
+	if status == store.RunInterrupted {
+		data["interruptions"] = d.cp.Interruptions
+	}
+	return d.saveRun(ctx, status, nil, d.event(evType, "", data))
+}
+
+// entryWrite is a CAS write of an updated copy of a ledger entry.
+func entryWrite(en *store.LedgerEntry) store.LedgerWrite {
+	return store.LedgerWrite{Entry: en, ExpectedRevision: en.Revision}
+}
+
+func cloneEntry(en *store.LedgerEntry) *store.LedgerEntry {
+	c := *en
+	return &c
+}

@@ -1,0 +1,106 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// State is the state of a ledger entry; the constants live in package store
+// (store.LedgerPrepared and so on) because the store persists them.
+type State = store.LedgerState
+
+// Event is something that happens to a tool call and may move its entry.
+type Event string
+
+// The events. The comment on each gives the only transitions it allows.
+const (
+	// AskApproval: prepared → awaiting_approval (the policy says ask).
+	AskApproval Event = "ask_approval"
+	// Approve: awaiting_approval → prepared.
+	Approve Event = "approve"
+	// Reject: awaiting_approval → committed, with an error result; the tool
+	// never ran.
+	Reject Event = "reject"
+	// Skip: prepared → committed, with an error result and no execution
+	// (unknown tool, invalid arguments, denied by policy).
+	Skip Event = "skip"
+	// Start: prepared → started. Written, and the write returned, before the
+	// tool is invoked.
+	Start Event = "start"
+	// Commit: started → committed, with the tool's result or its own error
+	// result.
+	Commit Event = "commit"
+	// Lose: started → unknown (crash, transport failure, timeout of running
+	// work): the tool may have acted and nobody knows.
+	Lose Event = "lose"
+	// Settle: started or unknown → committed, by an operator decision
+	// (committed or failed) or a probe that answered committed.
+	Settle Event = "settle"
+	// Reexecute: started or unknown → prepared, only by an explicit
+	// re-execute decision or an explicit recovery policy. The next Start
+	// increments the attempt; the idempotency key stays the same.
+	Reexecute Event = "reexecute"
+)
+
+// String returns the event's wire form, e.g. "ask_approval".
+func (e Event) String() string { return string(e) }
+
+// ErrTransition matches (with errors.Is) every *TransitionError.
+var ErrTransition = errors.New("ledger: illegal transition")
+
+// TransitionError reports an event that is not allowed in a state. The
+// entry must not be written; an engine that gets one has a bug or raced a
+// decision, and should reload the entry.
+type TransitionError struct {
+	From  State
+	Event Event
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("ledger: illegal transition: %q in state %q", string(e.Event), string(e.From))
+}
+
+// Is makes errors.Is(err, ErrTransition) true.
+func (e *TransitionError) Is(target error) bool { return target == ErrTransition }
+
+type edge struct {
+	from State
+	ev   Event
+}
+
+// transitions is the whole machine. Anything not listed is illegal,
+// including every event in committed and every event in a state that is
+// not one of the five.
+var transitions = map[edge]State{
+	{store.LedgerPrepared, AskApproval}:     store.LedgerAwaitingApproval,
+	{store.LedgerPrepared, Skip}:            store.LedgerCommitted,
+	{store.LedgerPrepared, Start}:           store.LedgerStarted,
+	{store.LedgerAwaitingApproval, Approve}: store.LedgerPrepared,
+	{store.LedgerAwaitingApproval, Reject}:  store.LedgerCommitted,
+	{store.LedgerStarted, Commit}:           store.LedgerCommitted,
+	{store.LedgerStarted, Lose}:             store.LedgerUnknown,
+	{store.LedgerStarted, Settle}:           store.LedgerCommitted,
+	{store.LedgerStarted, Reexecute}:        store.LedgerPrepared,
+	{store.LedgerUnknown, Settle}:           store.LedgerCommitted,
+	{store.LedgerUnknown, Reexecute}:        store.LedgerPrepared,
+}
+
+// Next returns the state an entry in state from moves to on ev, or a
+// *TransitionError (matching [ErrTransition]) when the pair is not allowed.
+// On error the returned state is from, unchanged.
+func Next(from State, ev Event) (State, error) {
+	if to, ok := transitions[edge{from, ev}]; ok {
+		return to, nil
+	}
+	return from, &TransitionError{From: from, Event: ev}
+}
+
+// Terminal reports whether s is committed, the state no event leaves.
+func Terminal(s State) bool { return s == store.LedgerCommitted }
+
+// MayHaveRun reports whether the tool may have acted in state s (started or
+// unknown): such an entry must not be run again without a recorded decision
+// or an explicit recovery policy.
+func MayHaveRun(s State) bool { return s == store.LedgerStarted || s == store.LedgerUnknown }

@@ -1,0 +1,123 @@
+package redact
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Placeholder replaces every redacted value.
+const Placeholder = "[REDACTED]"
+
+// defaultWords are matched as substrings of the normalised key.
+var defaultWords = []string{
+	"authorization",
+	"apikey",
+	"secret",
+	"password",
+	"passwd",
+	"cookie",
+	"privatekey",
+	"credential",
+}
+
+// suffixWord is matched only at the end of the normalised key; see the
+// package documentation for why.
+const suffixWord = "token"
+
+// Redactor replaces secret values. The zero value and a nil *Redactor use
+// the default keys only. A Redactor is immutable and safe for concurrent
+// use.
+type Redactor struct {
+	extra []string // normalised extra keys, matched as substrings
+}
+
+// New returns a Redactor for the default keys plus extraKeys. Extra keys
+// are normalised like the keys they are matched against and matched as
+// substrings; an extra key with no letter or digit is ignored, since it
+// would match every key.
+func New(extraKeys ...string) *Redactor {
+	r := &Redactor{}
+	for _, k := range extraKeys {
+		if n := normalise(k); n != "" && !slices.Contains(r.extra, n) {
+			r.extra = append(r.extra, n)
+		}
+	}
+	return r
+}
+
+// normalise lowercases k and keeps only its letters and digits.
+func normalise(k string) string {
+	return strings.Map(func(c rune) rune {
+		if unicode.IsLetter(c) || unicode.IsDigit(c) {
+			return unicode.ToLower(c)
+		}
+		return -1
+	}, k)
+}
+
+// IsSecretKey reports whether values under key k are redacted.
+func (r *Redactor) IsSecretKey(k string) bool {
+	n := normalise(k)
+	if n == "" {
+		return false
+	}
+	if strings.HasSuffix(n, suffixWord) {
+		return true
+	}
+	for _, w := range defaultWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	if r != nil {
+		for _, w := range r.extra {
+			if strings.Contains(n, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Map returns a copy of m (headers, environment) in which the value of
+// every secret key is [Placeholder]. A nil map gives nil.
+func (r *Redactor) Map(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if r.IsSecretKey(k) {
+			v = Placeholder
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// String replaces every occurrence of each of secrets in s with
+// [Placeholder]. Use it for text that may quote a value the caller knows is
+// secret, such as a configured API key echoed in an error message. Empty
+// secrets are ignored. Where secrets overlap, the longest one that matches
+// at a position wins, so no tail of a longer secret is left behind.
+func (r *Redactor) String(s string, secrets ...string) string {
+	ss := make([]string, 0, len(secrets))
+	for _, sec := range secrets {
+		if sec != "" && !slices.Contains(ss, sec) {
+			ss = append(ss, sec)
+		}
+	}
+	if len(ss) == 0 || s == "" {
+		return s
+	}
+	// strings.Replacer tries old strings in argument order at each
+	// position, so longest first gives longest match.
+	slices.SortStableFunc(ss, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	pairs := make([]string, 0, 2*len(ss))
+	for _, sec := range ss {
+		pairs = append(pairs, sec, Placeholder)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
+}

@@ -1,0 +1,168 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Sentinels matched with [errors.Is].
+var (
+	// ErrUnsupported matches an [*UnsupportedError].
+	ErrUnsupported = errors.New("llm: unsupported by model")
+	// ErrDanglingToolCall matches a [*DanglingToolCallError].
+	ErrDanglingToolCall = errors.New("llm: tool call without matching result")
+	// ErrStreamInterrupted matches a [*StreamInterruptedError].
+	ErrStreamInterrupted = errors.New("llm: stream interrupted")
+)
+
+// UnsupportedError reports a request that needs a feature the model lacks.
+// Adapters return it before any network call.
+type UnsupportedError struct {
+	// Feature is "tools", "image_input", "structured_output" or
+	// "streaming".
+	Feature string
+	// Model is the requested model.
+	Model string
+}
+
+func (e *UnsupportedError) Error() string {
+	if e.Model == "" {
+		return fmt.Sprintf("llm: model does not support %s", e.Feature)
+	}
+	return fmt.Sprintf("llm: model %q does not support %s", e.Model, e.Feature)
+}
+
+// Is reports whether target is [ErrUnsupported].
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// The problems a [DanglingToolCallError] reports.
+const (
+	ProblemNoResult        = "no_result"         // a tool call has no later result
+	ProblemNoCall          = "no_call"           // a result has no earlier call
+	ProblemDuplicateResult = "duplicate_result"  // a call has more than one result
+	ProblemDuplicateCall   = "duplicate_call_id" // two calls share an id
+	ProblemEmptyCallID     = "empty_call_id"     // a call has no id to match
+)
+
+// DanglingToolCallError reports a transcript whose tool calls and results do
+// not pair up one to one.
+type DanglingToolCallError struct {
+	CallID string
+	// Problem is one of the Problem constants.
+	Problem string
+	// Index is the position of the offending item in the transcript.
+	Index int
+}
+
+func (e *DanglingToolCallError) Error() string {
+	return fmt.Sprintf("llm: transcript item %d: tool call %q: %s", e.Index, e.CallID, e.Problem)
+}
+
+// Is reports whether target is [ErrDanglingToolCall].
+func (e *DanglingToolCallError) Is(target error) bool { return target == ErrDanglingToolCall }
+
+// ProviderError is an error reported by a provider, or a transport failure
+// talking to it, after the transport's own retries.
+//
+// Retryable and Status are diagnostics only: the transport has already made
+// every retry it was allowed to, and nothing above it (engine, runtime, CLI)
+// retries a model call or a run because of them.
+type ProviderError struct {
+	// Provider is the adapter's name.
+	Provider string
+	// Status is the HTTP status, or 0 when no response arrived.
+	Status int
+	// Code and Type are the provider's error code and type, when given.
+	Code string
+	Type string
+	// Message is the provider's message.
+	Message string
+	// RequestID is the provider's request id, for support tickets.
+	RequestID string
+	// Retryable says whether the transport considered the failure
+	// retryable. Diagnostic only; see the type's documentation.
+	Retryable bool
+	// RetryAfter is the wait the server asked for, if any.
+	RetryAfter time.Duration
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *ProviderError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Provider)
+	if e.Provider == "" {
+		b.WriteString("llm")
+	}
+	b.WriteString(":")
+	if e.Status != 0 {
+		fmt.Fprintf(&b, " status %d", e.Status)
+	}
+	if e.Type != "" {
+		b.WriteString(" " + e.Type)
+	}
+	if e.Code != "" && e.Code != e.Type {
+		b.WriteString(" (" + e.Code + ")")
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	if e.RequestID != "" {
+		b.WriteString(" [request " + e.RequestID + "]")
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
+	}
+	return RedactSecrets(b.String())
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// secretPattern finds credential-looking text: API keys of the common
+// providers, bearer tokens and key-like query parameters.
+var secretPattern = regexp.MustCompile(`(?i)(sk-[a-z0-9_\-]{6,}|bearer\s+[a-z0-9._~+/\-]+=*|((?:api[_-]?)?key|token|secret)=[^&\s"']+)`)
+
+// RedactSecrets replaces credential-looking substrings (provider API keys,
+// bearer tokens, key= query parameters) with "[redacted]". Error messages
+// built from provider responses or URLs go through it, because servers and
+// HTTP libraries echo credentials back.
+func RedactSecrets(s string) string {
+	return secretPattern.ReplaceAllStringFunc(s, func(m string) string {
+		if i := strings.IndexByte(m, '='); i > 0 && !strings.HasPrefix(strings.ToLower(m), "bearer") {
+			return m[:i+1] + "[redacted]"
+		}
+		return "[redacted]"
+	})
+}
+
+// StreamInterruptedError ends a model turn whose stream broke after output
+// had been delivered to the caller. The stream is never replayed; Partial
+// holds what arrived, as evidence.
+type StreamInterruptedError struct {
+	Provider string
+	// Partial is the output received before the break; it may be nil.
+	Partial *Response
+	Err     error
+}
+
+func (e *StreamInterruptedError) Error() string {
+	p := e.Provider
+	if p == "" {
+		p = "llm"
+	}
+	if e.Err == nil {
+		return p + ": stream interrupted"
+	}
+	return RedactSecrets(p + ": stream interrupted: " + e.Err.Error())
+}
+
+func (e *StreamInterruptedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [ErrStreamInterrupted].
+func (e *StreamInterruptedError) Is(target error) bool { return target == ErrStreamInterrupted }

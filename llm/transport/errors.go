@@ -1,0 +1,199 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Sentinels callers may branch on with errors.Is.
+var (
+	// ErrStreamInterrupted is matched by *StreamInterruptedError: a stream
+	// broke after at least one event had been delivered. It is never
+	// re-requested by the transport.
+	ErrStreamInterrupted = errors.New("transport: stream interrupted")
+
+	// ErrRetryWaitTooLong is matched when the server asked for a wait
+	// longer than Config.MaxBackoff; the call failed without sleeping.
+	ErrRetryWaitTooLong = errors.New("transport: server asked for a retry wait above the cap")
+
+	// ErrRetryPastDeadline is matched when the next wait would end after
+	// the context deadline; the call failed without sleeping.
+	ErrRetryPastDeadline = errors.New("transport: retry wait would end past the context deadline")
+
+	// ErrEmptyStream is the (retryable) failure of a 2xx stream that ended
+	// cleanly before its first event.
+	ErrEmptyStream = errors.New("transport: stream ended before its first event")
+
+	// ErrEventTooLarge is matched by *EventTooLargeError.
+	ErrEventTooLarge = errors.New("transport: SSE event too large")
+)
+
+// StatusError is a final failure reported by the server: a non-2xx status
+// that is not retried (or whose retries ran out, or whose wait was refused),
+// or an SSE error event classified by Request.ErrorEvent.
+//
+// Its fields are diagnostics. Retryable says whether the transport's rules
+// class the failure as retryable; nothing above the transport should retry
+// a whole run because of it.
+type StatusError struct {
+	// Status is the HTTP status, or the status an error event was
+	// classified as.
+	Status int
+	// Header is the response header (nil for an error event).
+	Header http.Header
+	// Body is at most Config.MaxErrorBody bytes of the response body, or
+	// the data of the error event, scrubbed of secrets.
+	Body []byte
+	// Event is the SSE error event, nil for a status response.
+	Event *Event
+	// Attempts is how many requests were sent.
+	Attempts int
+	// Retryable reports whether the status is in the retry set (after
+	// x-should-retry).
+	Retryable bool
+	// Wait is the wait that was asked for or computed but not slept (see
+	// Cause); zero otherwise.
+	Wait time.Duration
+	// Cause is nil, ErrRetryWaitTooLong, ErrRetryPastDeadline, or the
+	// context's error when a backoff sleep was interrupted.
+	Cause error
+
+	msg string
+}
+
+func (e *StatusError) Error() string { return e.msg }
+
+// Unwrap returns Cause.
+func (e *StatusError) Unwrap() error { return e.Cause }
+
+// TransportError is a final failure without a usable response: the request
+// could not be sent, or no response header arrived (refused or reset
+// connection, DNS or TLS failure, response-header timeout), or a 2xx stream
+// broke before its first event.
+type TransportError struct {
+	// Method and URL identify the request; URL is scrubbed of secrets.
+	Method, URL string
+	// Attempts is how many requests were sent.
+	Attempts int
+	// Err is the underlying error (net.Error, context error, …). Its own
+	// text is not scrubbed; Error() is.
+	Err error
+	// Retryable reports whether the transport's rules class Err as retryable.
+	Retryable bool
+	// Wait is the wait computed but not slept (see Cause); zero otherwise.
+	Wait time.Duration
+	// Cause is nil, ErrRetryPastDeadline, or the context's error when a
+	// backoff sleep was interrupted.
+	Cause error
+
+	msg string
+}
+
+func (e *TransportError) Error() string { return e.msg }
+
+// Unwrap returns Err and Cause.
+func (e *TransportError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Cause}
+}
+
+// StreamInterruptedError ends a stream that broke after Delivered events
+// had been handed to the caller. The transport never re-requests such a
+// stream: the provider may have done the work, and a replay could differ.
+// The caller holds the partial output (the delivered events) and should
+// keep it as evidence.
+type StreamInterruptedError struct {
+	// Delivered is how many events the caller received.
+	Delivered int
+	// LastEventID is the last SSE id seen, if any.
+	LastEventID string
+	// Err is the read or decode error that broke the stream.
+	Err error
+
+	msg string
+}
+
+func (e *StreamInterruptedError) Error() string { return e.msg }
+
+// Unwrap returns Err.
+func (e *StreamInterruptedError) Unwrap() error { return e.Err }
+
+// Is matches ErrStreamInterrupted.
+func (e *StreamInterruptedError) Is(target error) bool { return target == ErrStreamInterrupted }
+
+// EventTooLargeError reports an SSE line, or the data of one event, longer
+// than Limit bytes. The decoder stops; it never buffers more than Limit.
+type EventTooLargeError struct {
+	Limit int
+}
+
+func (e *EventTooLargeError) Error() string {
+	return fmt.Sprintf("transport: SSE line or event exceeds %d bytes", e.Limit)
+}
+
+// Is matches ErrEventTooLarge.
+func (e *EventTooLargeError) Is(target error) bool { return target == ErrEventTooLarge }
+
+// scrubber replaces secrets with a marker.
+type scrubber []string
+
+const redacted = "[REDACTED]"
+
+// secretHeaders are request headers whose values are always redacted.
+var secretHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key"}
+
+func newScrubber(base []string, h http.Header) scrubber {
+	s := append(scrubber(nil), base...)
+	for _, name := range secretHeaders {
+		for _, v := range h.Values(name) {
+			v = strings.TrimSpace(v)
+			if v == "" {
+				continue
+			}
+			s = append(s, v)
+			// "Bearer sk-…": the credential alone may be echoed too.
+			if _, tok, ok := strings.Cut(v, " "); ok {
+				if tok = strings.TrimSpace(tok); tok != "" {
+					s = append(s, tok)
+				}
+			}
+		}
+	}
+	// Longest first, so a secret that contains another is removed whole.
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s
+}
+
+func (s scrubber) str(x string) string {
+	for _, sec := range s {
+		if strings.Contains(x, sec) {
+			x = strings.ReplaceAll(x, sec, redacted)
+		}
+	}
+	return x
+}
+
+func (s scrubber) bytes(b []byte) []byte {
+	if len(s) == 0 {
+		return b
+	}
+	return []byte(s.str(string(b)))
+}
+
+// excerpt shortens a body for an error message.
+func excerpt(b []byte) string {
+	const n = 512
+	if len(b) > n {
+		return strings.TrimSpace(string(b[:n])) + "…"
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,104 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+)
+
+// Stream sends req and yields its Server-Sent Events.
+//
+// The request is retried under the same rules as Do until the first event
+// has been yielded, and never after: a 2xx response whose body breaks or
+// ends before its first event, or whose first event is an error event
+// (see Request.ErrorEvent) classed as retryable, is requested again.
+// Once an event has been delivered:
+//   - a read error ends the sequence with a *StreamInterruptedError
+//     (errors.Is(err, ErrStreamInterrupted)); the stream is not replayed;
+//   - an error event ends it with a *StatusError whose Event is set;
+//   - a clean end of the body ends it with no error.
+//
+// An error is always the last element yielded, with a zero Event. Failures
+// before the first event are *StatusError or *TransportError as for Do.
+//
+// The iterator owns the connection: it closes the response body when the
+// stream ends, fails, or the caller breaks out of the range loop. Every
+// range over the returned sequence sends a new request.
+func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		var (
+			body     io.Closer
+			dec      *Decoder
+			first    Event
+			attempts int
+		)
+		scrub := newScrubber(c.cfg.redact, req.Header)
+		err := c.run(ctx, req, func(n int, resp *http.Response) *failure {
+			attempts = n
+			d := NewDecoder(resp.Body, c.cfg.maxEvent)
+			ev, err := d.Next()
+			if err != nil {
+				resp.Body.Close()
+				switch {
+				case err == io.EOF:
+					return &failure{err: ErrEmptyStream, retryable: true}
+				case errors.Is(err, ErrEventTooLarge), ctx.Err() != nil:
+					return &failure{err: err}
+				}
+				return &failure{err: err, retryable: true}
+			}
+			if req.ErrorEvent != nil {
+				if status, isErr := req.ErrorEvent(ev); isErr {
+					resp.Body.Close()
+					ev.Data = scrub.bytes(ev.Data)
+					return &failure{status: status, event: &ev, body: ev.Data,
+						retryable: shouldRetryStatus(status, nil)}
+				}
+			}
+			body, dec, first = resp.Body, d, ev
+			return nil
+		})
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		defer body.Close()
+		if !yield(first, nil) {
+			return
+		}
+		delivered := 1
+		for {
+			ev, err := dec.Next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+				}
+				yield(Event{}, &StreamInterruptedError{Delivered: delivered, LastEventID: dec.lastID, Err: err,
+					msg: scrub.str(fmt.Sprintf("transport: stream interrupted after %d events: %v", delivered, err))})
+				return
+			}
+			if req.ErrorEvent != nil {
+				if status, isErr := req.ErrorEvent(ev); isErr {
+					data := scrub.bytes(ev.Data)
+					evErr := ev // a copy, so that ev itself does not escape
+					evErr.Data = data
+					yield(Event{}, &StatusError{Status: status, Body: data, Event: &evErr, Attempts: attempts,
+						Retryable: shouldRetryStatus(status, nil),
+						msg: scrub.str(fmt.Sprintf("transport: error event %q after %d events, classified as status %d: %s",
+							ev.Type, delivered, status, excerpt(data)))})
+					return
+				}
+			}
+			if !yield(ev, nil) {
+				return
+			}
+			delivered++
+		}
+	}
+}

@@ -1,0 +1,172 @@
+package storepg_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storepg"
+)
+
+// Run these against a server with fsync on (scripts/pg start without
+// PG_FAST): they measure durable commits. BenchmarkLedgerTransition and
+// BenchmarkCommitFloor use the same pool, so their ratio in one run is the
+// store's overhead over the cheapest durable write transaction.
+
+// benchStore is the one store (one pool, one schema) that
+// BenchmarkCommitFloor and BenchmarkLedgerTransition share; TestMain
+// closes it and drops its schema.
+var benchStore sharedStore
+
+type sharedStore struct {
+	once   sync.Once
+	s      *storepg.Store
+	schema string
+	err    error
+}
+
+func (ss *sharedStore) get(b *testing.B) *storepg.Store {
+	url := testURL(b)
+	ss.once.Do(func() {
+		r := make([]byte, 8)
+		_, _ = rand.Read(r)
+		ss.schema = "bench_" + hex.EncodeToString(r)
+		ss.s, ss.err = storepg.Open(ctx, url, &storepg.Config{Schema: ss.schema, MaxConns: 4})
+	})
+	if ss.err != nil {
+		b.Fatal(ss.err)
+	}
+	return ss.s
+}
+
+func (ss *sharedStore) close() {
+	if ss.s == nil {
+		return
+	}
+	_, _ = ss.s.Pool().Exec(ctx, "DROP SCHEMA "+pgx.Identifier{ss.schema}.Sanitize()+" CASCADE")
+	ss.s.Close()
+}
+
+// BenchmarkCommitFloor is the cheapest durable write: BEGIN; UPDATE a
+// one-row table; COMMIT.
+func BenchmarkCommitFloor(b *testing.B) {
+	s := benchStore.get(b)
+	q := pgx.Identifier{s.Schema()}.Sanitize()
+	if _, err := s.Pool().Exec(ctx, "CREATE TABLE IF NOT EXISTS "+q+".floor (id int PRIMARY KEY, n bigint NOT NULL); INSERT INTO "+q+".floor VALUES (1, 0) ON CONFLICT DO NOTHING",
+		pgx.QueryExecModeSimpleProtocol); err != nil {
+		b.Fatal(err)
+	}
+	upd := "UPDATE " + q + ".floor SET n = n + 1 WHERE id = 1"
+	b.ResetTimer()
+	for b.Loop() {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, upd); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLedgerTransition is one fenced RunWrite that moves one ledger
+// entry by CAS (the started → committed step of a tool call).
+func BenchmarkLedgerTransition(b *testing.B) {
+	s := benchStore.get(b)
+	// A new run per benchmark invocation: b.Loop calls this function more
+	// than once with -count.
+	runID := fmt.Sprintf("r%d", time.Now().UnixNano())
+	if _, err := s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: runID, Status: store.RunRunning}}); err != nil {
+		b.Fatal(err)
+	}
+	c, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey(runID), Holder: "w", TTL: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fence := &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}
+	e := &store.LedgerEntry{Tenant: "t", RunID: runID, CallID: "c", Tool: "charge", Effect: "side-effect",
+		State: store.LedgerStarted, Args: json.RawMessage(`{"cents":500}`), Result: json.RawMessage(`{"ok":true}`)}
+	res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: runID, Fence: fence, Ledger: []store.LedgerWrite{{Entry: e}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rev := res.Ledger[0].Revision
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: runID, Fence: fence,
+			Ledger: []store.LedgerWrite{{Entry: e, ExpectedRevision: rev}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rev = res.Ledger[0].Revision
+	}
+}
+
+func sessionWithItems(b *testing.B, n int) (*bundle, int64) {
+	b.Helper()
+	schema := newSchema(b)
+	bb := &bundle{schema: schema, s: openStore(b, schema, nil)}
+	items := make([]json.RawMessage, 0, 1000)
+	var rev int64
+	for rev < int64(n) {
+		items = items[:0]
+		for i := 0; i < 1000 && rev+int64(len(items)) < int64(n); i++ {
+			items = append(items, json.RawMessage(fmt.Sprintf(`{"role":"user","content":"message %d of the session"}`, rev+int64(i))))
+		}
+		var err error
+		rev, err = bb.s.SessionAppend(ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", ExpectedRevision: rev, Items: items})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return bb, rev
+}
+
+// BenchmarkSessionAppend appends one item to a session of 10k or 100k
+// items; the cost should not depend on the length.
+func BenchmarkSessionAppend(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			bb, rev := sessionWithItems(b, n)
+			item := []json.RawMessage{json.RawMessage(`{"role":"assistant","content":"ok"}`)}
+			b.ResetTimer()
+			for b.Loop() {
+				var err error
+				rev, err = bb.s.SessionAppend(ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", ExpectedRevision: rev, Items: item})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSessionLoad loads a session of 10k or 100k items without a
+// snapshot (the worst case).
+func BenchmarkSessionLoad(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			bb, _ := sessionWithItems(b, n)
+			b.ResetTimer()
+			for b.Loop() {
+				st, err := bb.s.SessionLoad(ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "s"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(st.Entries) != n {
+					b.Fatalf("%d entries", len(st.Entries))
+				}
+			}
+		})
+	}
+}

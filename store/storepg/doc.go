@@ -1,0 +1,39 @@
+// Package storepg is the PostgreSQL backend of [store.Store], for many
+// processes and machines sharing one database.
+//
+// # Layout
+//
+// Every table lives in one PostgreSQL schema ([Config.Schema], default
+// "actoviq"), created on first use; several installations share a database
+// by using different schemas. Every primary key starts with the tenant.
+// Migrations are embedded, numbered SQL files recorded in
+// schema_migrations and applied by [Open] and [New] under a transaction
+// advisory lock, so processes starting together migrate a schema once.
+//
+// JSON (checkpoints, ledger arguments and results, session items) is stored
+// as text, not jsonb: jsonb reorders keys, and a checkpoint must come back
+// byte for byte. A row that does not decode (invalid JSON, an unknown status
+// or state, an unexpected NULL) is reported as a [*store.DataError].
+//
+// # Concurrency
+//
+// Every write is a revision compare-and-swap executed by the server
+// (UPDATE ... WHERE revision = expected), so a stale writer gets a
+// [*store.ConflictError] also when the other writer is another process. A
+// fenced [Store.RunWrite] holds a share lock on the claim row for the whole
+// transaction: a takeover waits for it, so a fenced write never commits after
+// a takeover committed. Claims are leases with an epoch (a fencing token);
+// expiry is decided with the configured clock's time, passed as a
+// parameter, never the server's now().
+//
+// Transactions run at read committed. A write transaction that the server
+// aborts as a serialization failure or deadlock victim (SQLSTATE 40001,
+// 40P01) changed nothing, and is run again from the start a few times.
+// A failure whose outcome is unknown (the connection broke during COMMIT) is
+// returned, never retried. A full disk (SQLSTATE 53100) is a
+// [*store.FullError].
+//
+// [Store.OnceTx] records a once key in the caller's own transaction, so the
+// record and that transaction's database writes commit together. This does
+// not extend to effects outside the database.
+package storepg

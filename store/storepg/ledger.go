@@ -1,0 +1,152 @@
+package storepg
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+const ledgerCols = `tenant, run_id, call_id, turn, idx, tool, effect, state, idempotency_key,
+	attempt, args_digest, args, result, error, approval, resolution, holder, epoch,
+	revision, created_at, updated_at, started_at, committed_at`
+
+type ledgerRow struct {
+	tenant, runID, callID                        *string
+	turn, idx                                    *int64
+	tool, effect, state, idemKey                 *string
+	attempt                                      *int64
+	argsDigest, args, result, err                *string
+	approval, resolution, holder                 *string
+	epoch, revision                              *int64
+	createdAt, updatedAt, startedAt, committedAt *time.Time
+}
+
+func (r *ledgerRow) dest() []any {
+	return []any{&r.tenant, &r.runID, &r.callID, &r.turn, &r.idx, &r.tool, &r.effect, &r.state, &r.idemKey,
+		&r.attempt, &r.argsDigest, &r.args, &r.result, &r.err, &r.approval, &r.resolution, &r.holder, &r.epoch,
+		&r.revision, &r.createdAt, &r.updatedAt, &r.startedAt, &r.committedAt}
+}
+
+func (r *ledgerRow) entry() (*store.LedgerEntry, error) {
+	d := &decoder{kind: "ledger"}
+	if r.runID != nil && r.callID != nil {
+		d.id = *r.runID + "/" + *r.callID
+	}
+	e := &store.LedgerEntry{
+		Tenant:         d.str("tenant", r.tenant),
+		RunID:          d.str("run_id", r.runID),
+		CallID:         d.str("call_id", r.callID),
+		Turn:           d.int("turn", r.turn),
+		Index:          d.int("idx", r.idx),
+		Tool:           d.str("tool", r.tool),
+		Effect:         d.str("effect", r.effect),
+		State:          store.LedgerState(d.str("state", r.state)),
+		IdempotencyKey: d.str("idempotency_key", r.idemKey),
+		Attempt:        d.int("attempt", r.attempt),
+		ArgsDigest:     d.str("args_digest", r.argsDigest),
+		Args:           d.optJSON("args", r.args),
+		Result:         d.optJSON("result", r.result),
+		Error:          d.optJSON("error", r.err),
+		Approval:       d.decision("approval", r.approval),
+		Resolution:     d.decision("resolution", r.resolution),
+		Holder:         d.str("holder", r.holder),
+		Epoch:          d.i64("epoch", r.epoch),
+		Revision:       d.i64("revision", r.revision),
+		CreatedAt:      d.tm("created_at", r.createdAt),
+		UpdatedAt:      d.tm("updated_at", r.updatedAt),
+		StartedAt:      optTime(r.startedAt),
+		CommittedAt:    optTime(r.committedAt),
+	}
+	if !e.State.Valid() && r.state != nil {
+		d.fail("unknown state %q", e.State)
+	}
+	if err := d.result(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func scanLedger(row pgx.Row) (*store.LedgerEntry, error) {
+	var r ledgerRow
+	if err := row.Scan(r.dest()...); err != nil {
+		return nil, err
+	}
+	return r.entry()
+}
+
+// LedgerGet implements [store.Store].
+func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store.LedgerEntry, error) {
+	e, err := scanLedger(s.pool.QueryRow(ctx, s.q(`SELECT `+ledgerCols+` FROM {{schema}}.ledger
+		WHERE tenant = $1 AND run_id = $2 AND call_id = $3`), p.Tenant, p.RunID, p.CallID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &store.NotFoundError{Kind: "ledger", ID: p.RunID + "/" + p.CallID}
+	}
+	if err != nil {
+		return nil, mapErr("get ledger entry "+p.RunID+"/"+p.CallID, err)
+	}
+	return e, nil
+}
+
+// LedgerList implements [store.Store], in (turn, index, call id) order.
+func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+ledgerCols+` FROM {{schema}}.ledger
+		WHERE tenant = $1 AND run_id = $2 ORDER BY turn, idx, call_id`), p.Tenant, p.RunID)
+	if err != nil {
+		return nil, mapErr("list ledger of run "+p.RunID, err)
+	}
+	defer rows.Close()
+	var out []*store.LedgerEntry
+	for rows.Next() {
+		var r ledgerRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, mapErr("list ledger of run "+p.RunID, err)
+		}
+		e, err := r.entry()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("list ledger of run "+p.RunID, err)
+	}
+	return out, nil
+}
+
+// ledgerArgs are the parameters $1..$21 shared by the insert and the
+// update: every column except revision and created_at.
+func ledgerArgs(e *store.LedgerEntry, now time.Time) ([]any, error) {
+	approval, err := decisionArg(e.Approval)
+	if err != nil {
+		return nil, err
+	}
+	resolution, err := decisionArg(e.Resolution)
+	if err != nil {
+		return nil, err
+	}
+	return []any{e.Tenant, e.RunID, e.CallID, int64(e.Turn), int64(e.Index), e.Tool, e.Effect, string(e.State),
+		e.IdempotencyKey, int64(e.Attempt), e.ArgsDigest, jsonArg(e.Args), jsonArg(e.Result), jsonArg(e.Error),
+		approval, resolution, e.Holder, e.Epoch, now, timeArg(e.StartedAt), timeArg(e.CommittedAt)}, nil
+}
+
+// ledgerInsert creates an entry at revision 1; a row that exists already
+// makes it return nothing.
+const ledgerInsert = `
+	INSERT INTO {{schema}}.ledger (` + ledgerCols + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $20, $21)
+	ON CONFLICT (tenant, run_id, call_id) DO NOTHING
+	RETURNING ` + ledgerCols
+
+// ledgerUpdate replaces an entry if its revision is still $22; created_at
+// is kept.
+const ledgerUpdate = `
+	UPDATE {{schema}}.ledger SET turn = $4, idx = $5, tool = $6, effect = $7, state = $8,
+		idempotency_key = $9, attempt = $10, args_digest = $11, args = $12, result = $13, error = $14,
+		approval = $15, resolution = $16, holder = $17, epoch = $18, revision = revision + 1,
+		updated_at = $19, started_at = $20, committed_at = $21
+	WHERE tenant = $1 AND run_id = $2 AND call_id = $3 AND revision = $22
+	RETURNING ` + ledgerCols

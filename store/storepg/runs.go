@@ -1,0 +1,216 @@
+package storepg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+const runCols = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
+
+// runRow holds the nullable scan targets of one runs row.
+type runRow struct {
+	tenant, id, parentID, sessionID, agentID, agentDigest, status *string
+	checkpoint, meta                                              *string
+	deadline                                                      *time.Time
+	revision, eventSeq                                            *int64
+	createdAt, updatedAt                                          *time.Time
+}
+
+func (r *runRow) dest() []any {
+	return []any{&r.tenant, &r.id, &r.parentID, &r.sessionID, &r.agentID, &r.agentDigest, &r.status,
+		&r.checkpoint, &r.meta, &r.deadline, &r.revision, &r.eventSeq, &r.createdAt, &r.updatedAt}
+}
+
+func (r *runRow) run() (*store.Run, error) {
+	d := &decoder{kind: "run"}
+	if r.id != nil {
+		d.id = *r.id
+	}
+	run := &store.Run{
+		Tenant:      d.str("tenant", r.tenant),
+		ID:          d.str("id", r.id),
+		ParentID:    d.str("parent_id", r.parentID),
+		SessionID:   d.str("session_id", r.sessionID),
+		AgentID:     d.str("agent_id", r.agentID),
+		AgentDigest: d.str("agent_digest", r.agentDigest),
+		Status:      store.RunStatus(d.str("status", r.status)),
+		Checkpoint:  d.json("checkpoint", r.checkpoint),
+		Meta:        d.optJSON("meta", r.meta),
+		Deadline:    optTime(r.deadline),
+		Revision:    d.i64("revision", r.revision),
+		EventSeq:    d.i64("event_seq", r.eventSeq),
+		CreatedAt:   d.tm("created_at", r.createdAt),
+		UpdatedAt:   d.tm("updated_at", r.updatedAt),
+	}
+	if !run.Status.Valid() && r.status != nil {
+		d.fail("unknown status %q", run.Status)
+	}
+	if err := d.result(); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// scanRun reads one run from row; pgx.ErrNoRows passes through.
+func scanRun(row pgx.Row) (*store.Run, error) {
+	var r runRow
+	if err := row.Scan(r.dest()...); err != nil {
+		return nil, err
+	}
+	return r.run()
+}
+
+func collectRuns(rows pgx.Rows) ([]*store.Run, error) {
+	defer rows.Close()
+	var out []*store.Run
+	for rows.Next() {
+		var r runRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, err
+		}
+		run, err := r.run()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, rows.Err()
+}
+
+// RunCreate implements [store.Store]. The run starts at revision 1 with
+// CreatedAt and UpdatedAt set by the clock; a nil checkpoint is stored as {}.
+func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r := p.Run
+	cp := r.Checkpoint
+	if cp == nil {
+		cp = json.RawMessage("{}")
+	}
+	now := s.clock.Now()
+	var run *store.Run
+	err := retryable(ctx, func() error {
+		var err error
+		run, err = scanRun(s.pool.QueryRow(ctx, s.q(`
+			INSERT INTO {{schema}}.runs (`+runCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, 0, $11, $11)
+			ON CONFLICT (tenant, id) DO NOTHING
+			RETURNING `+runCols),
+			r.Tenant, r.ID, r.ParentID, r.SessionID, r.AgentID, r.AgentDigest, string(r.Status),
+			string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &store.ExistsError{Kind: "run", ID: r.ID}
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Sprintf("create run %s", r.ID), err)
+	}
+	return run, nil
+}
+
+// RunGet implements [store.Store].
+func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
+	run, err := scanRun(s.pool.QueryRow(ctx, s.q(`SELECT `+runCols+` FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`),
+		p.Tenant, p.ID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &store.NotFoundError{Kind: "run", ID: p.ID}
+	}
+	if err != nil {
+		return nil, mapErr("get run "+p.ID, err)
+	}
+	return run, nil
+}
+
+// RunList implements [store.Store]: newest first, by (created_at, id)
+// descending.
+func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+runCols+` FROM {{schema}}.runs
+		WHERE tenant = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR parent_id = $3)
+		ORDER BY created_at DESC, id DESC
+		LIMIT $4`),
+		p.Tenant, string(p.Status), p.ParentID, limitArg(p.Limit))
+	if err != nil {
+		return nil, mapErr("list runs", err)
+	}
+	runs, err := collectRuns(rows)
+	if err != nil {
+		return nil, mapErr("list runs", err)
+	}
+	return runs, nil
+}
+
+// limitArg is a LIMIT parameter: 0 (no limit) is NULL, which PostgreSQL
+// reads as LIMIT ALL.
+func limitArg(n int) any {
+	if n <= 0 {
+		return nil
+	}
+	return int64(n)
+}
+
+// RunClaimNext implements [store.Store]. One transaction picks the oldest
+// queued run whose claim is not live (FOR UPDATE SKIP LOCKED, so concurrent
+// callers skip rows another caller is taking), takes its claim with a new
+// epoch and marks it running. If a live claim appears between the pick and
+// the claim (someone called ClaimAcquire), the transaction is rolled back
+// and the pick is made again.
+func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (*store.Run, *store.Claim, error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	var (
+		run   *store.Run
+		claim *store.Claim
+	)
+	errRace := errors.New("claim taken between pick and claim")
+	for attempt := 0; ; attempt++ {
+		now := s.clock.Now()
+		err := s.inTx(ctx, "claim next run", func(tx pgx.Tx) error {
+			var id string
+			err := tx.QueryRow(ctx, s.q(`
+				SELECT r.id FROM {{schema}}.runs r
+				WHERE r.tenant = $1 AND r.status = 'queued'
+				  AND NOT EXISTS (SELECT 1 FROM {{schema}}.claims c
+					WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > $2)
+				ORDER BY r.created_at, r.id
+				LIMIT 1
+				FOR UPDATE OF r SKIP LOCKED`), p.Tenant, now).Scan(&id)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return &store.NotFoundError{Kind: "queued run", ID: p.Tenant}
+			}
+			if err != nil {
+				return err
+			}
+			claim, err = scanClaim(tx.QueryRow(ctx, s.q(claimUpsert), p.Tenant, store.RunClaimKey(id), p.Holder,
+				store.Time(now.Add(p.TTL)), now, true))
+			if errors.Is(err, pgx.ErrNoRows) {
+				return errRace
+			}
+			if err != nil {
+				return err
+			}
+			run, err = scanRun(tx.QueryRow(ctx, s.q(`
+				UPDATE {{schema}}.runs SET status = 'running', revision = revision + 1, updated_at = $3
+				WHERE tenant = $1 AND id = $2
+				RETURNING `+runCols), p.Tenant, id, now))
+			return err
+		})
+		if errors.Is(err, errRace) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return run, claim, nil
+	}
+}

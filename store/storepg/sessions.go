@@ -1,0 +1,187 @@
+package storepg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// An append is one statement, hence one transaction: a data-modifying CTE
+// moves the session's revision (the CAS) and the main INSERT writes the
+// items only from the CTE's returned row. When the CAS fails the CTE
+// returns nothing and nothing is inserted.
+//
+// The first append (expected revision 0) inserts the sessions row with
+// ON CONFLICT DO NOTHING: of two racing first appends, the second waits for
+// the first's row and then inserts nothing, so exactly one wins.
+const (
+	sessionAppendFirst = `
+		WITH s AS (
+			INSERT INTO {{schema}}.sessions (tenant, session_id, revision) VALUES ($1, $2, $3)
+			ON CONFLICT (tenant, session_id) DO NOTHING
+			RETURNING revision
+		)
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, item)
+		SELECT $1, $2, s.revision - $3 + e.ord, $4, e.item
+		FROM s, unnest($5::text[]) WITH ORDINALITY AS e(item, ord)`
+	sessionAppendNext = `
+		WITH s AS (
+			UPDATE {{schema}}.sessions SET revision = revision + $3
+			WHERE tenant = $1 AND session_id = $2 AND revision = $6
+			RETURNING revision
+		)
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, item)
+		SELECT $1, $2, s.revision - $3 + e.ord, $4, e.item
+		FROM s, unnest($5::text[]) WITH ORDINALITY AS e(item, ord)`
+)
+
+func (s *Store) sessionRevision(ctx context.Context, tenant, id string) (int64, error) {
+	var rev int64
+	err := s.pool.QueryRow(ctx, s.q(`SELECT revision FROM {{schema}}.sessions WHERE tenant = $1 AND session_id = $2`),
+		tenant, id).Scan(&rev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return rev, err
+}
+
+// SessionAppend implements [store.Store]. It returns the new revision.
+func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams) (int64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	items := make([]string, len(p.Items))
+	for i, it := range p.Items {
+		items[i] = string(it)
+	}
+	n := int64(len(items))
+	var affected int64
+	err := retryable(ctx, func() error {
+		var (
+			tag pgconn.CommandTag
+			err error
+		)
+		if p.ExpectedRevision == 0 {
+			tag, err = s.pool.Exec(ctx, s.q(sessionAppendFirst), p.Tenant, p.SessionID, n, p.RunID, items)
+		} else {
+			tag, err = s.pool.Exec(ctx, s.q(sessionAppendNext), p.Tenant, p.SessionID, n, p.RunID, items, p.ExpectedRevision)
+		}
+		affected = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, mapErr("append to session "+p.SessionID, err)
+	}
+	if affected != n {
+		actual, err := s.sessionRevision(ctx, p.Tenant, p.SessionID)
+		if err != nil {
+			return 0, mapErr("append to session "+p.SessionID, err)
+		}
+		return 0, &store.ConflictError{Kind: "session", ID: p.SessionID, Expected: p.ExpectedRevision, Actual: actual}
+	}
+	return p.ExpectedRevision + n, nil
+}
+
+// SessionLoad implements [store.Store]. It reads the session's revision R
+// and its latest snapshot first, then the entries after the snapshot up to
+// R: appends only add entries above R, so the two reads are consistent
+// without a transaction.
+func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
+	st := &store.SessionState{Tenant: p.Tenant, SessionID: p.SessionID}
+	var (
+		snapRev  *int64
+		snapData *string
+	)
+	err := s.pool.QueryRow(ctx, s.q(`
+		SELECT s.revision, sn.revision, sn.data
+		FROM {{schema}}.sessions s
+		LEFT JOIN LATERAL (
+			SELECT revision, data FROM {{schema}}.session_snapshots
+			WHERE tenant = s.tenant AND session_id = s.session_id
+			ORDER BY revision DESC LIMIT 1
+		) sn ON true
+		WHERE s.tenant = $1 AND s.session_id = $2`), p.Tenant, p.SessionID).Scan(&st.Revision, &snapRev, &snapData)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, mapErr("load session "+p.SessionID, err)
+	}
+	if snapRev != nil {
+		d := &decoder{kind: "session snapshot", id: p.SessionID}
+		st.SnapshotRevision = *snapRev
+		st.Snapshot = d.json("data", snapData)
+		if err := d.result(); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, item FROM {{schema}}.session_entries
+		WHERE tenant = $1 AND session_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq`),
+		p.Tenant, p.SessionID, st.SnapshotRevision, st.Revision)
+	if err != nil {
+		return nil, mapErr("load session "+p.SessionID, err)
+	}
+	defer rows.Close()
+	st.Entries = make([]store.SessionEntry, 0, st.Revision-st.SnapshotRevision)
+	for rows.Next() {
+		var (
+			seq         int64
+			runID, item *string
+		)
+		if err := rows.Scan(&seq, &runID, &item); err != nil {
+			return nil, mapErr("load session "+p.SessionID, err)
+		}
+		d := &decoder{kind: "session", id: fmt.Sprintf("%s#%d", p.SessionID, seq)}
+		e := store.SessionEntry{Seq: seq, RunID: d.str("run_id", runID), Item: d.json("item", item)}
+		if err := d.result(); err != nil {
+			return nil, err
+		}
+		st.Entries = append(st.Entries, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("load session "+p.SessionID, err)
+	}
+	if int64(len(st.Entries)) != st.Revision-st.SnapshotRevision {
+		return nil, &store.DataError{Kind: "session", ID: p.SessionID,
+			Err: fmt.Errorf("journal has %d entries after revision %d, want %d", len(st.Entries), st.SnapshotRevision, st.Revision-st.SnapshotRevision)}
+	}
+	if len(st.Entries) == 0 {
+		st.Entries = nil
+	}
+	return st, nil
+}
+
+// SessionSnapshotPut implements [store.Store]. The insert only happens when
+// the session's journal has reached Revision; a snapshot already stored at
+// that revision is kept.
+func (s *Store) SessionSnapshotPut(ctx context.Context, p *store.SessionSnapshotPutParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	var journal *int64
+	err := retryable(ctx, func() error {
+		journal = nil
+		// The CTE reports the journal revision whether or not the insert
+		// happened (a snapshot at that revision may exist already).
+		return s.pool.QueryRow(ctx, s.q(`
+			WITH s AS (SELECT revision FROM {{schema}}.sessions WHERE tenant = $1 AND session_id = $2),
+			ins AS (
+				INSERT INTO {{schema}}.session_snapshots (tenant, session_id, revision, data)
+				SELECT $1, $2, $3, $4 FROM s WHERE s.revision >= $3
+				ON CONFLICT (tenant, session_id, revision) DO NOTHING
+			)
+			SELECT (SELECT revision FROM s)`), p.Tenant, p.SessionID, p.Revision, string(p.Data)).Scan(&journal)
+	})
+	if err != nil {
+		return mapErr("put snapshot of session "+p.SessionID, err)
+	}
+	if journal == nil || *journal < p.Revision {
+		return &store.InvalidError{Field: "Revision", Reason: "beyond the journal"}
+	}
+	return nil
+}

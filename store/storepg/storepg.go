@@ -1,0 +1,258 @@
+package storepg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// DefaultSchema is the PostgreSQL schema used when [Config.Schema] is empty.
+const DefaultSchema = "actoviq"
+
+// Config configures a [Store]. A nil *Config means defaults; the struct is
+// copied, so changing it after [Open] or [New] has no effect.
+type Config struct {
+	// Schema is the PostgreSQL schema that holds every table; it is created
+	// if missing. Several installations (or tests) can share a database by
+	// using different schemas. It must match ^[a-z_][a-z0-9_]{0,62}$.
+	// Empty means [DefaultSchema].
+	Schema string
+	// Clock gives the current time for timestamps and claim expiry. The
+	// time is sent to the server as a parameter (the server's now() is not
+	// used), so a fake clock drives expiry in tests. Nil means time.Now.
+	Clock store.Clock
+	// MaxConns caps the pool that [Open] creates. Zero means pgxpool's
+	// default (the larger of 4 and the number of CPUs). [New] ignores it:
+	// the caller's pool keeps its own limit.
+	MaxConns int32
+}
+
+var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func (c *Config) validate() error {
+	if !schemaRE.MatchString(c.Schema) {
+		return fmt.Errorf("storepg: Config.Schema %q: must match %s", c.Schema, schemaRE)
+	}
+	if c.MaxConns < 0 {
+		return fmt.Errorf("storepg: Config.MaxConns %d: must not be negative", c.MaxConns)
+	}
+	return nil
+}
+
+func configOrDefault(cfg *Config) Config {
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	return c
+}
+
+// Store is a [store.Store] on PostgreSQL. It is safe for concurrent use by
+// many goroutines, processes and machines sharing one database.
+type Store struct {
+	pool      *pgxpool.Pool
+	ownsPool  bool
+	schema    string // validated, unquoted
+	quoted    string // quoted identifier
+	clock     store.Clock
+	queries   sync.Map // query template → text with the schema substituted
+	closeOnce sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (a PostgreSQL URL or DSN, as
+// pgxpool.ParseConfig accepts), applies pending migrations to the
+// configured schema and returns a store that owns its pool: [Store.Close]
+// closes it.
+func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
+	c := configOrDefault(cfg)
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("storepg: parse url: %w", err)
+	}
+	if c.MaxConns > 0 {
+		pc.MaxConns = c.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("storepg: connect: %w", err)
+	}
+	s, err := newStore(ctx, pool, c)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownsPool = true
+	return s, nil
+}
+
+// New returns a store on a pool the caller owns, after applying pending
+// migrations to the configured schema. [Store.Close] does not close the
+// pool. Config.MaxConns is ignored.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("storepg: New: nil pool")
+	}
+	c := configOrDefault(cfg)
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return newStore(ctx, pool, c)
+}
+
+func newStore(ctx context.Context, pool *pgxpool.Pool, c Config) (*Store, error) {
+	s := &Store{
+		pool:   pool,
+		schema: c.Schema,
+		quoted: pgx.Identifier{c.Schema}.Sanitize(),
+		clock:  c.Clock,
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Schema returns the PostgreSQL schema the store uses.
+func (s *Store) Schema() string { return s.schema }
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool if [Open] created it. It is safe to call twice.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.ownsPool {
+			s.pool.Close()
+		}
+	})
+	return nil
+}
+
+// q substitutes the schema into a query template. The result is cached so
+// that the hot path does not allocate, and so that pgx's per-connection
+// statement cache sees one text per query.
+func (s *Store) q(tmpl string) string {
+	if v, ok := s.queries.Load(tmpl); ok {
+		return v.(string)
+	}
+	v, _ := s.queries.LoadOrStore(tmpl, strings.ReplaceAll(tmpl, "{{schema}}", s.quoted))
+	return v.(string)
+}
+
+// SQLSTATE codes the store acts on.
+const (
+	codeSerialization = "40001"
+	codeDeadlock      = "40P01"
+	codeDiskFull      = "53100"
+)
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+var storeErrors = []error{store.ErrConflict, store.ErrNotFound, store.ErrExists, store.ErrFenced,
+	store.ErrClaimHeld, store.ErrData, store.ErrInvalid, store.ErrFull}
+
+// mapErr turns a driver error into the store vocabulary where one applies
+// and adds context.
+func mapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, sentinel := range storeErrors {
+		if errors.Is(err, sentinel) {
+			return err // already typed; its message names the record
+		}
+	}
+	if sqlState(err) == codeDiskFull {
+		return &store.FullError{Err: fmt.Errorf("storepg: %s: %w", op, err)}
+	}
+	return fmt.Errorf("storepg: %s: %w", op, err)
+}
+
+// maxAttempts bounds how often a write transaction is retried after the
+// server aborted it as a serialization failure or deadlock victim.
+const maxAttempts = 5
+
+// inTx runs fn in a read-committed transaction and commits it.
+//
+// Retry rule: when a statement inside fn, or COMMIT itself, fails with
+// SQLSTATE 40001 (serialization failure) or 40P01 (deadlock detected), the
+// server has rolled the whole transaction back, so nothing fn did is
+// visible and running it again from the start is safe; we do so a bounded
+// number of times. Any other failure, in particular a lost connection
+// during COMMIT (the outcome is then unknown), is returned as is and never
+// retried.
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	return mapErr(op, retryable(ctx, func() error { return s.txOnce(ctx, fn) }))
+}
+
+func (s *Store) txOnce(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			// The rollback's own error adds nothing: either the transaction is
+			// already aborted or the connection is gone and the server rolls back.
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// retryable runs fn (a whole transaction, or a single autocommit statement,
+// which is its own transaction) again while it fails with a serialization
+// failure or deadlock; see inTx.
+func retryable(ctx context.Context, fn func() error) error {
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		err = fn()
+		if c := sqlState(err); (c != codeSerialization && c != codeDeadlock) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// jsonArg is a JSON value as a text parameter: nil stays NULL.
+func jsonArg(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// timeArg is a timestamp parameter: the zero time is NULL.
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return store.Time(t)
+}

@@ -1,0 +1,62 @@
+// Package storesqlite is the embedded default [store.Store]: one SQLite
+// file, through the pure-Go driver modernc.org/sqlite (no cgo).
+//
+// # Durability
+//
+// Every connection runs with journal_mode=WAL and synchronous=FULL: a
+// write method returns only after its transaction's commit record is in the
+// write-ahead log and the log has been fsync'ed, so a committed transition
+// (a ledger entry moved to started or committed, a session append, a claim)
+// survives a crash of the process and a loss of power. Nothing is ever
+// acknowledged from memory alone. The cost is one fsync per write
+// transaction; bench_test.go compares a ledger transition with an empty
+// transaction on the same file (the floor).
+//
+// # Concurrency and compare-and-swap
+//
+// Any number of Stores, in one process or many, may open the same file.
+// Every write transaction begins with BEGIN IMMEDIATE (the DSN sets
+// _txlock=immediate), which takes SQLite's single write lock before the
+// first statement. Every check a write depends on (the fence's holder and
+// epoch, the run's and each ledger entry's revision, a session's revision)
+// is made inside that same transaction, by conditional UPDATE ... WHERE
+// revision = ? with a row count check, or by a read under the lock.
+// A stale writer therefore gets a [*store.ConflictError] or
+// [*store.FencedError] and changes nothing, also across processes: there
+// is no last-writer-wins path. Writers in one Store queue on an in-process
+// lock; writers in different processes wait up to Config.BusyTimeout for
+// the file lock. Readers never block writers (WAL); a multi-statement read
+// such as SessionLoad runs in one read transaction and sees one snapshot.
+// The file must be on a local file system: SQLite's locking (and so the
+// guarantees above) does not hold on network file systems.
+//
+// # Errors
+//
+// A database or disk that is full yields a [*store.FullError]; the
+// transaction is rolled back and the Store works again once there is room.
+// A row that does not decode (JSON that is not JSON, an unknown status)
+// yields a [*store.DataError] naming it, and list calls that meet one fail
+// with that error rather than skip it. Context errors are returned wrapped
+// (errors.Is works).
+//
+// # Schema
+//
+// The schema is a set of numbered migrations embedded in the binary and
+// recorded in schema_migrations; Open applies the missing ones in one write
+// transaction, so reopening is a no-op and two processes opening a new
+// file at once apply them once. Times are INTEGER unix microseconds (UTC),
+// JSON is TEXT, and every primary key begins with the tenant.
+//
+// # Once records and their window
+//
+// [Store.OncePut] records a result after the effect it describes has
+// happened somewhere else. Between the effect and that record's commit
+// there is a window: a crash inside it leaves an effect without a record,
+// and only a target that dedupes on the idempotency key makes a retry
+// harmless. Nothing here is exactly-once across the store and an external
+// system.
+//
+// [OnceTx] is for effects on tables in this same database file. It runs
+// the effect and inserts the record in the caller's transaction, so they
+// commit together or not at all: with this variant there is no window.
+package storesqlite

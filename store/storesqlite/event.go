@@ -1,0 +1,82 @@
+package storesqlite
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+const eventColumns = `tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data`
+
+func scanEvent(sc scanner) (*store.Event, error) {
+	var (
+		e    store.Event
+		at   int64
+		data sql.NullString
+	)
+	err := sc.Scan(&e.Tenant, &e.RunID, &e.Seq, &e.ID, &e.ParentRunID, &e.TraceID, &e.SpanID, &e.Type, &at, &data)
+	d := decoder{kind: "event", id: e.RunID + "#" + strconv.FormatInt(e.Seq, 10)}
+	if err != nil {
+		return nil, d.scanErr(err)
+	}
+	e.Time = fromMicros(at)
+	e.Data = d.json("data", data)
+	if err := d.result(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// EventList implements [store.Store]: events with Seq > AfterSeq in order.
+func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.Event, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	q := `SELECT ` + eventColumns + ` FROM events WHERE tenant = ? AND run_id = ? AND seq > ? ORDER BY seq`
+	args := []any{p.Tenant, p.RunID, p.AfterSeq}
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, wrap("list events of run "+p.RunID, mapErr(ctx, err))
+	}
+	defer rows.Close()
+	out := []*store.Event{}
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("list events of run "+p.RunID, mapErr(ctx, err))
+	}
+	return out, nil
+}
+
+// insertEvents stores evs with Seq first, first+1, ... inside tx and
+// returns the stored copies. A zero Time is set to now.
+func insertEvents(ctx context.Context, tx querier, tenant, runID string, first, now int64, evs []*store.Event) ([]*store.Event, error) {
+	out := make([]*store.Event, len(evs))
+	for i, ev := range evs {
+		e := *ev
+		e.Tenant, e.RunID, e.Seq = tenant, runID, first+int64(i)
+		e.Data = cloneJSON(ev.Data)
+		if e.Time.IsZero() {
+			e.Time = fromMicros(now)
+		} else {
+			e.Time = store.Time(e.Time)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.Tenant, e.RunID, e.Seq, e.ID, e.ParentRunID, e.TraceID, e.SpanID, e.Type, micros(e.Time), optJSON(e.Data)); err != nil {
+			return nil, err
+		}
+		out[i] = &e
+	}
+	return out, nil
+}

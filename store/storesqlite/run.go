@@ -1,0 +1,169 @@
+package storesqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+const runColumns = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
+
+func scanRun(sc scanner) (*store.Run, error) {
+	var (
+		r                   store.Run
+		status              string
+		checkpoint, meta    sql.NullString
+		deadline            sql.NullInt64
+		createdAt, updateAt int64
+	)
+	d := decoder{kind: "run"}
+	err := sc.Scan(&r.Tenant, &r.ID, &r.ParentID, &r.SessionID, &r.AgentID, &r.AgentDigest, &status,
+		&checkpoint, &meta, &deadline, &r.Revision, &r.EventSeq, &createdAt, &updateAt)
+	d.id = r.ID
+	if err != nil {
+		return nil, d.scanErr(err)
+	}
+	r.Status = store.RunStatus(status)
+	if !r.Status.Valid() {
+		d.fail("unknown status %q", status)
+	}
+	r.Checkpoint = d.json("checkpoint", checkpoint)
+	r.Meta = d.json("meta", meta)
+	r.Deadline = fromOptMicros(deadline)
+	r.CreatedAt = fromMicros(createdAt)
+	r.UpdatedAt = fromMicros(updateAt)
+	if err := d.result(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// RunCreate implements [store.Store].
+func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	in := p.Run
+	var out *store.Run
+	err := s.write(ctx, func(tx querier) error {
+		now := micros(s.now())
+		found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO runs (`+runColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)
+			ON CONFLICT DO NOTHING RETURNING `+runColumns,
+			in.Tenant, in.ID, in.ParentID, in.SessionID, in.AgentID, in.AgentDigest, string(in.Status),
+			optJSON(in.Checkpoint), optJSON(in.Meta), optMicros(in.Deadline), now, now)),
+			func(sc scanner) (err error) { out, err = scanRun(sc); return err })
+		if err != nil {
+			return err
+		}
+		if !found {
+			return &store.ExistsError{Kind: "run", ID: in.ID}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("create run "+in.ID, err)
+	}
+	return out, nil
+}
+
+// RunGet implements [store.Store].
+func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	var out *store.Run
+	found, err := queryOne(one(s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = ? AND id = ?`, p.Tenant, p.ID)),
+		func(sc scanner) (err error) { out, err = scanRun(sc); return err })
+	if err != nil {
+		return nil, wrap("get run "+p.ID, mapErr(ctx, err))
+	}
+	if !found {
+		return nil, &store.NotFoundError{Kind: "run", ID: p.ID}
+	}
+	return out, nil
+}
+
+// RunList implements [store.Store]. A row that cannot be decoded fails the
+// whole call with a [*store.DataError] naming it.
+func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	var (
+		where = []string{"tenant = ?"}
+		args  = []any{p.Tenant}
+	)
+	if p.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(p.Status))
+	}
+	if p.ParentID != "" {
+		where = append(where, "parent_id = ?")
+		args = append(args, p.ParentID)
+	}
+	q := `SELECT ` + runColumns + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, wrap("list runs", mapErr(ctx, err))
+	}
+	defer rows.Close()
+	out := []*store.Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("list runs", mapErr(ctx, err))
+	}
+	return out, nil
+}
+
+// RunClaimNext implements [store.Store]: selecting the run, taking its
+// claim and marking it running are one write transaction, so two callers
+// (also in two processes) never get the same run.
+func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (*store.Run, *store.Claim, error) {
+	if err := validate(p); err != nil {
+		return nil, nil, err
+	}
+	var (
+		run   *store.Run
+		claim *store.Claim
+	)
+	err := s.write(ctx, func(tx querier) error {
+		now := s.now()
+		var id string
+		err := tx.QueryRowContext(ctx, `SELECT r.id FROM runs r
+			LEFT JOIN claims c ON c.tenant = r.tenant AND c.key = 'run:' || r.id
+			WHERE r.tenant = ? AND r.status = 'queued' AND (c.key IS NULL OR c.expires_at <= ?)
+			ORDER BY r.created_at, r.id LIMIT 1`, p.Tenant, micros(now)).Scan(&id)
+		if err == sql.ErrNoRows {
+			return &store.NotFoundError{Kind: "queued run", ID: p.Tenant}
+		}
+		if err != nil {
+			return err
+		}
+		claim, err = claimAcquire(ctx, tx, now, p.Tenant, store.RunClaimKey(id), p.Holder, p.TTL)
+		if err != nil {
+			return err
+		}
+		_, err = queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = 'running', revision = revision + 1, updated_at = ?
+			WHERE tenant = ? AND id = ? RETURNING `+runColumns, micros(now), p.Tenant, id)),
+			func(sc scanner) (err error) { run, err = scanRun(sc); return err })
+		return err
+	})
+	if err != nil {
+		return nil, nil, wrap("claim next run", err)
+	}
+	return run, claim, nil
+}

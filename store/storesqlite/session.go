@@ -1,0 +1,145 @@
+package storesqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Sessions are an append-only journal (session_journal, one row per item,
+// seq = revision) with a sessions row holding the revision that appends
+// CAS on, and snapshots keyed by the revision they cover.
+
+// SessionAppend implements [store.Store].
+func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams) (int64, error) {
+	if err := validate(p); err != nil {
+		return 0, err
+	}
+	newRev := p.ExpectedRevision + int64(len(p.Items))
+	err := s.write(ctx, func(tx querier) error {
+		now := micros(s.now())
+		var (
+			res sql.Result
+			err error
+		)
+		if p.ExpectedRevision == 0 {
+			res, err = tx.ExecContext(ctx, `INSERT INTO sessions (tenant, session_id, revision, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, p.Tenant, p.SessionID, newRev, now, now)
+		} else {
+			res, err = tx.ExecContext(ctx, `UPDATE sessions SET revision = ?, updated_at = ?
+				WHERE tenant = ? AND session_id = ? AND revision = ?`, newRev, now, p.Tenant, p.SessionID, p.ExpectedRevision)
+		}
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			actual, err := sessionRevision(ctx, tx, p.Tenant, p.SessionID)
+			if err != nil {
+				return err
+			}
+			return &store.ConflictError{Kind: "session", ID: p.SessionID, Expected: p.ExpectedRevision, Actual: actual}
+		}
+		for i, it := range p.Items {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO session_journal (tenant, session_id, seq, run_id, item)
+				VALUES (?, ?, ?, ?, ?)`, p.Tenant, p.SessionID, p.ExpectedRevision+int64(i)+1, p.RunID, string(it)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrap("append to session "+p.SessionID, err)
+	}
+	return newRev, nil
+}
+
+// sessionRevision reads a session's revision inside tx; 0 if it has none.
+func sessionRevision(ctx context.Context, tx querier, tenant, id string) (int64, error) {
+	var rev int64
+	err := tx.QueryRowContext(ctx, `SELECT revision FROM sessions WHERE tenant = ? AND session_id = ?`, tenant, id).Scan(&rev)
+	if err == sql.ErrNoRows {
+		return 0, nil
+	}
+	return rev, err
+}
+
+// SessionLoad implements [store.Store]. It reads in one snapshot of the
+// database, so the revision, snapshot and entries agree.
+func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	st := &store.SessionState{Tenant: p.Tenant, SessionID: p.SessionID, Entries: []store.SessionEntry{}}
+	err := s.read(ctx, func(tx querier) error {
+		var err error
+		if st.Revision, err = sessionRevision(ctx, tx, p.Tenant, p.SessionID); err != nil || st.Revision == 0 {
+			return err
+		}
+		d := decoder{kind: "session", id: p.SessionID}
+		var data sql.NullString
+		_, err = queryOne(one(tx.QueryContext(ctx, `SELECT revision, data FROM session_snapshots
+			WHERE tenant = ? AND session_id = ? ORDER BY revision DESC LIMIT 1`, p.Tenant, p.SessionID)),
+			func(sc scanner) error {
+				if err := sc.Scan(&st.SnapshotRevision, &data); err != nil {
+					return d.scanErr(err)
+				}
+				st.Snapshot = d.reqJSON("snapshot", data)
+				return d.result()
+			})
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, item FROM session_journal
+			WHERE tenant = ? AND session_id = ? AND seq > ? ORDER BY seq`, p.Tenant, p.SessionID, st.SnapshotRevision)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if n := st.Revision - st.SnapshotRevision; n > 0 {
+			st.Entries = make([]store.SessionEntry, 0, n)
+		}
+		for rows.Next() {
+			var (
+				e    store.SessionEntry
+				item sql.NullString
+			)
+			if err := rows.Scan(&e.Seq, &e.RunID, &item); err != nil {
+				return d.scanErr(err)
+			}
+			if e.Item = d.reqJSON(fmt.Sprintf("item %d", e.Seq), item); d.err != nil {
+				return d.result()
+			}
+			st.Entries = append(st.Entries, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, wrap("load session "+p.SessionID, err)
+	}
+	return st, nil
+}
+
+// SessionSnapshotPut implements [store.Store].
+func (s *Store) SessionSnapshotPut(ctx context.Context, p *store.SessionSnapshotPutParams) error {
+	if err := validate(p); err != nil {
+		return err
+	}
+	err := s.write(ctx, func(tx querier) error {
+		rev, err := sessionRevision(ctx, tx, p.Tenant, p.SessionID)
+		if err != nil {
+			return err
+		}
+		if p.Revision > rev {
+			return &store.InvalidError{Field: "Revision",
+				Reason: fmt.Sprintf("%d exceeds the journal revision %d of session %s", p.Revision, rev, p.SessionID)}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO session_snapshots (tenant, session_id, revision, data, created_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, p.Tenant, p.SessionID, p.Revision, string(p.Data), micros(s.now()))
+		return err
+	})
+	return wrap("put snapshot of session "+p.SessionID, err)
+}

@@ -1,0 +1,128 @@
+package storesqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// RunWrite implements [store.Store]. The fence check, the run's revision
+// CAS, the ledger CASes and the event sequence are all decided inside one
+// BEGIN IMMEDIATE transaction together with the writes; any failure rolls
+// all of it back.
+//
+// The fence is a condition of the first write statement (AND EXISTS over
+// the claim row) rather than a separate read: the write lock is held from
+// BEGIN to COMMIT, so checking it once, in the first statement, covers the
+// whole transaction, and a ledger transition is a single UPDATE. When a
+// conditional statement changes nothing, the cause (fence, missing run,
+// revision) is read in the same transaction for the error.
+func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	var res store.RunWriteResult
+	err := s.write(ctx, func(tx querier) error {
+		res = store.RunWriteResult{}
+		now := micros(s.now())
+		fence := p.Fence // still to be enforced by the next write statement
+		cond, fargs := fenceCond(p.Tenant, fence)
+		// whyNot explains a conditional statement that changed nothing.
+		whyNot := func(orElse func() error) error {
+			if fence != nil {
+				if _, err := checkFence(ctx, tx, p.Tenant, fence); err != nil {
+					return err
+				}
+			}
+			return orElse()
+		}
+		n := int64(len(p.Events))
+		var lastSeq int64 // the run's event_seq after this write
+		switch {
+		case p.Run != nil:
+			u := p.Run
+			args := append([]any{string(u.Status), optJSON(u.Checkpoint), u.Meta != nil, optJSON(u.Meta), n, now,
+				p.Tenant, p.RunID, u.ExpectedRevision}, fargs...)
+			found, err := queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = ?, checkpoint = ?,
+				meta = CASE WHEN ? THEN ? ELSE meta END, revision = revision + 1,
+				event_seq = event_seq + ?, updated_at = ?
+				WHERE tenant = ? AND id = ? AND revision = ?`+cond+` RETURNING `+runColumns, args...)),
+				func(sc scanner) (err error) { res.Run, err = scanRun(sc); return err })
+			if err != nil {
+				return err
+			}
+			if !found {
+				return whyNot(func() error {
+					var actual int64
+					err := tx.QueryRowContext(ctx, `SELECT revision FROM runs WHERE tenant = ? AND id = ?`, p.Tenant, p.RunID).Scan(&actual)
+					if err == sql.ErrNoRows {
+						return &store.NotFoundError{Kind: "run", ID: p.RunID}
+					}
+					if err != nil {
+						return err
+					}
+					return &store.ConflictError{Kind: "run", ID: p.RunID, Expected: u.ExpectedRevision, Actual: actual}
+				})
+			}
+			lastSeq, fence = res.Run.EventSeq, nil
+		case n > 0:
+			args := append([]any{n, p.Tenant, p.RunID}, fargs...)
+			err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ?
+				WHERE tenant = ? AND id = ?`+cond+` RETURNING event_seq`, args...).Scan(&lastSeq)
+			if err == sql.ErrNoRows {
+				return whyNot(func() error { return &store.NotFoundError{Kind: "run", ID: p.RunID} })
+			}
+			if err != nil {
+				return err
+			}
+			fence = nil
+		}
+		// Ledger writes only: the first one carries the fence; the run's
+		// existence follows from the ledger row (foreign key) or is checked
+		// when a write fails.
+		if len(p.Ledger) > 0 {
+			res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
+			for i := range p.Ledger {
+				e, err := ledgerWrite(ctx, tx, now, &p.Ledger[i], fence)
+				if err != nil {
+					return err
+				}
+				res.Ledger[i], fence = e, nil
+			}
+		}
+		if n > 0 {
+			evs, err := insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq-n+1, now, p.Events)
+			if err != nil {
+				return err
+			}
+			res.Events = evs
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("write run "+p.RunID, err)
+	}
+	return &res, nil
+}
+
+// fenceCond returns the SQL condition (to append after a WHERE clause) and
+// its arguments that hold only while f's claim has f's holder and epoch;
+// nothing when f is nil.
+func fenceCond(tenant string, f *store.Fence) (string, []any) {
+	if f == nil {
+		return "", nil
+	}
+	return ` AND EXISTS (SELECT 1 FROM claims WHERE tenant = ? AND key = ? AND holder = ? AND epoch = ?)`,
+		[]any{tenant, f.Key, f.Holder, f.Epoch}
+}
+
+// runExists returns a NotFoundError when the run does not exist.
+func runExists(ctx context.Context, tx querier, tenant, id string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE tenant = ? AND id = ?`, tenant, id).Scan(&one)
+	if err == sql.ErrNoRows {
+		return &store.NotFoundError{Kind: "run", ID: id}
+	}
+	return err
+}

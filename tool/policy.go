@@ -1,0 +1,49 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Decision is a policy's answer. Its string values are persisted.
+type Decision string
+
+// The decisions. Any other value, including "", is treated as Deny.
+const (
+	Allow Decision = "allow"
+	Deny  Decision = "deny"
+	Ask   Decision = "ask"
+)
+
+// Verdict is a policy decision with its reason.
+type Verdict struct {
+	Decision Decision
+	// Reason explains a Deny or Ask to the model or the approver.
+	Reason string
+}
+
+// Policy decides whether a call may run. It sees the validated arguments
+// and must not block on a person: [Ask] makes the runner stop with
+// [KindApprovalRequired] until the call comes back approved.
+type Policy interface {
+	Decide(ctx context.Context, spec Spec, args json.RawMessage) Verdict
+}
+
+// PolicyFunc adapts a function to [Policy].
+type PolicyFunc func(ctx context.Context, spec Spec, args json.RawMessage) Verdict
+
+// Decide calls f.
+func (f PolicyFunc) Decide(ctx context.Context, spec Spec, args json.RawMessage) Verdict {
+	return f(ctx, spec, args)
+}
+
+// DefaultPolicy asks for approval when the spec has RequireApproval and
+// allows everything else.
+func DefaultPolicy() Policy { return PolicyFunc(defaultDecide) }
+
+func defaultDecide(_ context.Context, spec Spec, _ json.RawMessage) Verdict {
+	if spec.RequireApproval {
+		return Verdict{Decision: Ask, Reason: "tool requires approval"}
+	}
+	return Verdict{Decision: Allow}
+}
