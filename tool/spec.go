@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -66,7 +67,24 @@ func (s Spec) compile() (in, out *jsonschema.Schema, err error) {
 	return in, out, nil
 }
 
+// compiled caches compiled schemas by their text. A compiled schema is
+// immutable and safe for concurrent use, and runners are built for every
+// run, so each distinct schema is compiled once per process.
+var compiled sync.Map // string → *jsonschema.Schema
+
 func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	if s, ok := compiled.Load(string(raw)); ok {
+		return s.(*jsonschema.Schema), nil
+	}
+	s, err := compileSchemaUncached(raw)
+	if err != nil {
+		return nil, err
+	}
+	compiled.Store(string(raw), s)
+	return s, nil
+}
+
+func compileSchemaUncached(raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, err

@@ -99,32 +99,34 @@ func openBenchMem(b *testing.B) *benchStore {
 	return &benchStore{s: s}
 }
 
-// benchAgents returns an agent whose model asks for one call of a no-op
-// side-effect tool and then ends, and one whose model ends at once.
-func benchAgents() (withCall, noCall *actoviq.AgentSpec) {
+// benchAgents returns agents whose model asks, in one turn, for two calls,
+// one call or no call of a no-op side-effect tool, and then ends.
+func benchAgents() (twoCalls, oneCall, noCall *actoviq.AgentSpec) {
 	noop := tool.Func(tool.Spec{Name: toolName, Effect: tool.SideEffect},
 		func(ctx context.Context, in struct{}) (string, error) { return "ok", nil })
-	withCall = &actoviq.AgentSpec{ID: "bench-call", Model: "scripted-1", Tools: []tool.Tool{noop},
-		Provider: scripted.New(
-			scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: callID, Name: toolName, Arguments: json.RawMessage(`{}`)}}},
-			scripted.Turn{Text: "done"},
-		)}
-	noCall = &actoviq.AgentSpec{ID: "bench-nocall", Model: "scripted-1", Tools: []tool.Tool{noop},
-		Provider: scripted.New(scripted.Turn{Text: "done"})}
-	return withCall, noCall
+	calls := func(n int) *actoviq.AgentSpec {
+		var tc []scripted.ToolCall
+		for i := range n {
+			tc = append(tc, scripted.ToolCall{ID: fmt.Sprintf("%s-%d", callID, i), Name: toolName, Arguments: json.RawMessage(`{}`)})
+		}
+		turns := []scripted.Turn{{ToolCalls: tc}, {Text: "done"}}
+		if n == 0 {
+			turns = turns[1:]
+		}
+		return &actoviq.AgentSpec{ID: "bench", Model: "scripted-1", Tools: []tool.Tool{noop}, Provider: scripted.New(turns...)}
+	}
+	return calls(2), calls(1), calls(0)
 }
 
 // BenchmarkSideEffectCall measures the durable overhead of one side-effect
-// tool call: a full run whose model asks for one call (ns/op), minus a full
-// run whose model answers at once, on the same store. That difference is
-// one extra model turn, the started and committed writes and the tool
-// runner; it is set against the floor of two one-row write transactions on
-// the same database (x-floor). The runs alternate, so drift hits both.
-//
-// The call costs three run writes more than no call (extra-writes/op): the
-// model response with the prepared entry, started, committed. The first
-// comes with the extra model turn any call implies, so 1.5 x-floor is the
-// least this design can reach; the rest is the work inside each write.
+// tool call: a run whose model asks for two calls in one turn, minus a run
+// whose model asks for one (same turns, same store). The difference is one
+// call: its prepared row (which rides on the model response's commit), the
+// started and committed writes, and the tool runner. It is set against the
+// floor of the two synchronous commits a call needs: two one-row write
+// transactions on the same database (x-floor). ns-turn/op is the cost of a
+// whole one-turn run without calls, the per-turn overhead (on memory: the
+// engine's own work). The runs alternate, so drift hits both.
 func BenchmarkSideEffectCall(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -138,14 +140,11 @@ func BenchmarkSideEffectCall(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer rt.Close()
-			withCall, noCall := benchAgents()
+			twoCalls, oneCall, noCall := benchAgents()
 			ctx := context.Background()
-			in := func(id string) *actoviq.Input {
-				return &actoviq.Input{RunID: id, Items: []item.Item{item.UserText("go")}}
-			}
 			run := func(a *actoviq.AgentSpec, id string) time.Duration {
 				start := time.Now()
-				res, err := rt.Run(ctx, a, in(id))
+				res, err := rt.Run(ctx, a, &actoviq.Input{RunID: id, Items: []item.Item{item.UserText("go")}})
 				d := time.Since(start)
 				if err != nil {
 					b.Fatal(err)
@@ -156,18 +155,20 @@ func BenchmarkSideEffectCall(b *testing.B) {
 				return d
 			}
 			// Warm up: migrations, prepared statements, pool connections.
-			run(noCall, "warm-nocall")
-			run(withCall, "warm-call")
+			run(twoCalls, "warm-2")
+			run(oneCall, "warm-1")
+			run(noCall, "warm-0")
 
-			var call, nocall, floor time.Duration
+			var two, one, zero, floor time.Duration
 			var extraWrites int64
 			for i := 0; b.Loop(); i++ {
 				w0 := cs.writes.Load()
-				call += run(withCall, fmt.Sprintf("call-%d", i))
+				two += run(twoCalls, fmt.Sprintf("two-%d", i))
 				b.StopTimer()
 				w1 := cs.writes.Load()
-				nocall += run(noCall, fmt.Sprintf("nocall-%d", i))
+				one += run(oneCall, fmt.Sprintf("one-%d", i))
 				extraWrites += (w1 - w0) - (cs.writes.Load() - w1)
+				zero += run(noCall, fmt.Sprintf("zero-%d", i))
 				if bs.floor != nil {
 					start := time.Now()
 					for range 2 {
@@ -180,12 +181,12 @@ func BenchmarkSideEffectCall(b *testing.B) {
 				b.StartTimer()
 			}
 			n := float64(b.N)
-			overhead := float64(call-nocall) / n
-			b.ReportMetric(float64(nocall)/n, "ns-nocall-run/op")
-			b.ReportMetric(overhead, "ns-call-overhead/op")
-			b.ReportMetric(float64(extraWrites)/n, "extra-writes/op")
+			overhead := float64(two-one) / n
+			b.ReportMetric(float64(zero)/n, "ns-turn/op")
+			b.ReportMetric(overhead, "ns-call/op")
+			b.ReportMetric(float64(extraWrites)/n, "writes-per-call")
 			if bs.floor != nil {
-				b.ReportMetric(float64(floor)/n, "ns-floor/op")
+				b.ReportMetric(float64(floor)/n, "ns-floor2/op")
 				b.ReportMetric(overhead/(float64(floor)/n), "x-floor")
 			}
 		})

@@ -1,0 +1,237 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/transport"
+)
+
+// DefaultBaseURL is the OpenAI API root used when neither Config.BaseURL
+// nor OPENAI_BASE_URL is set.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// ErrMissingAPIKey is returned by NewChat and NewResponses when no API key
+// is configured for the OpenAI host and Config.NoAuth is not set.
+var ErrMissingAPIKey = errors.New("openai: no API key: set Config.APIKey or OPENAI_API_KEY (or Config.NoAuth for a server without authentication)")
+
+// DefaultCapabilities is what a model missing from Config.Models is assumed
+// to support: tools, streaming, image input and structured output, but no
+// reasoning items. The provider's own error stays the final word.
+var DefaultCapabilities = llm.Capabilities{Tools: true, Streaming: true, ImageInput: true, StructuredOutput: true}
+
+// Config configures NewChat and NewResponses. A nil *Config means every
+// default. The constructors copy it; changing it afterwards has no effect.
+type Config struct {
+	// APIKey is sent as "Authorization: Bearer <key>". It never appears in
+	// an error or an event.
+	// Empty means the OPENAI_API_KEY environment variable. If that is empty
+	// too, the constructor fails with ErrMissingAPIKey when the base URL is
+	// the OpenAI host; for any other host (a local Ollama, vLLM or LM
+	// Studio server) the request is sent without an Authorization header.
+	APIKey string
+
+	// NoAuth sends no Authorization header even when a key is configured
+	// or OPENAI_API_KEY is set, and never reports a missing key. For local
+	// servers. Zero (false) means authenticate when a key is known.
+	NoAuth bool
+
+	// BaseURL is the API root, for example "http://localhost:11434/v1"
+	// for Ollama. "/chat/completions" or "/responses" is appended.
+	// Empty means OPENAI_BASE_URL, else DefaultBaseURL.
+	BaseURL string
+
+	// Organization and Project, when set, are sent as the
+	// OpenAI-Organization and OpenAI-Project headers. Empty means none.
+	Organization, Project string
+
+	// Header holds extra headers sent on every request (an OpenAI-compatible
+	// gateway may want its own). Nil means none.
+	Header http.Header
+
+	// Models declares per-model capabilities, keyed by model name. A model
+	// that is not listed gets DefaultCapabilities. Nil means every model
+	// gets DefaultCapabilities.
+	Models map[string]llm.Capabilities
+
+	// LegacyMaxTokens makes the Chat adapter send Request.MaxOutputTokens
+	// as "max_tokens" instead of "max_completion_tokens", for older
+	// OpenAI-compatible servers. Zero (false) means max_completion_tokens.
+	// The Responses adapter always sends max_output_tokens.
+	LegacyMaxTokens bool
+
+	// HTTPClient sends the requests. Nil means http.DefaultClient.
+	HTTPClient *http.Client
+
+	// MaxRetries is how many times the transport may retry a failed
+	// attempt (see package llm/transport). Nil means 2; use
+	// transport.Retries(0) to turn retrying off.
+	MaxRetries *int
+
+	// InitialBackoff and MaxBackoff shape the transport's backoff. Zero
+	// means the transport defaults (250ms and 30s).
+	InitialBackoff, MaxBackoff time.Duration
+
+	// Clock and Jitter are injected into the transport (tests use a fake
+	// clock so that retries do not sleep). Nil means the wall clock and
+	// the default jitter.
+	Clock  transport.Clock
+	Jitter func(time.Duration) time.Duration
+
+	// OnAttempt is called after every transport attempt of every call,
+	// with secrets scrubbed. Stream also reports each retried attempt as
+	// an llm.EventAttempt. Nil means no observer.
+	OnAttempt func(transport.Attempt)
+}
+
+// validate names the bad field.
+func (c *Config) validate() error {
+	if c.BaseURL != "" {
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("openai: Config.BaseURL %q is not an absolute http(s) URL", c.BaseURL)
+		}
+	}
+	if c.MaxRetries != nil && *c.MaxRetries < 0 {
+		return fmt.Errorf("openai: Config.MaxRetries is %d, must be >= 0", *c.MaxRetries)
+	}
+	return nil
+}
+
+// client is what both adapters share: resolved settings and the transport.
+type client struct {
+	name    string
+	apiKey  string
+	baseURL string
+	header  http.Header
+	models  map[string]llm.Capabilities
+	legacy  bool
+	tcfg    transport.Config
+	tr      *transport.Client
+	hookOut func(transport.Attempt)
+}
+
+func newClient(name string, cfg *Config) (*client, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	c := *cfg // copy on entry
+	if c.BaseURL == "" {
+		c.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if c.APIKey == "" && !c.NoAuth {
+		c.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if c.NoAuth {
+		c.APIKey = ""
+	}
+	if c.APIKey == "" && !c.NoAuth && isOpenAIHost(c.BaseURL) {
+		return nil, ErrMissingAPIKey
+	}
+	h := http.Header{}
+	for k, vs := range c.Header {
+		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	h.Set("Content-Type", "application/json")
+	if c.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if c.Organization != "" {
+		h.Set("OpenAI-Organization", c.Organization)
+	}
+	if c.Project != "" {
+		h.Set("OpenAI-Project", c.Project)
+	}
+	models := make(map[string]llm.Capabilities, len(c.Models))
+	for k, v := range c.Models {
+		models[k] = v
+	}
+	cl := &client{
+		name:    name,
+		apiKey:  c.APIKey,
+		baseURL: strings.TrimRight(c.BaseURL, "/"),
+		header:  h,
+		models:  models,
+		legacy:  c.LegacyMaxTokens,
+		hookOut: c.OnAttempt,
+		tcfg: transport.Config{
+			HTTPClient:     c.HTTPClient,
+			MaxRetries:     c.MaxRetries,
+			InitialBackoff: c.InitialBackoff,
+			MaxBackoff:     c.MaxBackoff,
+			Clock:          c.Clock,
+			Jitter:         c.Jitter,
+			OnAttempt:      c.OnAttempt,
+		},
+	}
+	if c.APIKey != "" {
+		cl.tcfg.Redact = []string{c.APIKey}
+	}
+	tr, err := transport.New(&cl.tcfg)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	cl.tr = tr
+	return cl, nil
+}
+
+func isOpenAIHost(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	return h == "api.openai.com" || strings.HasSuffix(h, ".openai.com")
+}
+
+func (c *client) capabilities(model string) llm.Capabilities {
+	if caps, ok := c.models[model]; ok {
+		return caps
+	}
+	return DefaultCapabilities
+}
+
+// streamClient returns a transport client for one Stream call whose
+// attempts are also passed to onRetry when another attempt follows.
+func (c *client) streamClient(onRetry func(transport.Attempt)) (*transport.Client, error) {
+	tc := c.tcfg
+	user := c.hookOut
+	tc.OnAttempt = func(a transport.Attempt) {
+		if user != nil {
+			user(a)
+		}
+		if a.Retry {
+			onRetry(a)
+		}
+	}
+	return transport.New(&tc)
+}
+
+func (c *client) request(path string, body []byte, req *llm.Request) *transport.Request {
+	return &transport.Request{
+		URL:            c.baseURL + path,
+		Header:         c.header,
+		Body:           body,
+		IdempotencyKey: req.IdempotencyKey,
+	}
+}
+
+// scrub removes the API key from text that will appear in an error.
+func (c *client) scrub(s string) string {
+	if c.apiKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.apiKey, "[REDACTED]")
+}

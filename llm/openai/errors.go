@@ -1,0 +1,155 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/transport"
+)
+
+// ErrMalformedToolCall matches a *MalformedToolCallError.
+var ErrMalformedToolCall = errors.New("openai: malformed tool call arguments")
+
+// MalformedToolCallError reports a tool call whose arguments, once every
+// fragment was joined, are not a JSON object. The response is rejected as a
+// whole: none of its calls may be executed.
+type MalformedToolCallError struct {
+	Provider string
+	// CallID and Name identify the call.
+	CallID, Name string
+	// Arguments is the joined argument text as received.
+	Arguments string
+	// Response is everything else the model returned, as evidence.
+	Response *llm.Response
+}
+
+func (e *MalformedToolCallError) Error() string {
+	return llm.RedactSecrets(fmt.Sprintf("%s: tool call %q (%s): arguments are not a JSON object: %.200q",
+		e.Provider, e.CallID, e.Name, e.Arguments))
+}
+
+// Is matches ErrMalformedToolCall.
+func (e *MalformedToolCallError) Is(target error) bool { return target == ErrMalformedToolCall }
+
+// parseArguments parses joined argument JSON once. Empty text is an empty
+// object: models call parameterless functions with "".
+func parseArguments(s string) (json.RawMessage, bool) {
+	b := bytes.TrimSpace([]byte(s))
+	if len(b) == 0 {
+		return json.RawMessage(`{}`), true
+	}
+	if b[0] != '{' || !json.Valid(b) {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// apiError is OpenAI's error object: {"error":{"message","type","param","code"}}.
+// code is a string on OpenAI and sometimes a number on compatible servers.
+type apiError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
+}
+
+func (a *apiError) code() string {
+	if len(a.Code) == 0 || string(a.Code) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(a.Code, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(a.Code))
+}
+
+// errorStatus is the HTTP status an error reported inside a 200 stream
+// stands for, so that the transport can classify it.
+func errorStatus(typ, code string) int {
+	if n, err := strconv.Atoi(code); err == nil && n >= 400 && n <= 599 {
+		return n
+	}
+	for _, s := range []string{code, typ} {
+		switch s {
+		case "rate_limit_exceeded", "rate_limit_error", "insufficient_quota", "tokens", "requests":
+			return 429
+		case "invalid_request_error", "invalid_prompt", "context_length_exceeded", "invalid_value":
+			return 400
+		case "authentication_error", "invalid_api_key":
+			return 401
+		case "permission_error":
+			return 403
+		case "not_found_error", "model_not_found":
+			return 404
+		case "server_error", "internal_error", "api_error":
+			return 500
+		case "server_is_overloaded", "overloaded_error", "service_unavailable":
+			return 503
+		}
+	}
+	return 500
+}
+
+// providerError turns a transport failure into an *llm.ProviderError. The
+// transport has already scrubbed secrets from bodies and messages.
+func (c *client) providerError(err error) error {
+	var se *transport.StatusError
+	var te *transport.TransportError
+	switch {
+	case errors.As(err, &se):
+		pe := &llm.ProviderError{Provider: c.name, Status: se.Status, Retryable: se.Retryable, Err: err}
+		if se.Header != nil {
+			pe.RequestID = se.Header.Get("X-Request-Id")
+		}
+		if se.Cause != nil && errors.Is(se.Cause, transport.ErrRetryWaitTooLong) {
+			pe.RetryAfter = se.Wait
+		}
+		c.fillFromBody(pe, se.Body)
+		return pe
+	case errors.As(err, &te):
+		return &llm.ProviderError{Provider: c.name, Retryable: te.Retryable, Err: err}
+	}
+	return err
+}
+
+// fillFromBody reads {"error":{...}}, a Responses "error" event
+// {"type":"error","code","message"}, or a response.failed event.
+func (c *client) fillFromBody(pe *llm.ProviderError, body []byte) {
+	var doc struct {
+		Error    *apiError       `json:"error"`
+		Type     string          `json:"type"`
+		Code     json.RawMessage `json:"code"`
+		Message  string          `json:"message"`
+		Response *struct {
+			Error *apiError `json:"error"`
+		} `json:"response"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return
+	}
+	var ae *apiError
+	switch {
+	case doc.Error != nil:
+		ae = doc.Error
+	case doc.Response != nil && doc.Response.Error != nil:
+		ae = doc.Response.Error
+		if ae.Type == "" {
+			ae.Type = doc.Type
+		}
+	case doc.Message != "":
+		ae = &apiError{Message: doc.Message, Type: doc.Type, Code: doc.Code}
+	default:
+		return
+	}
+	pe.Message = c.scrub(ae.Message)
+	pe.Type = ae.Type
+	pe.Code = ae.code()
+}
