@@ -205,8 +205,12 @@ func (e *Engine) claimAndDrive(ctx context.Context, d *drive, startEvent string,
 }
 
 func (d *drive) claim(ctx context.Context) error {
-	c, err := d.e.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: d.e.tenant, Key: d.fence.Key, Holder: d.fence.Holder, TTL: d.e.ttl})
+	p := &store.ClaimAcquireParams{Tenant: d.e.tenant, Key: d.fence.Key, Holder: d.fence.Holder, TTL: d.e.ttl}
+	c, err := d.e.store.ClaimAcquire(ctx, p)
 	var held *store.ClaimHeldError
+	if errors.As(err, &held) && d.e.releaseDead(ctx, p.Key, held) {
+		c, err = d.e.store.ClaimAcquire(ctx, p)
+	}
 	if errors.As(err, &held) {
 		return &RunHeldError{RunID: d.run.ID, Claim: held}
 	}

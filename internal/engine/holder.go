@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// A holder is "<hostname>:<pid>:<random>/<drive>" unless the user set
+// Config.Holder. When a claim's holder is a process on this host that no
+// longer exists (it was killed), waiting for its lease to expire only
+// delays recovery: the dead process cannot write anything. The claim is
+// then released with the dead holder's own fence, which fails if the claim
+// moved on in the meantime, and taken over with a new epoch.
+
+// deadLocalHolder reports whether holder names a process on this host that
+// is certainly gone. Any doubt (another host, a live or unknown pid, a
+// custom holder name) answers false: then the lease must expire.
+func deadLocalHolder(holder string) bool {
+	host, _ := os.Hostname()
+	parts := strings.SplitN(holder, ":", 3)
+	if len(parts) < 3 || host == "" || parts[0] != host {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+}
+
+// releaseDead frees a claim held by a dead local process.
+func (e *Engine) releaseDead(ctx context.Context, key string, held *store.ClaimHeldError) bool {
+	if !deadLocalHolder(held.Holder) {
+		return false
+	}
+	err := e.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: e.tenant,
+		Fence: store.Fence{Key: key, Holder: held.Holder, Epoch: held.Epoch}})
+	return err == nil
+}
