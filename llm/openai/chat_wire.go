@@ -213,10 +213,10 @@ type chatResponse struct {
 }
 
 type chatChoice struct {
-	Index        int          `json:"index"`
-	Message      *chatOutMsg  `json:"message"`
-	Delta        *chatOutMsg  `json:"delta"`
-	FinishReason *string      `json:"finish_reason"`
+	Index        int         `json:"index"`
+	Message      *chatOutMsg `json:"message"`
+	Delta        *chatOutMsg `json:"delta"`
+	FinishReason *string     `json:"finish_reason"`
 }
 
 type chatOutMsg struct {

@@ -18,7 +18,9 @@ type decoder interface {
 	partial() *llm.Response
 	// result is the complete response after done, or at a clean end of
 	// the body (eof true), where it fails when the stream was not complete.
-	result(eof bool) (*llm.Response, error)
+	// It emits the EventItemDone events not yet emitted. A nil response
+	// and nil error mean the caller stopped.
+	result(eof bool, emit func(llm.StreamEvent) bool) (*llm.Response, error)
 }
 
 // stream runs one streaming call: attempts become EventAttempt events, a
@@ -88,9 +90,12 @@ func (c *client) stream(ctx context.Context, treq *transport.Request, dec decode
 }
 
 func (c *client) finish(dec decoder, eof bool, emit func(llm.StreamEvent) bool, fail func(error)) {
-	resp, err := dec.result(eof)
+	resp, err := dec.result(eof, emit)
 	if err != nil {
 		fail(err)
+		return
+	}
+	if resp == nil {
 		return
 	}
 	emit(llm.StreamEvent{Type: llm.EventDone, Response: resp})
