@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storepg"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// common are the flags every command takes.
+type common struct {
+	store  string
+	tenant string
+	// mustExist: the command reads existing runs, so a SQLite file that
+	// does not exist is an error, not a new store.
+	mustExist bool
+}
+
+func (c *common) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.store, "store", "", "store URL: sqlite:PATH or postgres://... (default $ACTOVIQ_STORE, else sqlite:actoviq.db)")
+	cmd.Flags().StringVar(&c.tenant, "tenant", "default", "tenant name")
+}
+
+func (e *env) storeURL(c *common) string {
+	if c.store != "" {
+		return c.store
+	}
+	if v := e.getenv("ACTOVIQ_STORE"); v != "" {
+		return v
+	}
+	return "sqlite:actoviq.db"
+}
+
+// checkStoreURL validates a store URL without touching anything.
+func checkStoreURL(u string) error {
+	switch {
+	case strings.HasPrefix(u, "sqlite:"):
+		if strings.TrimPrefix(u, "sqlite:") == "" {
+			return usageErr("--store %q: sqlite: needs a file path", u)
+		}
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		if _, err := url.Parse(u); err != nil {
+			return usageErr("--store: invalid PostgreSQL URL: %v", err)
+		}
+	default:
+		return usageErr("--store %q: want sqlite:PATH or a postgres:// URL", redactURL(u))
+	}
+	return nil
+}
+
+// redactURL hides a password in a URL for messages.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		return u
+	}
+	return p.Redacted()
+}
+
+// openStore opens the store. A PostgreSQL URL may carry the schema in the
+// actoviq_schema query parameter (default "actoviq").
+func (e *env) openStore(ctx context.Context, c *common) (store.Store, error) {
+	u := e.storeURL(c)
+	if err := checkStoreURL(u); err != nil {
+		return nil, err
+	}
+	if path, ok := strings.CutPrefix(u, "sqlite:"); ok {
+		if c.mustExist {
+			if _, err := os.Stat(path); err != nil {
+				return nil, usageErr("no store at %s (%v)", u, errors.Unwrap(err))
+			}
+		}
+		s, err := storesqlite.Open(path, nil)
+		if err != nil {
+			return nil, usageErr("open store %s: %v", u, err)
+		}
+		return s, nil
+	}
+	p, _ := url.Parse(u)
+	q := p.Query()
+	schema := q.Get("actoviq_schema")
+	q.Del("actoviq_schema")
+	p.RawQuery = q.Encode()
+	s, err := storepg.Open(ctx, p.String(), &storepg.Config{Schema: schema})
+	if err != nil {
+		return nil, usageErr("open store %s: %v", redactURL(u), err)
+	}
+	return s, nil
+}
+
+// runtime opens the store and a runtime over it.
+func (e *env) runtime(ctx context.Context, c *common, sinks ...actoviq.EventSink) (*actoviq.Runtime, func(), error) {
+	if c.tenant == "" {
+		return nil, nil, usageErr("--tenant must not be empty")
+	}
+	st, err := e.openStore(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, Sinks: sinks})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return rt, func() { rt.Close(); st.Close() }, nil
+}
+
+// runConfig is how a run was started. It is stored with the run (never a
+// secret) so that resume needs only the run id.
+type runConfig struct {
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	BaseURL    string `json:"base_url,omitempty"`
+	System     string `json:"system,omitempty"`
+	MCPConfig  string `json:"mcp_config,omitempty"`
+	Approve    string `json:"approve"`
+	Recover    string `json:"recover"`
+	MaxRetries *int   `json:"max_retries,omitempty"`
+	Timeout    string `json:"timeout,omitempty"`
+	DemoBank   string `json:"demo_bank,omitempty"`
+}
+
+// agentFlags are the flags that define the agent, shared by run and resume.
+type agentFlags struct {
+	model      string
+	baseURL    string
+	mcpConfig  string
+	system     string
+	approve    string
+	recover    string
+	maxRetries int
+	timeout    time.Duration
+	demoBank   string
+}
+
+func (f *agentFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "PROVIDER:MODEL: openai:gpt-4.1, openai-responses:o4-mini, anthropic:claude-sonnet-4-5, scripted:path/to/script.json")
+	fl.StringVar(&f.baseURL, "base-url", "", "provider base URL (for OpenAI-compatible servers)")
+	fl.StringVar(&f.mcpConfig, "mcp-config", "", "MCP servers config file (mcpServers JSON)")
+	fl.StringVar(&f.system, "system", "", "system instructions")
+	fl.StringVar(&f.approve, "approve", "side-effect", "which calls need approval: side-effect, all or none")
+	fl.StringVar(&f.recover, "recover", "none", "re-run started reads and keyed idempotent writes on resume: safe or none")
+	fl.IntVar(&f.maxRetries, "max-retries", 2, "provider retries per model call (0 turns retries off)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "run deadline from its start (0: none)")
+	fl.StringVar(&f.demoBank, "demo-bank", "", "add the demo's tools (lookup_invoice, pay_invoice with a probe) paying into this file")
+}
+
+// config merges flags over a remembered config: a flag given on the
+// command line wins.
+func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, error) {
+	c := runConfig{Approve: "side-effect", Recover: "none"}
+	if base != nil {
+		c = *base
+	}
+	changed := func(name string) bool { return base == nil || cmd.Flags().Changed(name) }
+	if changed("model") {
+		if f.model == "" {
+			return nil, usageErr("--model is required (PROVIDER:MODEL)")
+		}
+		prov, model, ok := strings.Cut(f.model, ":")
+		if !ok || prov == "" || model == "" {
+			return nil, usageErr("--model %q: want PROVIDER:MODEL", f.model)
+		}
+		c.Provider, c.Model = prov, model
+	}
+	if changed("base-url") {
+		c.BaseURL = f.baseURL
+	}
+	if changed("mcp-config") {
+		c.MCPConfig = f.mcpConfig
+	}
+	if changed("system") {
+		c.System = f.system
+	}
+	if changed("approve") {
+		c.Approve = f.approve
+	}
+	if changed("recover") {
+		c.Recover = f.recover
+	}
+	if changed("max-retries") {
+		n := f.maxRetries
+		c.MaxRetries = &n
+	}
+	if changed("demo-bank") {
+		c.DemoBank = f.demoBank
+	}
+	if changed("timeout") {
+		c.Timeout = ""
+		if f.timeout > 0 {
+			c.Timeout = f.timeout.String()
+		}
+	}
+	return &c, c.validate()
+}
+
+func (c *runConfig) validate() error {
+	switch c.Provider {
+	case "openai", "openai-responses", "anthropic", "scripted":
+	default:
+		return usageErr("--model: unknown provider %q (want openai, openai-responses, anthropic or scripted)", c.Provider)
+	}
+	if _, err := approvalEffects(c.Approve); err != nil {
+		return err
+	}
+	if c.Recover != "safe" && c.Recover != "none" {
+		return usageErr("--recover %q: want safe or none", c.Recover)
+	}
+	if c.MaxRetries != nil && *c.MaxRetries < 0 {
+		return usageErr("--max-retries must not be negative")
+	}
+	if c.Timeout != "" {
+		if _, err := time.ParseDuration(c.Timeout); err != nil {
+			return usageErr("--timeout: %v", err)
+		}
+	}
+	return nil
+}
+
+func approvalEffects(s string) ([]tool.Effect, error) {
+	switch s {
+	case "side-effect":
+		return []tool.Effect{tool.SideEffect}, nil
+	case "all":
+		return []tool.Effect{tool.SideEffect, tool.IdempotentWrite, tool.Read}, nil
+	case "none":
+		return nil, nil
+	}
+	return nil, usageErr("--approve %q: want side-effect, all or none", s)
+}
+
+// agent builds the agent a config describes. Secrets (API keys, MCP env and
+// headers) are read now, from the environment and the config file; they are
+// never stored. The returned closer releases MCP connections.
+func (e *env) agent(ctx context.Context, c *runConfig) (*actoviq.AgentSpec, io.Closer, error) {
+	prov, err := e.provider(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	effects, _ := approvalEffects(c.Approve)
+	a := &actoviq.AgentSpec{ID: "actoviq-cli", Instructions: c.System, Provider: prov, Model: c.Model,
+		Approval: actoviq.ApprovalPolicy{Effects: effects}}
+	if c.Recover == "safe" {
+		a.Recovery = actoviq.RecoveryPolicy{RerunReads: true, RerunIdempotentWrites: true}
+	}
+	if c.Timeout != "" {
+		a.Limits.RunTimeout, _ = time.ParseDuration(c.Timeout)
+	}
+	var closer io.Closer = nopCloser{}
+	if c.MCPConfig != "" {
+		tools, cl, err := e.mcpTools(ctx, c.MCPConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		a.Tools, closer = tools, cl
+	}
+	if c.DemoBank != "" {
+		a.Tools = append(a.Tools, lookupInvoiceTool(), &bankTool{path: c.DemoBank, out: e.stdout, hang: e.getenv("ACTOVIQ_DEMO_BANK_HANG")})
+	}
+	if e.extraTools != nil {
+		a.Tools = append(a.Tools, e.extraTools...)
+	}
+	return a, closer, nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+func (c *runConfig) meta() json.RawMessage {
+	b, _ := json.Marshal(struct {
+		CLI *runConfig `json:"cli"`
+	}{c})
+	return b
+}
+
+func configFromMeta(runID string, meta json.RawMessage) (*runConfig, error) {
+	var m struct {
+		CLI *runConfig `json:"cli"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil || m.CLI == nil {
+		return nil, usageErr("run %s was not started by the actoviq command: resume it from the program that started it", runID)
+	}
+	return m.CLI, nil
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	actoviq "github.com/actoviq/actoviq-go"
+)
+
+type decideFlags struct {
+	by, note string
+}
+
+func (f *decideFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.by, "by", defaultUser(), "who decides (recorded)")
+	cmd.Flags().StringVar(&f.note, "note", "", "why (recorded)")
+}
+
+// decide records one decision and tells how to continue.
+func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
+	ctx := cmd.Context()
+	if err := checkStoreURL(e.storeURL(c)); err != nil {
+		return err
+	}
+	rt, done, err := e.runtime(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := rt.Get(ctx, d.RunID()); err != nil {
+		return lookupErr(d.RunID(), err)
+	}
+	if err := rt.Decide(ctx, d.RunID(), d.Decision); err != nil {
+		if errors.Is(err, actoviq.ErrDecision) || errors.Is(err, actoviq.ErrRunFinished) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitFailed, err: err}
+	}
+	fmt.Fprintf(e.stdout, "recorded %s for call %s of run %s by %s\n", d.Kind, d.CallID, d.RunID(), d.By)
+	fmt.Fprintf(e.stdout, "continue with: actoviq resume %s%s\n", d.RunID(), storeFlags(c))
+	return nil
+}
+
+// runDecision is a decision with the run it is for.
+type runDecision struct {
+	actoviq.Decision
+	run string
+}
+
+func (d runDecision) RunID() string { return d.run }
+
+func (e *env) approveCmd() *cobra.Command {
+	c := common{mustExist: true}
+	var df decideFlags
+	cmd := &cobra.Command{
+		Use:   "approve RUN CALL",
+		Short: "Approve a call that awaits approval",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.decide(cmd, &c, runDecision{actoviq.Decision{CallID: args[1], Kind: actoviq.DecideApprove, By: df.by, Reason: df.note}, args[0]})
+		},
+	}
+	c.register(cmd)
+	df.register(cmd)
+	return cmd
+}
+
+func (e *env) rejectCmd() *cobra.Command {
+	c := common{mustExist: true}
+	var df decideFlags
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "reject RUN CALL --reason TEXT",
+		Short: "Reject a call that awaits approval; the model sees the reason",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if reason == "" {
+				return usageErr("reject needs --reason (the model sees it)")
+			}
+			why := reason
+			if df.note != "" {
+				why += " (" + df.note + ")"
+			}
+			return e.decide(cmd, &c, runDecision{actoviq.Decision{CallID: args[1], Kind: actoviq.DecideReject, By: df.by, Reason: why}, args[0]})
+		},
+	}
+	c.register(cmd)
+	df.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why it is rejected (the model sees it)")
+	return cmd
+}
+
+func (e *env) resolveCmd() *cobra.Command {
+	c := common{mustExist: true}
+	var df decideFlags
+	var committed, failed, reexecute bool
+	var result, message string
+	cmd := &cobra.Command{
+		Use:   "resolve RUN CALL (--committed --result JSON | --failed --message TEXT | --reexecute)",
+		Short: "Settle a call whose outcome is unknown",
+		Long: "resolve records what happened to a started call whose outcome the runtime cannot know:\n" +
+			"  --committed --result JSON  it happened; JSON is its result (a JSON string is the text the model sees)\n" +
+			"  --failed --message TEXT    it did not happen; the model sees TEXT as an error result\n" +
+			"  --reexecute                run it again, with the same idempotency key and the next attempt number",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n := 0
+			for _, b := range []bool{committed, failed, reexecute} {
+				if b {
+					n++
+				}
+			}
+			if n != 1 {
+				return usageErr("resolve needs exactly one of --committed, --failed or --reexecute")
+			}
+			d := actoviq.Decision{CallID: args[1], By: df.by, Reason: df.note}
+			switch {
+			case committed:
+				if result == "" {
+					return usageErr("--committed needs --result JSON")
+				}
+				if !json.Valid([]byte(result)) {
+					return usageErr("--result is not valid JSON (quote text as a JSON string: '\"done\"')")
+				}
+				d.Kind = actoviq.DecideCommitted
+				var s string
+				if json.Unmarshal([]byte(result), &s) == nil {
+					d.Result = s
+				} else {
+					d.Result, d.ResultData = result, json.RawMessage(result)
+				}
+			case failed:
+				if message == "" {
+					return usageErr("--failed needs --message TEXT (the model sees it)")
+				}
+				d.Kind, d.Message = actoviq.DecideFailed, message
+			default:
+				d.Kind = actoviq.DecideReexecute
+			}
+			if !committed && result != "" || !failed && message != "" {
+				return usageErr("--result goes with --committed, --message with --failed")
+			}
+			return e.decide(cmd, &c, runDecision{d, args[0]})
+		},
+	}
+	c.register(cmd)
+	df.register(cmd)
+	fl := cmd.Flags()
+	fl.BoolVar(&committed, "committed", false, "the call happened")
+	fl.StringVar(&result, "result", "", "with --committed: the call's result as JSON")
+	fl.BoolVar(&failed, "failed", false, "the call did not happen")
+	fl.StringVar(&message, "message", "", "with --failed: what the model sees")
+	fl.BoolVar(&reexecute, "reexecute", false, "run the call again with the same idempotency key")
+	return cmd
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+)
+
+func (e *env) runCmd() *cobra.Command {
+	var c common
+	var af agentFlags
+	var runID, session string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "run [flags] PROMPT",
+		Short: "Start a run",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := af.config(cmd, nil)
+			if err != nil {
+				return err
+			}
+			if err := checkStoreURL(e.storeURL(&c)); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			agent, closer, err := e.agent(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			out := newPrinter(e.stdout, e.stderr, jsonOut)
+			defer out.stop()
+			rt, done, err := e.runtime(ctx, &c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: runID, SessionID: session, Meta: cfg.meta(),
+				Items: []item.Item{item.UserText(args[0])}}, out)
+			return e.finish(out, &c, res, err)
+		},
+	}
+	c.register(cmd)
+	af.register(cmd)
+	cmd.Flags().StringVar(&runID, "run-id", "", "run id (an existing id is refused, never re-run)")
+	cmd.Flags().StringVar(&session, "session", "", "continue this session (conversation)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON event per line on stdout")
+	return cmd
+}
+
+func (e *env) resumeCmd() *cobra.Command {
+	c := common{mustExist: true}
+	var af agentFlags
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Continue a run: apply recorded decisions and the recovery rules, then go on",
+		Long: "resume continues a run with the settings it was started with (provider, model, base URL, system text, " +
+			"MCP config, approval and recovery settings). API keys and MCP secrets are read again from the environment " +
+			"and the config file. Flags override what was remembered; a change to the agent's definition is refused.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if err := checkStoreURL(e.storeURL(&c)); err != nil {
+				return err
+			}
+			out := newPrinter(e.stdout, e.stderr, jsonOut)
+			defer out.stop()
+			rt, done, err := e.runtime(ctx, &c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			info, err := rt.Get(ctx, args[0])
+			if err != nil {
+				return lookupErr(args[0], err)
+			}
+			base, err := configFromMeta(info.ID, info.Meta)
+			if err != nil {
+				return err
+			}
+			cfg, err := af.config(cmd, base)
+			if err != nil {
+				return err
+			}
+			agent, closer, err := e.agent(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			res, err := rt.ResumeWith(ctx, agent, info.ID, nil, out)
+			return e.finish(out, &c, res, err)
+		},
+	}
+	c.register(cmd)
+	af.register(cmd)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON event per line on stdout")
+	return cmd
+}
+
+func lookupErr(runID string, err error) error {
+	if errors.Is(err, actoviq.ErrNotFound) {
+		return usageErr("unknown run %q", runID)
+	}
+	return &exitError{code: ExitFailed, err: err}
+}
+
+// finish reports a drive's result and turns it into the exit code.
+func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error) error {
+	out.stop()
+	if err != nil {
+		var dm *actoviq.DigestMismatchError
+		if errors.As(err, &dm) {
+			return usageErr("resume refused: the flags change the agent's definition (digest %s, run has %s); resume with the run's own settings", short(dm.Actual), short(dm.Stored))
+		}
+		if errors.Is(err, actoviq.ErrRunExists) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitFailed, err: err}
+	}
+	if out.json {
+		return exitFor(res)
+	}
+	w := e.stdout
+	out.newline()
+	switch res.Status {
+	case actoviq.StatusCompleted:
+		fmt.Fprintf(w, "run %s completed (%d input, %d output tokens)\n", res.RunID, res.Usage.InputTokens, res.Usage.OutputTokens)
+	case actoviq.StatusInterrupted:
+		fmt.Fprintf(w, "run %s is interrupted and needs a decision:\n", res.RunID)
+		for _, in := range res.Interruptions {
+			printInterruption(w, &in)
+			fmt.Fprintln(w, "  decide with:")
+			flags := storeFlags(c)
+			switch in.Kind {
+			case actoviq.InterruptApproval:
+				fmt.Fprintf(w, "    actoviq approve %s %s%s\n", res.RunID, in.CallID, flags)
+				fmt.Fprintf(w, "    actoviq reject %s %s --reason TEXT%s\n", res.RunID, in.CallID, flags)
+			default:
+				fmt.Fprintf(w, "    actoviq resolve %s %s --committed --result JSON%s\n", res.RunID, in.CallID, flags)
+				fmt.Fprintf(w, "    actoviq resolve %s %s --failed --message TEXT%s\n", res.RunID, in.CallID, flags)
+				fmt.Fprintf(w, "    actoviq resolve %s %s --reexecute%s\n", res.RunID, in.CallID, flags)
+			}
+		}
+		fmt.Fprintf(w, "  then: actoviq resume %s%s\n", res.RunID, storeFlags(c))
+	default:
+		msg := ""
+		if res.Error != nil {
+			msg = ": " + res.Error.Error()
+		}
+		fmt.Fprintf(w, "run %s %s%s\n", res.RunID, res.Status, msg)
+	}
+	return exitFor(res)
+}
+
+func exitFor(res *actoviq.RunResult) error {
+	switch res.Status {
+	case actoviq.StatusCompleted:
+		return nil
+	case actoviq.StatusInterrupted:
+		return &exitError{code: ExitInterrupted, err: silentError{errors.New("interrupted")}}
+	}
+	return &exitError{code: ExitFailed, err: silentError{fmt.Errorf("run %s", res.Status)}}
+}
+
+func storeFlags(c *common) string {
+	var b strings.Builder
+	if c.store != "" {
+		fmt.Fprintf(&b, " --store %s", shellQuote(c.store))
+	}
+	if c.tenant != "" && c.tenant != "default" {
+		fmt.Fprintf(&b, " --tenant %s", shellQuote(c.tenant))
+	}
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func short(digest string) string {
+	if len(digest) > 19 {
+		return digest[:19]
+	}
+	return digest
+}
+
+func printInterruption(w io.Writer, in *actoviq.Interruption) {
+	fmt.Fprintf(w, "- %s: call %s, tool %s (%s), state %s\n", in.Kind, in.CallID, in.Tool, in.Effect, in.State)
+	fmt.Fprintf(w, "  why: %s\n", in.Reason)
+	fmt.Fprintf(w, "  idempotency key %s, attempt %d", in.IdempotencyKey, in.Attempt)
+	if !in.StartedAt.IsZero() {
+		fmt.Fprintf(w, ", started %s by %s (epoch %d)", in.StartedAt.Format("2006-01-02 15:04:05.000Z07:00"), in.Holder, in.Epoch)
+	}
+	fmt.Fprintln(w)
+	if len(in.Args) > 0 {
+		fmt.Fprintf(w, "  arguments: %s\n", in.Args)
+	}
+	if in.Probe != nil {
+		fmt.Fprintf(w, "  probe answered %s", in.Probe.Outcome)
+		if in.Probe.Evidence != "" {
+			fmt.Fprintf(w, ": %s", in.Probe.Evidence)
+		}
+		if in.Probe.Error != "" {
+			fmt.Fprintf(w, " (error: %s)", in.Probe.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(in.LastError) > 0 {
+		fmt.Fprintf(w, "  last error: %s\n", in.LastError)
+	}
+}
+
+var _ = context.Background

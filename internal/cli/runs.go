@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+)
+
+func (e *env) runsCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "runs", Short: "List and show runs"}
+	cmd.AddCommand(e.runsListCmd(), e.runsShowCmd())
+	return cmd
+}
+
+func (e *env) runsListCmd() *cobra.Command {
+	c := common{mustExist: true}
+	var status string
+	var limit int
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch actoviq.Status(status) {
+			case "", actoviq.StatusRunning, actoviq.StatusCompleted, actoviq.StatusInterrupted, actoviq.StatusFailed, actoviq.StatusCancelled:
+			default:
+				return usageErr("--status %q: want running, interrupted, completed, failed or cancelled", status)
+			}
+			rt, done, err := e.runtime(cmd.Context(), &c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			runs, err := rt.List(cmd.Context(), &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit})
+			if err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			if jsonOut {
+				type row struct {
+					ID        string    `json:"id"`
+					Status    string    `json:"status"`
+					AgentID   string    `json:"agent_id"`
+					SessionID string    `json:"session_id,omitempty"`
+					ParentID  string    `json:"parent_id,omitempty"`
+					CreatedAt time.Time `json:"created_at"`
+					UpdatedAt time.Time `json:"updated_at"`
+				}
+				rows := []row{}
+				for _, r := range runs {
+					rows = append(rows, row{r.ID, string(r.Status), r.AgentID, r.SessionID, r.ParentID, r.CreatedAt, r.UpdatedAt})
+				}
+				return writeJSON(e, rows)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	c.register(cmd)
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this status")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs (0: all)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeJSON(e *env, v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (e *env) runsShowCmd() *cobra.Command {
+	c := common{mustExist: true}
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: status, transcript, ledger and open interruptions with their evidence",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rt, done, err := e.runtime(cmd.Context(), &c)
+			if err != nil {
+				return err
+			}
+			defer done()
+			info, err := rt.Get(cmd.Context(), args[0])
+			if err != nil {
+				return lookupErr(args[0], err)
+			}
+			if jsonOut {
+				return writeJSON(e, info)
+			}
+			showRun(e, info)
+			return nil
+		},
+	}
+	c.register(cmd)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
+	return cmd
+}
+
+func showRun(e *env, info *actoviq.RunInfo) {
+	w := e.stdout
+	fmt.Fprintf(w, "run %s  status %s  agent %s  turn %d  revision %d\n", info.ID, info.Status, info.AgentID, info.Turn, info.Revision)
+	fmt.Fprintf(w, "created %s  updated %s", info.CreatedAt.Format(time.RFC3339), info.UpdatedAt.Format(time.RFC3339))
+	if info.SessionID != "" {
+		fmt.Fprintf(w, "  session %s", info.SessionID)
+	}
+	if !info.Deadline.IsZero() {
+		fmt.Fprintf(w, "  deadline %s", info.Deadline.Format(time.RFC3339))
+	}
+	fmt.Fprintln(w)
+	if info.Error != nil {
+		fmt.Fprintf(w, "error: %s\n", info.Error.Error())
+	}
+	fmt.Fprintf(w, "usage: %d input, %d output tokens\n", info.Usage.InputTokens, info.Usage.OutputTokens)
+
+	fmt.Fprintln(w, "\ntranscript:")
+	for _, it := range info.Transcript {
+		fmt.Fprintf(w, "  %s\n", summarize(it))
+	}
+
+	fmt.Fprintln(w, "\nledger:")
+	if len(info.Ledger) == 0 {
+		fmt.Fprintln(w, "  (no tool calls)")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CALL\tTOOL\tEFFECT\tSTATE\tATTEMPT\tKEY\tSTARTED\tCOMMITTED\tDECIDED")
+	for _, en := range info.Ledger {
+		decided := "-"
+		if en.Resolution != nil {
+			decided = en.Resolution.Kind + " by " + en.Resolution.By
+		} else if en.Approval != nil {
+			decided = en.Approval.Kind + " by " + en.Approval.By
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", en.CallID, en.Tool, en.Effect, en.State, en.Attempt,
+			en.IdempotencyKey, stamp(en.StartedAt), stamp(en.CommittedAt), decided)
+	}
+	tw.Flush()
+
+	if len(info.Interruptions) > 0 {
+		fmt.Fprintln(w, "\nopen interruptions:")
+		for _, in := range info.Interruptions {
+			printInterruption(w, &in)
+		}
+	}
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format("15:04:05.000")
+}
+
+func summarize(it item.Item) string {
+	clip := func(s string) string {
+		s = strings.ReplaceAll(s, "\n", " ")
+		if len(s) > 100 {
+			return s[:97] + "..."
+		}
+		return s
+	}
+	switch it.Type {
+	case item.TypeText:
+		return fmt.Sprintf("%s: %s", it.Role, clip(it.Text))
+	case item.TypeToolCall:
+		return fmt.Sprintf("assistant calls %s [%s] %s", it.ToolCall.Name, it.ToolCall.ID, clip(string(it.ToolCall.Arguments)))
+	case item.TypeToolResult:
+		prefix := "result"
+		if it.ToolResult.IsError {
+			prefix = "error result"
+		}
+		return fmt.Sprintf("%s [%s]: %s", prefix, it.ToolResult.CallID, clip(it.ToolResult.Content))
+	}
+	return string(it.Type)
+}
