@@ -1,0 +1,121 @@
+// Package mcptool offers the tools of MCP servers as [tool.Tool]s, over the
+// official MCP Go SDK (github.com/modelcontextprotocol/go-sdk). It owns the
+// configuration file, the connections (stdio and streamable HTTP), the
+// mapping of tool annotations to effects, and the rule that a tools/call is
+// sent at most once.
+//
+// # Configuration file
+//
+// The file has the "mcpServers" shape other agent tools use, keyed by
+// server name, plus three additions: trustAnnotations, tools (per-tool
+// overrides) and allowedTools.
+//
+//	{
+//	  "mcpServers": {
+//	    "fs": {
+//	      "command": "npx",
+//	      "args": ["-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "/srv/data"],
+//	      "env": {"LOG_LEVEL": "warn"},
+//	      "cwd": "/srv",
+//	      "trustAnnotations": true,
+//	      "tools": {
+//	        "write_file": {"effect": "side-effect", "requireApproval": true}
+//	      },
+//	      "allowedTools": ["read_text_file", "list_directory", "write_file"]
+//	    },
+//	    "tickets": {
+//	      "type": "http",
+//	      "url": "https://mcp.example.com/mcp",
+//	      "headers": {"Authorization": "Bearer ${TICKETS_TOKEN}"}
+//	    }
+//	  }
+//	}
+//
+// A server has either command (with optional args, env, cwd) for stdio or
+// url (with optional headers) for streamable HTTP; "type" is optional
+// ("stdio" or "http"). "${NAME}" in env and header values is taken from this
+// process's environment, so the file need not hold secrets. "disabled": true
+// skips a server. Unknown fields are errors, and every error names the
+// server and the field ([ConfigError]) but never a value. Headers that the
+// MCP transport sets, and Idempotency-Key (which would let Go's HTTP client
+// replay a POST), cannot be configured. A stdio server inherits only PATH,
+// HOME, USER, LOGNAME, SHELL, TERM, TMPDIR, LANG and LC_ALL from this
+// process, plus its env.
+//
+// # Tools
+//
+// [Source.Tools] connects to each server and lists its tools (only those in
+// allowedTools, when it is set). Each becomes a [*Tool] named
+// "<server>__<tool>" ([QualifiedName]): server names contain no "__" and do
+// not end in "_", so names are unique across servers, and they are stable
+// across processes (a name outside the tool name pattern is made valid
+// deterministically). The input schema, and the output schema when the
+// server gives one, are the server's.
+//
+// The effect comes from the tools override when it names one; else, when
+// trustAnnotations is true, from the annotations: readOnlyHint → read;
+// idempotentHint with destructiveHint explicitly false → idempotent-write
+// (a missing destructiveHint means destructive, as the MCP specification
+// says); else side-effect. An untrusted server's tools are all side-effect
+// unless overridden. requireApproval makes every call wait for a person.
+//
+// # One call, sent once
+//
+// Every tools/call carries the call's idempotency key ([tool.IdempotencyKey],
+// "<runID>:<callID>" under the runtime) in its _meta, under
+// "io.actoviq/idempotency-key" ([MetaIdempotencyKey]), so a server can dedupe.
+// What a call can end in is documented on [Tool.Call]: an isError result is a
+// result the model sees; a JSON-RPC invalid-params error is a
+// [tool.KindValidation] error (the tool did not run; the model sees it as an
+// error result); a transport failure, a server exit, a timeout or
+// cancellation while the call is in flight, and any JSON-RPC error that does
+// not prove the tool did not run, return an error wrapping
+// [tool.ErrOutcomeUnknown]. Then the connection is closed and dropped and the
+// call is never re-sent by this package; the runtime records the ledger entry
+// as unknown and, for a read, gives the model an error result, for a write,
+// stops the run with an interruption. The next call on that server (in the
+// same run too) connects again.
+//
+// What the SDK (v1.8.0) does, read from its source:
+//   - The jsonrpc2 layer sends a request once and never retries it.
+//   - The streamable-HTTP client POSTs a message once. It re-POSTs only after
+//     an OAuth handler authorised a 401/403 answer; we set no OAuth handler.
+//     It wraps every error of the POST's http.Client.Do as "rejected" (saying
+//     the request did not reach the server), which is not true once the
+//     request was written; we do not rely on it and treat every in-flight
+//     failure as unknown.
+//   - When a call's SSE response stream breaks, the client resumes it with
+//     GET and Last-Event-ID, up to MaxRetries times; that resumes the answer,
+//     it does not re-send the request. We set MaxRetries to -1 (no resuming):
+//     a broken stream fails the call, with its outcome unknown.
+//   - The multi-round-trip middleware (protocol 2026-07-28) re-sends
+//     tools/call with the answers when a server asks for client input. We
+//     turn it off and declare no sampling, elicitation or roots capability.
+//   - Go's net/http replays a request on a fresh connection only when nothing
+//     was written, or when the request is idempotent: GET/HEAD, or a POST
+//     carrying an Idempotency-Key or X-Idempotency-Key header, which is why
+//     those headers cannot be configured.
+//
+// # Connections and Close
+//
+// A [Source] connects to a server lazily, on the first discovery or call, and
+// reuses that connection across calls and runs. A connection that ended
+// while idle (the server exited) is replaced before anything is sent on it. A
+// stdio server is closed by closing its stdin, then SIGTERM after
+// [Options.TerminateWait] (default 500ms; the npm reference servers ignore
+// stdin closing), then SIGKILL.
+//
+// The Source is the user's to close: create it before the actoviq.Runtime and
+// close it after the Runtime's Close has returned (with defers: source first,
+// runtime second, so the runtime closes first). Runtime.Close waits for live
+// runs, so no call is in flight when the Source closes; a call that is, loses
+// its connection and its outcome is unknown.
+//
+// # Secrets
+//
+// Env and header values (before and after "${NAME}" expansion), and the URL's
+// password and query values, are secrets. They are replaced by "[REDACTED]"
+// wherever this package produces text: error messages, tool descriptions and
+// schemas, and results (a server may echo its environment). A server's own
+// standard error goes to [Options.Stderr] unscrubbed (discarded by default).
+package mcptool

@@ -1,0 +1,139 @@
+package mcptool
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// redacted replaces every secret value this package scrubs.
+const redacted = "[REDACTED]"
+
+// minWordLen is the shortest whitespace-separated part of a secret that is
+// scrubbed on its own ("Bearer abc…" is scrubbed whole and as "abc…").
+const minWordLen = 8
+
+// scrubber replaces a server's secret values (env and header values, the
+// URL's password and query values) wherever they appear. It works on
+// literal text, so it also catches a secret that a server or the SDK
+// echoes inside a message.
+type scrubber struct {
+	secrets []string // longest first, so a secret's parts never split it
+}
+
+func newScrubber(values ...string) *scrubber {
+	s := &scrubber{}
+	add := func(v string) {
+		if v != "" && !slices.Contains(s.secrets, v) {
+			s.secrets = append(s.secrets, v)
+		}
+	}
+	for _, v := range values {
+		add(v)
+		// A secret written with a scheme ("Bearer <token>") also leaks
+		// when only its token is printed.
+		for _, w := range strings.Fields(v) {
+			if len(w) >= minWordLen {
+				add(w)
+			}
+		}
+		// JSON-escaped and URL-escaped forms, as they appear in encoded
+		// payloads and URLs.
+		if b, err := json.Marshal(v); err == nil {
+			add(string(b[1 : len(b)-1]))
+		}
+		add(url.QueryEscape(v))
+		add(url.PathEscape(v))
+	}
+	slices.SortFunc(s.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	return s
+}
+
+// urlSecrets returns the password and the query values of a URL.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if p, ok := u.User.Password(); ok {
+		out = append(out, p)
+	}
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
+	}
+	return out
+}
+
+// text scrubs a string.
+func (s *scrubber) text(t string) string {
+	if s == nil {
+		return t
+	}
+	for _, v := range s.secrets {
+		if strings.Contains(t, v) {
+			t = strings.ReplaceAll(t, v, redacted)
+		}
+	}
+	return t
+}
+
+// json scrubs the strings (keys and values) of a JSON document and returns
+// it re-encoded; it stays valid JSON.
+func (s *scrubber) json(raw json.RawMessage) json.RawMessage {
+	if s == nil || len(s.secrets) == 0 || len(raw) == 0 {
+		return raw
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(s.walk(v))
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+func (s *scrubber) walk(v any) any {
+	switch x := v.(type) {
+	case string:
+		return s.text(x)
+	case []any:
+		for i := range x {
+			x[i] = s.walk(x[i])
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[s.text(k)] = s.walk(e)
+		}
+		return out
+	}
+	return v
+}
+
+// scrubbedError carries a scrubbed message. errors.Is still matches what
+// the original error matched (tool.ErrOutcomeUnknown, the SDK's and the
+// context package's sentinels), but it has no Unwrap: errors.As cannot
+// reach an inner error whose text (a URL with a token in its query, a
+// server's message) was not scrubbed.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string        { return e.msg }
+func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// error scrubs an error's text. nil stays nil.
+func (s *scrubber) error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &scrubbedError{msg: s.text(err.Error()), err: err}
+}

@@ -1,0 +1,479 @@
+package mcptool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// Defaults of [Options].
+const (
+	DefaultTerminateWait  = 500 * time.Millisecond
+	DefaultConnectTimeout = 30 * time.Second
+)
+
+// ErrClosed is returned by a [Source] (and its tools) after Close.
+var ErrClosed = errors.New("mcptool: source closed")
+
+// Options configures a [Source]. A nil *Options means all defaults.
+type Options struct {
+	// ClientName and ClientVersion identify this client in the MCP
+	// handshake. Defaults "actoviq" and "0".
+	ClientName, ClientVersion string
+	// TerminateWait is how long closing a stdio server waits for it to
+	// exit after its stdin is closed, before SIGTERM (and again before
+	// SIGKILL). Zero means [DefaultTerminateWait]. The npm reference
+	// servers ignore stdin closing, so this is what each close of one
+	// costs.
+	TerminateWait time.Duration
+	// ConnectTimeout bounds starting a server and the MCP handshake, within
+	// the caller's context. Zero means [DefaultConnectTimeout].
+	ConnectTimeout time.Duration
+	// Stderr receives the stdio servers' standard error. Nil discards it.
+	// What a server prints there is the server's business: this package
+	// cannot scrub it.
+	Stderr io.Writer
+	// LookupEnv resolves "${NAME}" in env and header values. Nil means
+	// [os.LookupEnv].
+	LookupEnv func(name string) (string, bool)
+	// HTTPClient is the client for streamable-HTTP servers; configured
+	// headers are added by a wrapping transport. Nil means a client over a
+	// clone of [http.DefaultTransport] that Close releases. It must not
+	// retry requests on its own: a POSTed tools/call must never be sent
+	// twice.
+	HTTPClient *http.Client
+}
+
+// Source connects to the configured MCP servers and offers their tools as
+// [tool.Tool]s. It is safe for concurrent use and meant to live as long as
+// the process: one connection per server is made lazily, on the first
+// discovery or call, and reused across calls and runs. A connection whose
+// call failed in flight (transport failure, server exit, timeout) is closed
+// and dropped, and the call is never re-sent; the next call on that server
+// connects again.
+//
+// Close it at shutdown, after [actoviq.Runtime.Close] has returned (with
+// defers: create the Source first and the Runtime second), so that no run
+// is using a server when it goes away. A call that is in flight when Close
+// runs loses its connection, and its outcome is unknown.
+type Source struct {
+	opts    Options
+	client  *mcp.Client
+	servers map[string]*server
+	names   []string // enabled servers, sorted
+
+	ownTransport *http.Transport // nil when Options.HTTPClient was given
+
+	mu     sync.Mutex
+	closed bool
+	bg     sync.WaitGroup // background closes and session watchers
+}
+
+// New returns a source over cfg's enabled servers. It validates cfg,
+// resolves "${NAME}" references and connects to nothing yet.
+func New(cfg *Config, opts *Options) (*Source, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ClientName == "" {
+		o.ClientName = "actoviq"
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "0"
+	}
+	if o.TerminateWait <= 0 {
+		o.TerminateWait = DefaultTerminateWait
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	s := &Source{opts: o, servers: map[string]*server{}}
+	if s.opts.HTTPClient == nil {
+		// Our own transport, so Close can release its idle connections.
+		s.ownTransport = http.DefaultTransport.(*http.Transport).Clone()
+		s.opts.HTTPClient = &http.Client{Transport: s.ownTransport}
+	}
+	s.client = mcp.NewClient(&mcp.Implementation{Name: o.ClientName, Version: o.ClientVersion}, &mcp.ClientOptions{
+		// Declare no roots: our servers get their scope from their
+		// configuration, and server-filesystem would otherwise ask.
+		Capabilities: &mcp.ClientCapabilities{},
+		// The multi-round-trip middleware re-sends tools/call with the
+		// answers to a server's input requests. We answer none, and a
+		// tools/call is sent once.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	for name, sc := range cfg.Servers {
+		if sc.Disabled {
+			continue
+		}
+		sv, err := newServer(s, name, sc)
+		if err != nil {
+			return nil, err
+		}
+		s.servers[name] = sv
+		s.names = append(s.names, name)
+	}
+	slices.Sort(s.names)
+	return s, nil
+}
+
+// Servers returns the names of the enabled servers, sorted.
+func (s *Source) Servers() []string { return slices.Clone(s.names) }
+
+// Tools discovers the tools of every enabled server (connecting to each)
+// and returns them sorted by name. A server that cannot be reached is an
+// error naming it.
+func (s *Source) Tools(ctx context.Context) ([]tool.Tool, error) {
+	var all []tool.Tool
+	for _, n := range s.names {
+		ts, err := s.ServerTools(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			all = append(all, t)
+		}
+	}
+	slices.SortFunc(all, func(a, b tool.Tool) int { return compareNames(a.Spec().Name, b.Spec().Name) })
+	return all, nil
+}
+
+func compareNames(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ServerTools discovers one server's tools, sorted by name.
+func (s *Source) ServerTools(ctx context.Context, name string) ([]*Tool, error) {
+	sv, ok := s.servers[name]
+	if !ok {
+		return nil, fmt.Errorf("mcptool: no enabled server %q", name)
+	}
+	return sv.discover(ctx)
+}
+
+// Close closes every connection and waits for the servers to go (a stdio
+// server gets [Options.TerminateWait] to exit before it is signalled). It
+// is idempotent. Tools of a closed source fail with [ErrClosed], and
+// nothing was sent.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.bg.Wait()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range s.names {
+		sv := s.servers[n]
+		sv.mu.Lock()
+		sess := sv.cur
+		sv.cur = nil
+		sv.mu.Unlock()
+		if sess != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = sess.cs.Close()
+			}()
+		}
+	}
+	wg.Wait()
+	s.bg.Wait()
+	if s.ownTransport != nil {
+		s.ownTransport.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (s *Source) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// goBackground runs fn on a goroutine that Close waits for; after Close it
+// runs fn before returning.
+func (s *Source) goBackground(fn func()) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		fn()
+		return
+	}
+	s.bg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.bg.Done()
+		fn()
+	}()
+}
+
+// server is one configured server and its current connection.
+type server struct {
+	src     *Source
+	name    string
+	cfg     ServerConfig
+	env     []string    // resolved stdio environment
+	headers http.Header // resolved HTTP headers
+	scrub   *scrubber
+
+	connecting chan struct{} // a one-slot lock that a waiting caller can give up on
+
+	mu  sync.Mutex
+	cur *session
+	gen int // connections made, for diagnostics and tests
+}
+
+// session is one live connection.
+type session struct {
+	cs   *mcp.ClientSession
+	done chan struct{} // closed when the connection has ended
+	gen  int
+}
+
+func (c *session) ended() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// defaultEnv is what a stdio child inherits from this process.
+var defaultEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "LANG", "LC_ALL"}
+
+var windowsEnv = []string{"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMFILES"}
+
+func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
+	sv := &server{src: src, name: name, cfg: *sc, connecting: make(chan struct{}, 1)}
+	var secrets []string
+	lookup := src.opts.LookupEnv
+	if sc.Command != "" {
+		inherit := defaultEnv
+		if runtime.GOOS == "windows" {
+			inherit = append(slices.Clone(defaultEnv), windowsEnv...)
+		}
+		for _, k := range inherit {
+			if _, set := sc.Env[k]; set {
+				continue
+			}
+			if v, ok := os.LookupEnv(k); ok {
+				sv.env = append(sv.env, k+"="+v)
+			}
+		}
+	}
+	// Env and header values are secrets whatever the transport (a Connect
+	// function may use them too).
+	for _, k := range sortedKeys(sc.Env) {
+		raw := sc.Env[k]
+		v, err := expand(raw, lookup)
+		if err != nil {
+			return nil, &ConfigError{Server: name, Field: "env." + k, Reason: err.Error()}
+		}
+		secrets = append(secrets, raw, v)
+		sv.env = append(sv.env, k+"="+v)
+	}
+	sv.headers = http.Header{}
+	for _, k := range sortedKeys(sc.Headers) {
+		raw := sc.Headers[k]
+		v, err := expand(raw, lookup)
+		if err != nil {
+			return nil, &ConfigError{Server: name, Field: "headers." + k, Reason: err.Error()}
+		}
+		secrets = append(secrets, raw, v)
+		sv.headers.Set(k, v)
+	}
+	secrets = append(secrets, urlSecrets(sc.URL)...)
+	// A "${NAME}" reference is not itself secret; keep it readable.
+	secrets = slices.DeleteFunc(secrets, func(v string) bool { return varRef.MatchString(v) && varRef.ReplaceAllString(v, "") == "" })
+	sv.scrub = newScrubber(secrets...)
+	return sv, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// errorf builds an error that names the server and is scrubbed of its
+// secrets.
+func (sv *server) errorf(format string, args ...any) error {
+	return sv.scrub.error(fmt.Errorf("mcptool: server %s: "+format, append([]any{sv.name}, args...)...))
+}
+
+// get returns the live connection, connecting when there is none or the
+// last one has ended. A connection that ended between calls (the server
+// exited while idle) is replaced here, before anything is sent on it.
+func (sv *server) get(ctx context.Context) (*session, error) {
+	select {
+	case sv.connecting <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-sv.connecting }()
+	if sv.src.isClosed() {
+		return nil, ErrClosed
+	}
+	sv.mu.Lock()
+	cur := sv.cur
+	sv.mu.Unlock()
+	if cur != nil && !cur.ended() {
+		return cur, nil
+	}
+	if cur != nil {
+		sv.drop(cur)
+	}
+	sess, err := sv.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Publish the connection and start its watcher, unless Close came
+	// first.
+	src := sv.src
+	src.mu.Lock()
+	if src.closed {
+		src.mu.Unlock()
+		_ = sess.cs.Close()
+		return nil, ErrClosed
+	}
+	src.bg.Add(1)
+	sv.mu.Lock()
+	sv.cur = sess
+	sv.mu.Unlock()
+	src.mu.Unlock()
+	go func() {
+		defer src.bg.Done()
+		_ = sess.cs.Wait()
+		close(sess.done)
+	}()
+	return sess, nil
+}
+
+func (sv *server) connect(ctx context.Context) (*session, error) {
+	t, err := sv.transport(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, sv.src.opts.ConnectTimeout)
+	defer cancel()
+	cs, err := sv.src.client.Connect(cctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	sv.mu.Lock()
+	sv.gen++
+	sess := &session{cs: cs, done: make(chan struct{}), gen: sv.gen}
+	sv.mu.Unlock()
+	return sess, nil
+}
+
+func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
+	switch {
+	case sv.cfg.Connect != nil:
+		return sv.cfg.Connect(ctx)
+	case sv.cfg.Command != "":
+		cmd := exec.Command(sv.cfg.Command, sv.cfg.Args...)
+		cmd.Env = slices.Clone(sv.env)
+		cmd.Dir = sv.cfg.Cwd
+		cmd.Stderr = sv.src.opts.Stderr
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: sv.src.opts.TerminateWait}, nil
+	default:
+		base := sv.src.opts.HTTPClient
+		hc := *base
+		rt := base.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		hc.Transport = &headerTransport{base: rt, headers: sv.headers}
+		return &mcp.StreamableClientTransport{
+			Endpoint:   sv.cfg.URL,
+			HTTPClient: &hc,
+			// Negative: no reconnect of a broken response stream. The
+			// transport never re-POSTs a request (see the package
+			// documentation); with retries off it does not resume a
+			// call's stream either, so a broken stream fails the call
+			// and we treat its outcome as unknown.
+			MaxRetries: -1,
+		}, nil
+	}
+}
+
+// drop forgets sess and closes it in the background (closing a stdio
+// server can take TerminateWait). It never re-sends anything.
+func (sv *server) drop(sess *session) {
+	sv.mu.Lock()
+	if sv.cur == sess {
+		sv.cur = nil
+	}
+	sv.mu.Unlock()
+	sv.src.goBackground(func() { _ = sess.cs.Close() })
+}
+
+// Connections reports how many connections have been made to the server;
+// for tests and diagnostics.
+func (sv *server) connections() int {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.gen
+}
+
+// Connections reports how many connections the source has made to the
+// named server since it was created: 1 after a first call, 2 after a
+// reconnect.
+func (s *Source) Connections(name string) int {
+	sv, ok := s.servers[name]
+	if !ok {
+		return 0
+	}
+	return sv.connections()
+}
+
+// headerTransport adds the configured headers to every request. It never
+// retries.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(h.headers) == 0 {
+		return h.base.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	for k, vs := range h.headers {
+		r.Header[k] = slices.Clone(vs)
+	}
+	return h.base.RoundTrip(r)
+}
