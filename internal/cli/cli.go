@@ -48,7 +48,11 @@ type env struct {
 
 // Main runs the command line and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: os.Getenv, executable: os.Executable}
+	return (&env{stdout: stdout, stderr: stderr, getenv: os.Getenv, executable: os.Executable}).main(ctx, args)
+}
+
+func (e *env) main(ctx context.Context, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	root := e.rootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)

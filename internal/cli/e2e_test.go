@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests build the actoviq binary and drive it as a user would.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "actoviq-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "actoviq")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/actoviq/actoviq-go/cmd/actoviq")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // it must build without cgo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return binPath
+}
+
+type cliRun struct {
+	code           int
+	stdout, stderr string
+}
+
+func actoviqBin(t *testing.T, env []string, args ...string) cliRun {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return cliRun{code, out.String(), errb.String()}
+}
+
+func wantExit(t *testing.T, r cliRun, code int, what string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", what, r.code, code, r.stdout, r.stderr)
+	}
+}
+
+func TestBinaryDemo(t *testing.T) {
+	r := actoviqBin(t, nil, "demo", "--dir", t.TempDir())
+	wantExit(t, r, 0, "demo")
+	for _, s := range []string{"SIGKILL sent", "started (attempt 1", "bank: 1 payment", "settled by probe:pay_invoice", "actoviq resume"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Fatalf("demo output lacks %q:\n%s", s, r.stdout)
+		}
+	}
+}
+
+type e2e struct {
+	t                    *testing.T
+	dir, store, bank, sc string
+}
+
+func newE2E(t *testing.T) *e2e {
+	dir := t.TempDir()
+	x := &e2e{t: t, dir: dir, store: "sqlite:" + filepath.Join(dir, "a.db"), bank: filepath.Join(dir, "bank.jsonl"), sc: filepath.Join(dir, "script.json")}
+	if err := os.WriteFile(x.sc, []byte(demoScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func (x *e2e) payments() []string {
+	b, err := os.ReadFile(x.bank)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func TestBinaryApprovalFlow(t *testing.T) {
+	x := newE2E(t)
+	r := actoviqBin(t, nil, "run", "--store", x.store, "--run-id", "r1", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "pay INV-42")
+	wantExit(t, r, 3, "run")
+	wantExit(t, actoviqBin(t, nil, "approve", "r1", "call_pay", "--store", x.store, "--by", "alice"), 0, "approve")
+	if len(x.payments()) != 0 {
+		t.Fatal("paid before resume")
+	}
+	r = actoviqBin(t, nil, "resume", "r1", "--store", x.store)
+	wantExit(t, r, 0, "resume")
+	if n := len(x.payments()); n != 1 {
+		t.Fatalf("%d payments", n)
+	}
+}
+
+// runUntil starts a run and SIGKILLs it when its output shows marker.
+func (x *e2e) runUntil(env []string, marker string, args ...string) {
+	x.t.Helper()
+	cmd := exec.Command(binary(x.t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		x.t.Fatal(err)
+	}
+	done := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), marker) {
+				done <- true
+				return
+			}
+		}
+		done <- false
+	}()
+	var seen bool
+	select {
+	case seen = <-done:
+	case <-time.After(30 * time.Second):
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	go io.Copy(io.Discard, out)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !seen || !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		x.t.Fatalf("the run did not reach %q before it was killed (%v)\nstderr:\n%s", marker, err, errb.String())
+	}
+}
+
+// A crash before the payment: the probe finds nothing, so a person decides;
+// re-execute pays once, with the same key.
+func TestBinaryCrashReconcileReexecute(t *testing.T) {
+	x := newE2E(t)
+	x.runUntil([]string{"ACTOVIQ_DEMO_BANK_HANG=before-pay"}, demoHangMarker,
+		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "pay INV-42")
+	if len(x.payments()) != 0 {
+		t.Fatal("paid before the kill")
+	}
+	r := actoviqBin(t, nil, "resume", "r1", "--store", x.store)
+	wantExit(t, r, 3, "resume after crash")
+	for _, s := range []string{"reconciliation", "probe answered not_executed", "r1:call_pay", "actoviq resolve r1 call_pay"} {
+		if !strings.Contains(r.stdout, s) {
+			t.Fatalf("resume output lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	wantExit(t, actoviqBin(t, nil, "resume", "r1", "--store", x.store), 3, "resume without a decision")
+	wantExit(t, actoviqBin(t, nil, "resolve", "r1", "call_pay", "--store", x.store, "--reexecute", "--note", "bank has nothing"), 0, "resolve")
+	r = actoviqBin(t, nil, "resume", "r1", "--store", x.store)
+	wantExit(t, r, 0, "resume after re-execute")
+	p := x.payments()
+	if len(p) != 1 || !strings.Contains(p[0], `"idempotency_key":"r1:call_pay"`) {
+		t.Fatalf("payments %v", p)
+	}
+	r = actoviqBin(t, nil, "runs", "show", "r1", "--store", x.store)
+	if !strings.Contains(r.stdout, "re-execute by") {
+		t.Fatalf("runs show:\n%s", r.stdout)
+	}
+}
+
+// A crash after the payment: the probe finds it by its key.
+func TestBinaryCrashAfterPaymentProbeSettles(t *testing.T) {
+	x := newE2E(t)
+	x.runUntil([]string{"ACTOVIQ_DEMO_BANK_HANG=after-pay"}, demoHangMarker,
+		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "pay INV-42")
+	if len(x.payments()) != 1 {
+		t.Fatal("the bank did not take the payment")
+	}
+	// The probe finds the payment by its key and settles the call: no
+	// second payment, no question for a person.
+	r := actoviqBin(t, nil, "resume", "r1", "--store", x.store)
+	wantExit(t, r, 0, "resume after crash")
+	if n := len(x.payments()); n != 1 {
+		t.Fatalf("%d payments", n)
+	}
+}
