@@ -142,7 +142,8 @@ func (r *Runtime) Decide(ctx context.Context, runID string, decisions ...Decisio
 }
 
 // Cancel stops a run: a live drive in this runtime is cancelled; a run that
-// nobody drives is marked cancelled.
+// nobody drives is marked cancelled. A cancelled run is final; started calls
+// keep their ledger state as the record of what may have happened.
 func (r *Runtime) Cancel(ctx context.Context, runID string) error { return r.e.Cancel(ctx, runID) }
 
 // Get reads a run with its ledger and open interruptions.

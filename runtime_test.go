@@ -691,3 +691,68 @@ func TestStreamAndCancel(t *testing.T) {
 		t.Fatalf("status %s", info.Status)
 	}
 }
+
+// Secrets are never persisted, so a call whose arguments held one cannot
+// be run by another process: it gets an error result asking the model to
+// call again, and the tool never sees the redacted placeholder.
+func TestRedactedArgumentsAcrossRestart(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5,"api_key":"sk-live-123"}`)}}, scripted.Turn{Text: "done"})
+	a := approvalAgent(p, pay)
+	if res, _ := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"}); res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("status %s", res.Status)
+	}
+	res, err := s.runtime(t).Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 0 {
+		t.Fatalf("%+v %v calls %d", res, err, pay.count())
+	}
+	info, _ := s.rt.Get(s.ctx, "r1")
+	if r := toolResults(t, info)["c1"]; !r.IsError || !strings.Contains(r.Content, "secrets") {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestParallelReadsAreBoundedAndLedgered(t *testing.T) {
+	s := newSetup(t)
+	var running, peak atomic.Int32
+	release := make(chan struct{})
+	look := tool.Func(tool.Spec{Name: "lookup", Effect: tool.Read}, func(ctx context.Context, in struct{ N int }) (int, error) {
+		n := running.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		if n == 2 {
+			close(release) // two run at once: let everyone go
+		}
+		<-release
+		running.Add(-1)
+		return in.N, nil
+	})
+	var calls []scripted.ToolCall
+	for i := range 6 {
+		calls = append(calls, call(fmt.Sprintf("c%d", i), "lookup", fmt.Sprintf(`{"N":%d}`, i)))
+	}
+	p := scripted.New(scripted.Turn{ToolCalls: calls}, scripted.Turn{Text: "done"})
+	a := agent(p, look)
+	a.Limits.ReadParallelism = 2
+	res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if peak.Load() != 2 {
+		t.Fatalf("peak parallelism %d, want 2", peak.Load())
+	}
+	info, _ := s.rt.Get(s.ctx, "r1")
+	if len(info.Ledger) != 6 {
+		t.Fatalf("%d ledger entries", len(info.Ledger))
+	}
+	for i, en := range info.Ledger {
+		if en.State != store.LedgerCommitted || en.Attempt != 1 || en.CallID != fmt.Sprintf("c%d", i) {
+			t.Fatalf("entry %d: %+v", i, en)
+		}
+	}
+}

@@ -284,8 +284,9 @@ func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // Cancel stops a live drive of the run in this process, if any, and marks a
-// run that is not being driven as cancelled. Started calls keep their
-// ledger state: their outcome is settled on the next resume as usual.
+// run that is not being driven as cancelled. A cancelled run is final:
+// nothing runs again, and a call that was started keeps its ledger state
+// (started or unknown) as the record an operator needs.
 func (e *Engine) Cancel(ctx context.Context, runID string) error {
 	e.mu.Lock()
 	c, live := e.cancels[runID]
