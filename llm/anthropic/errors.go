@@ -1,0 +1,129 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/transport"
+)
+
+// ErrMalformedToolCall matches a *MalformedToolCallError.
+var ErrMalformedToolCall = errors.New("anthropic: malformed tool input")
+
+// MalformedToolCallError reports a tool_use block whose joined
+// input_json_delta fragments are not a JSON object. The response is
+// rejected as a whole: none of its calls may be executed.
+type MalformedToolCallError struct {
+	// CallID and Name identify the tool_use block.
+	CallID, Name string
+	// Input is the joined input text as received.
+	Input string
+	// Response is everything else received, as evidence.
+	Response *llm.Response
+}
+
+func (e *MalformedToolCallError) Error() string {
+	return llm.RedactSecrets(fmt.Sprintf("anthropic: tool_use %q (%s): input is not a JSON object: %.200q", e.CallID, e.Name, e.Input))
+}
+
+// Is matches ErrMalformedToolCall.
+func (e *MalformedToolCallError) Is(target error) bool { return target == ErrMalformedToolCall }
+
+// parseInput parses joined input JSON once; empty input is {}.
+func parseInput(s string) (json.RawMessage, bool) {
+	b := bytes.TrimSpace([]byte(s))
+	if len(b) == 0 {
+		return json.RawMessage(`{}`), true
+	}
+	if b[0] != '{' || !json.Valid(b) {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// errorBody is {"type":"error","error":{"type","message"},"request_id"}.
+type errorBody struct {
+	Type  string `json:"type"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	RequestID string `json:"request_id"`
+}
+
+// errorStatus is the HTTP status an error type stands for.
+func errorStatus(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return 400
+	case "authentication_error":
+		return 401
+	case "billing_error":
+		return 402
+	case "permission_error":
+		return 403
+	case "not_found_error":
+		return 404
+	case "request_too_large":
+		return 413
+	case "rate_limit_error":
+		return 429
+	case "timeout_error":
+		return 504
+	case "overloaded_error":
+		return 529
+	}
+	return 500 // api_error and anything unknown
+}
+
+// errorEvent classifies an "error" event inside a 200 stream.
+func errorEvent(ev transport.Event) (int, bool) {
+	if ev.Type != "error" && (ev.Type != "" || !bytes.Contains(ev.Data, []byte(`"error"`))) {
+		return 0, false
+	}
+	var eb errorBody
+	if json.Unmarshal(ev.Data, &eb) != nil || (ev.Type != "error" && eb.Type != "error") {
+		if ev.Type == "error" {
+			return 500, true
+		}
+		return 0, false
+	}
+	if eb.Error == nil {
+		return 500, true
+	}
+	return errorStatus(eb.Error.Type), true
+}
+
+// providerError turns a transport failure into an *llm.ProviderError.
+func (p *Messages) providerError(err error) error {
+	var se *transport.StatusError
+	var te *transport.TransportError
+	switch {
+	case errors.As(err, &se):
+		pe := &llm.ProviderError{Provider: p.name, Status: se.Status, Retryable: se.Retryable, Err: err}
+		if se.Header != nil {
+			pe.RequestID = se.Header.Get("Request-Id")
+		}
+		if se.Cause != nil && errors.Is(se.Cause, transport.ErrRetryWaitTooLong) {
+			pe.RetryAfter = se.Wait
+		}
+		var eb errorBody
+		if json.Unmarshal(se.Body, &eb) == nil && eb.Error != nil {
+			pe.Type, pe.Code, pe.Message = eb.Error.Type, eb.Error.Type, p.scrub(eb.Error.Message)
+			if pe.RequestID == "" {
+				pe.RequestID = eb.RequestID
+			}
+		}
+		return pe
+	case errors.As(err, &te):
+		return &llm.ProviderError{Provider: p.name, Retryable: te.Retryable, Err: err}
+	}
+	return err
+}

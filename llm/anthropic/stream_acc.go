@@ -1,0 +1,189 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/transport"
+)
+
+// acc accumulates a Messages stream.
+type acc struct {
+	provider string
+	id       string
+	model    string
+	usage    usage
+	stop     string
+	open     map[int]*openBlock
+	done     map[int]item.Item
+	finished bool
+}
+
+type openBlock struct {
+	start     block
+	raw       json.RawMessage // the content_block_start block
+	text      bytes.Buffer
+	input     bytes.Buffer
+	thinking  bytes.Buffer
+	signature bytes.Buffer
+}
+
+func newAcc(provider string) *acc {
+	return &acc{provider: provider, open: map[int]*openBlock{}, done: map[int]item.Item{}}
+}
+
+type streamEvent struct {
+	Type         string          `json:"type"`
+	Message      *message        `json:"message"`
+	Index        int             `json:"index"`
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *usage `json:"usage"`
+}
+
+func (a *acc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
+	var e streamEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return false, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.partial(),
+			Err: fmt.Errorf("undecodable event %q: %w", ev.Type, err)}
+	}
+	if e.Type == "" {
+		e.Type = ev.Type
+	}
+	switch e.Type {
+	case "message_start":
+		if e.Message != nil {
+			a.id, a.model = e.Message.ID, e.Message.Model
+			a.usage.merge(e.Message.Usage)
+		}
+	case "content_block_start":
+		ob := &openBlock{raw: e.ContentBlock}
+		_ = json.Unmarshal(e.ContentBlock, &ob.start)
+		ob.text.WriteString(ob.start.Text)
+		ob.thinking.WriteString(ob.start.Thinking)
+		ob.signature.WriteString(ob.start.Signature)
+		a.open[e.Index] = ob
+	case "content_block_delta":
+		ob := a.open[e.Index]
+		if ob == nil || e.Delta == nil {
+			return false, nil
+		}
+		switch e.Delta.Type {
+		case "text_delta":
+			ob.text.WriteString(e.Delta.Text)
+			emit(llm.StreamEvent{Type: llm.EventTextDelta, Index: e.Index, Delta: e.Delta.Text})
+		case "input_json_delta":
+			ob.input.WriteString(e.Delta.PartialJSON)
+			if e.Delta.PartialJSON != "" {
+				emit(llm.StreamEvent{Type: llm.EventToolCallDelta, Index: e.Index, Delta: e.Delta.PartialJSON})
+			}
+		case "thinking_delta":
+			ob.thinking.WriteString(e.Delta.Thinking)
+			emit(llm.StreamEvent{Type: llm.EventReasoningDelta, Index: e.Index, Delta: e.Delta.Thinking})
+		case "signature_delta":
+			ob.signature.WriteString(e.Delta.Signature)
+		}
+	case "content_block_stop":
+		ob := a.open[e.Index]
+		if ob == nil {
+			return false, nil
+		}
+		delete(a.open, e.Index)
+		it, err := a.close(ob)
+		if err != nil {
+			return false, err
+		}
+		a.done[e.Index] = it
+		if !emit(llm.StreamEvent{Type: llm.EventItemDone, Index: e.Index, Item: &it}) {
+			return false, nil
+		}
+	case "message_delta":
+		if e.Delta != nil && e.Delta.StopReason != "" {
+			a.stop = e.Delta.StopReason
+		}
+		a.usage.merge(e.Usage)
+	case "message_stop":
+		a.finished = true
+		return true, nil
+	}
+	return false, nil // ping and unknown events
+}
+
+// close completes a block: tool input fragments are joined and parsed here,
+// once.
+func (a *acc) close(ob *openBlock) (item.Item, error) {
+	b := ob.start
+	switch b.Type {
+	case "text":
+		return item.AssistantText(ob.text.String()), nil
+	case "tool_use":
+		joined := ob.input.String()
+		if joined == "" && len(b.Input) > 0 {
+			joined = string(b.Input) // the whole input came with the start
+		}
+		in, ok := parseInput(joined)
+		if !ok || b.Name == "" {
+			return item.Item{}, &MalformedToolCallError{CallID: b.ID, Name: b.Name, Input: joined, Response: a.partial()}
+		}
+		return item.NewToolCall(b.ID, b.Name, in), nil
+	case "thinking":
+		raw, _ := json.Marshal(struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{"thinking", ob.thinking.String(), ob.signature.String()})
+		return item.Item{Type: item.TypeReasoning, Role: item.RoleAssistant, Reasoning: &item.Reasoning{
+			Summary: ob.thinking.String(), Provider: ReasoningProvider, Opaque: raw}}, nil
+	}
+	it, _ := blockItem(ob.raw, &b)
+	return it, nil
+}
+
+func (a *acc) items() []item.Item {
+	idx := make([]int, 0, len(a.done))
+	for i := range a.done {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	out := make([]item.Item, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, a.done[i])
+	}
+	return out
+}
+
+// partial is the completed blocks plus the text of open text blocks.
+func (a *acc) partial() *llm.Response {
+	out := &llm.Response{ID: a.id, Model: a.model, Usage: a.usage.normalise(), StopReason: llm.StopOther}
+	out.Items = a.items()
+	idx := make([]int, 0, len(a.open))
+	for i, ob := range a.open {
+		if ob.start.Type == "text" && ob.text.Len() > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		out.Items = append(out.Items, item.AssistantText(a.open[i].text.String()))
+	}
+	return out
+}
+
+func (a *acc) result(eof bool, _ func(llm.StreamEvent) bool) (*llm.Response, error) {
+	if !a.finished {
+		return nil, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.partial(), Err: io.ErrUnexpectedEOF}
+	}
+	return &llm.Response{ID: a.id, Model: a.model, Items: a.items(), Usage: a.usage.normalise(), StopReason: stopReason(a.stop)}, nil
+}
