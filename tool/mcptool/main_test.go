@@ -3,6 +3,7 @@ package mcptool_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sync"
 	"testing"
 
@@ -12,7 +13,12 @@ import (
 	"github.com/actoviq/actoviq-go/tool/mcptool"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeTestServer()
+		os.Exit(code)
+	}))
+}
 
 // inMemory returns a server config whose every connection is a fresh
 // in-memory session of srv, and counts the connections made.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -204,8 +205,8 @@ func (t *Tool) failed(ctx context.Context, sess *session, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		why = "the call's context ended while it was in flight (" + ctx.Err().Error() + ")"
-	case errors.Is(err, mcp.ErrConnectionClosed):
-		why = "the connection closed while the call was in flight"
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		why = "the connection closed while the call was in flight (the server may have exited)"
 	case werr != nil:
 		why = fmt.Sprintf("the server answered JSON-RPC error %d, which does not say whether the tool acted", werr.Code)
 	}
