@@ -45,7 +45,7 @@ func roundTrip(model string) *llm.Request {
 		}}
 }
 
-func newChat(t *testing.T, b *bundle, mod func(*openai.Config)) *openai.Chat {
+func newChat(t testing.TB, b *bundle, mod func(*openai.Config)) *openai.Chat {
 	t.Helper()
 	cfg := b.config()
 	closeIdle(t, cfg)
@@ -416,5 +416,24 @@ func TestChatKeyNeverInEvents(t *testing.T) {
 	}
 	if strings.Contains(all, testKey) || !strings.Contains(all, "REDACTED") {
 		t.Fatalf("the key leaked, or nothing was redacted:\n%s", all)
+	}
+}
+
+func TestChatStreamBreakReleasesConnection(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sse(t, "chat_text.sse"))
+	p := newChat(t, b, nil)
+	n := 0
+	for ev, err := range p.Stream(context.Background(), textRequest("gpt-test")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == llm.EventTextDelta {
+			n++
+			break
+		}
+	}
+	if n != 1 || len(b.srv.Requests()) != 1 {
+		t.Fatalf("deltas %d, requests %d", n, len(b.srv.Requests()))
 	}
 }

@@ -71,7 +71,7 @@ func (s *server) Requests() []recorded {
 
 type handler func(w http.ResponseWriter, r *http.Request)
 
-func newServer(t *testing.T, handlers ...handler) *server {
+func newServer(t testing.TB, handlers ...handler) *server {
 	t.Helper()
 	s := &server{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +99,7 @@ func fixture(t testing.TB, name string) []byte {
 }
 
 // sse answers with a whole SSE fixture.
-func sse(t *testing.T, name string) handler {
+func sse(t testing.TB, name string) handler {
 	b := fixture(t, name)
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -176,12 +176,12 @@ func (b *bundle) config() *openai.Config {
 	}
 }
 
-func setup(t *testing.T, handlers ...handler) *bundle {
+func setup(t testing.TB, handlers ...handler) *bundle {
 	t.Helper()
 	return &bundle{srv: newServer(t, handlers...), clock: &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
 }
 
-func closeIdle(t *testing.T, cfg *openai.Config) {
+func closeIdle(t testing.TB, cfg *openai.Config) {
 	t.Cleanup(func() { cfg.HTTPClient.Transport.(*http.Transport).CloseIdleConnections() })
 }
 
