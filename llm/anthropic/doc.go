@@ -44,6 +44,9 @@
 // signature, and are sent back verbatim; other providers' reasoning is
 // dropped.
 //
+// Of Request.Metadata only "user_id" is sent (metadata.user_id): the API
+// accepts no other key.
+//
 // In a stream, ping events are ignored wherever they appear, and the
 // input_json_delta fragments of a tool_use block are joined and parsed
 // once, at content_block_stop. Input that is not a JSON object rejects the

@@ -57,6 +57,9 @@
 // classified by the status their code stands for (so the transport retries
 // them only before the first event).
 //
+// Request.Metadata is sent as "metadata" by Responses only; Chat
+// Completions leaves it out, since compatible servers may reject it.
+//
 // Joined arguments that are not a JSON object reject the whole response
 // with *MalformedToolCallError: none of its calls can be executed. Empty
 // arguments are read as {}.

@@ -194,7 +194,6 @@ type respAcc struct {
 	text    map[int]*bytes.Buffer // text deltas by output_index, for partial output
 	emitted map[int]bool
 	final   *llm.Response
-	usage   item.Usage
 }
 
 func buf(m map[int]*bytes.Buffer, i int) *bytes.Buffer {
