@@ -20,6 +20,8 @@ var layers = map[string]int{
 	"llm/transport":           0,
 	"llm":                     1,
 	"tool":                    2,
+	"llm/internal/wire":       2,
+	"llm/internal/wiretest":   2,
 	"store":                   3,
 	"llm/openai":              4,
 	"llm/anthropic":           4,
@@ -63,9 +65,10 @@ var thirdParty = map[string][]string{
 // exceptions listed (the demo and the crash-test program drive the scripted
 // model on purpose).
 var testOnly = map[string][]string{
-	"store/storetest":   nil,
-	"internal/testutil": nil,
-	"llm/scripted":      {"internal/demo", "internal/cli", "internal/crashtest/prog"},
+	"store/storetest":       nil,
+	"llm/internal/wiretest": nil,
+	"internal/testutil":     nil,
+	"llm/scripted":          {"internal/demo", "internal/cli", "internal/crashtest/prog"},
 }
 
 // engineBlind: the engine sees interfaces, never concrete providers or

@@ -717,6 +717,7 @@ func TestParallelReadsAreBoundedAndLedgered(t *testing.T) {
 	s := newSetup(t)
 	var running, peak atomic.Int32
 	release := make(chan struct{})
+	var once sync.Once
 	look := tool.Func(tool.Spec{Name: "lookup", Effect: tool.Read}, func(ctx context.Context, in struct{ N int }) (int, error) {
 		n := running.Add(1)
 		for {
@@ -726,7 +727,7 @@ func TestParallelReadsAreBoundedAndLedgered(t *testing.T) {
 			}
 		}
 		if n == 2 {
-			close(release) // two run at once: let everyone go
+			once.Do(func() { close(release) }) // two run at once: let everyone go
 		}
 		<-release
 		running.Add(-1)

@@ -36,7 +36,7 @@ func FuzzStream(f *testing.F) {
 			if _, isErr := errorEvent(ev); isErr {
 				continue
 			}
-			done, err := a.handle(ev, emit)
+			done, err := a.Handle(ev, emit)
 			if err != nil {
 				_ = err.Error()
 				return
@@ -45,8 +45,8 @@ func FuzzStream(f *testing.F) {
 				break
 			}
 		}
-		_ = a.partial()
-		resp, err := a.result(true, emit)
+		_ = a.Partial()
+		resp, err := a.Result(true, emit)
 		if err != nil {
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -26,7 +27,6 @@ type Messages struct {
 	thinking  int
 	tcfg      transport.Config
 	tr        *transport.Client
-	hookOut   func(transport.Attempt)
 }
 
 var _ llm.Provider = (*Messages)(nil)
@@ -74,7 +74,6 @@ func New(cfg *Config) (*Messages, error) {
 		models:    map[string]llm.Capabilities{},
 		maxTokens: c.MaxTokens,
 		thinking:  c.ThinkingBudget,
-		hookOut:   c.OnAttempt,
 		tcfg: transport.Config{
 			HTTPClient:     c.HTTPClient,
 			MaxRetries:     c.MaxRetries,
@@ -178,6 +177,7 @@ func (p *Messages) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.S
 	}
 	treq.ErrorEvent = errorEvent
 	return func(yield func(llm.StreamEvent, error) bool) {
-		p.stream(ctx, treq, newAcc(p.name))(yield)
+		st := &wire.Streamer{Provider: p.name, Config: p.tcfg, Classify: p.providerError, Scrub: p.scrub}
+		st.Stream(ctx, treq, newAcc(p.name))(yield)
 	}
 }

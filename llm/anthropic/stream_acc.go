@@ -53,10 +53,10 @@ type streamEvent struct {
 	Usage *usage `json:"usage"`
 }
 
-func (a *acc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
+func (a *acc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
-		return false, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.partial(),
+		return false, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.Partial(),
 			Err: fmt.Errorf("undecodable event %q: %w", ev.Type, err)}
 	}
 	if e.Type == "" {
@@ -135,7 +135,7 @@ func (a *acc) close(ob *openBlock) (item.Item, error) {
 		}
 		in, ok := parseInput(joined)
 		if !ok || b.Name == "" {
-			return item.Item{}, &MalformedToolCallError{CallID: b.ID, Name: b.Name, Input: joined, Response: a.partial()}
+			return item.Item{}, &MalformedToolCallError{CallID: b.ID, Name: b.Name, Input: joined, Response: a.Partial()}
 		}
 		return item.NewToolCall(b.ID, b.Name, in), nil
 	case "thinking":
@@ -165,7 +165,7 @@ func (a *acc) items() []item.Item {
 }
 
 // partial is the completed blocks plus the text of open text blocks.
-func (a *acc) partial() *llm.Response {
+func (a *acc) Partial() *llm.Response {
 	out := &llm.Response{ID: a.id, Model: a.model, Usage: a.usage.normalise(), StopReason: llm.StopOther}
 	out.Items = a.items()
 	idx := make([]int, 0, len(a.open))
@@ -181,9 +181,9 @@ func (a *acc) partial() *llm.Response {
 	return out
 }
 
-func (a *acc) result(eof bool, _ func(llm.StreamEvent) bool) (*llm.Response, error) {
+func (a *acc) Result(eof bool, _ func(llm.StreamEvent) bool) (*llm.Response, error) {
 	if !a.finished {
-		return nil, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.partial(), Err: io.ErrUnexpectedEOF}
+		return nil, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.Partial(), Err: io.ErrUnexpectedEOF}
 	}
 	return &llm.Response{ID: a.id, Model: a.model, Items: a.items(), Usage: a.usage.normalise(), StopReason: stopReason(a.stop)}, nil
 }

@@ -231,7 +231,7 @@ func (a *chatAcc) response() (*llm.Response, error) {
 		StopReason: chatStop(a.finish, len(a.calls) > 0)}, nil
 }
 
-func (a *chatAcc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
+func (a *chatAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
 	data := bytes.TrimSpace(ev.Data)
 	if string(data) == "[DONE]" {
 		a.done = true
@@ -242,7 +242,7 @@ func (a *chatAcc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 	}
 	var ch chatResponse
 	if err := json.Unmarshal(data, &ch); err != nil {
-		return false, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.partial(),
+		return false, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.Partial(),
 			Err: fmt.Errorf("undecodable chunk: %w", err)}
 	}
 	if ch.ID != "" {
@@ -268,7 +268,7 @@ func (a *chatAcc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 	return false, nil
 }
 
-func (a *chatAcc) partial() *llm.Response {
+func (a *chatAcc) Partial() *llm.Response {
 	var out []item.Item
 	if a.hasText {
 		out = append(out, item.AssistantText(a.text.String()))
@@ -294,9 +294,9 @@ func (a *chatAcc) partial() *llm.Response {
 // result ends the stream. A clean end of the body without "[DONE]" is
 // accepted once a finish_reason arrived (some compatible servers omit the
 // sentinel); otherwise the stream was cut and is reported as interrupted.
-func (a *chatAcc) result(eof bool, emit func(llm.StreamEvent) bool) (*llm.Response, error) {
+func (a *chatAcc) Result(eof bool, emit func(llm.StreamEvent) bool) (*llm.Response, error) {
 	if eof && !a.done && !a.sawFinish {
-		return nil, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.partial(), Err: io.ErrUnexpectedEOF}
+		return nil, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.Partial(), Err: io.ErrUnexpectedEOF}
 	}
 	resp, err := a.response()
 	if err != nil {

@@ -220,7 +220,7 @@ func TestChatStreamCutBeforeFirstEvent(t *testing.T) {
 	if evs[len(evs)-1].Response.Text() != "Hello, world." {
 		t.Errorf("final text = %q", evs[len(evs)-1].Response.Text())
 	}
-	if s := b.clock.sleeps; len(s) != 1 {
+	if s := b.clock.Sleeps(); len(s) != 1 {
 		t.Errorf("sleeps = %v", s)
 	}
 }

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/url"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -114,7 +117,6 @@ type client struct {
 	legacy  bool
 	tcfg    transport.Config
 	tr      *transport.Client
-	hookOut func(transport.Attempt)
 }
 
 func newClient(name string, cfg *Config) (*client, error) {
@@ -165,7 +167,6 @@ func newClient(name string, cfg *Config) (*client, error) {
 		header:  h,
 		models:  models,
 		legacy:  c.LegacyMaxTokens,
-		hookOut: c.OnAttempt,
 		tcfg: transport.Config{
 			HTTPClient:     c.HTTPClient,
 			MaxRetries:     c.MaxRetries,
@@ -203,20 +204,10 @@ func (c *client) capabilities(model string) llm.Capabilities {
 	return DefaultCapabilities
 }
 
-// streamClient returns a transport client for one Stream call whose
-// attempts are also passed to onRetry when another attempt follows.
-func (c *client) streamClient(onRetry func(transport.Attempt)) (*transport.Client, error) {
-	tc := c.tcfg
-	user := c.hookOut
-	tc.OnAttempt = func(a transport.Attempt) {
-		if user != nil {
-			user(a)
-		}
-		if a.Retry {
-			onRetry(a)
-		}
-	}
-	return transport.New(&tc)
+// stream runs one streaming call through the shared first-event rule.
+func (c *client) stream(ctx context.Context, treq *transport.Request, dec wire.Decoder) iter.Seq2[llm.StreamEvent, error] {
+	st := &wire.Streamer{Provider: c.name, Config: c.tcfg, Classify: c.providerError, Scrub: c.scrub}
+	return st.Stream(ctx, treq, dec)
 }
 
 func (c *client) request(path string, body []byte, req *llm.Request) *transport.Request {

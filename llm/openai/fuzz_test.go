@@ -8,6 +8,7 @@ import (
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -27,7 +28,7 @@ func addSeeds(f *testing.F, glob string) {
 
 // feed runs arbitrary SSE bytes through a decoder and checks invariants:
 // no panic, and a completed response holds only valid items.
-func feed(t *testing.T, data []byte, dec decoder, errorEvent func(transport.Event) (int, bool)) {
+func feed(t *testing.T, data []byte, dec wire.Decoder, errorEvent func(transport.Event) (int, bool)) {
 	d := transport.NewDecoder(bytes.NewReader(data), 1<<20)
 	emit := func(llm.StreamEvent) bool { return true }
 	for {
@@ -38,7 +39,7 @@ func feed(t *testing.T, data []byte, dec decoder, errorEvent func(transport.Even
 		if _, isErr := errorEvent(ev); isErr {
 			continue
 		}
-		done, err := dec.handle(ev, emit)
+		done, err := dec.Handle(ev, emit)
 		if err != nil {
 			_ = err.Error()
 			return
@@ -47,8 +48,8 @@ func feed(t *testing.T, data []byte, dec decoder, errorEvent func(transport.Even
 			break
 		}
 	}
-	_ = dec.partial()
-	resp, err := dec.result(true, emit)
+	_ = dec.Partial()
+	resp, err := dec.Result(true, emit)
 	if err != nil {
 		_ = err.Error()
 		return

@@ -205,10 +205,10 @@ func buf(m map[int]*bytes.Buffer, i int) *bytes.Buffer {
 	return b
 }
 
-func (a *respAcc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
+func (a *respAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
 	var e respEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
-		return false, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.partial(), Err: fmt.Errorf("undecodable event %q: %w", ev.Type, err)}
+		return false, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.Partial(), Err: fmt.Errorf("undecodable event %q: %w", ev.Type, err)}
 	}
 	if e.Type == "" {
 		e.Type = ev.Type
@@ -240,7 +240,7 @@ func (a *respAcc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 		}
 		items, oi, ok := outputItems(e.Item, joined)
 		if !ok {
-			return false, &MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments, Response: a.partial()}
+			return false, &MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments, Response: a.Partial()}
 		}
 		a.items[e.OutputIndex] = items
 		a.emitted[e.OutputIndex] = true
@@ -252,7 +252,7 @@ func (a *respAcc) handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 		}
 	case "response.completed", "response.incomplete":
 		if e.Response == nil {
-			return false, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.partial(), Err: fmt.Errorf("%s event without a response", e.Type)}
+			return false, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.Partial(), Err: fmt.Errorf("%s event without a response", e.Type)}
 		}
 		ro := e.Response
 		if len(ro.Output) == 0 && len(a.items) > 0 {
@@ -301,7 +301,7 @@ func sortedKeys[V any](m map[int]V) []int {
 	return k
 }
 
-func (a *respAcc) partial() *llm.Response {
+func (a *respAcc) Partial() *llm.Response {
 	out := &llm.Response{ID: a.id, Model: a.model, StopReason: llm.StopOther, Usage: item.Usage{Requests: 1}}
 	idx := map[int]bool{}
 	for i := range a.items {
@@ -320,9 +320,9 @@ func (a *respAcc) partial() *llm.Response {
 	return out
 }
 
-func (a *respAcc) result(eof bool, _ func(llm.StreamEvent) bool) (*llm.Response, error) {
+func (a *respAcc) Result(eof bool, _ func(llm.StreamEvent) bool) (*llm.Response, error) {
 	if a.final == nil {
-		return nil, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.partial(), Err: io.ErrUnexpectedEOF}
+		return nil, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.Partial(), Err: io.ErrUnexpectedEOF}
 	}
 	return a.final, nil
 }
