@@ -120,18 +120,7 @@ func (p *Messages) scrub(s string) string {
 }
 
 func (p *Messages) prepare(req *llm.Request, stream bool) (*transport.Request, error) {
-	if req == nil {
-		return nil, fmt.Errorf("%s: nil request", p.name)
-	}
-	caps := p.Capabilities(req.Model)
-	check := caps.Check
-	if stream {
-		check = caps.CheckStream
-	}
-	if err := check(req); err != nil {
-		return nil, err
-	}
-	if err := llm.ValidateTranscript(req.Items); err != nil {
+	if err := wire.Check(p.name, p.Capabilities(modelOf(req)), req, stream); err != nil {
 		return nil, err
 	}
 	body, err := p.body(req, stream)
@@ -180,4 +169,11 @@ func (p *Messages) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.S
 		st := &wire.Streamer{Provider: p.name, Config: p.tcfg, Classify: p.providerError, Scrub: p.scrub}
 		st.Stream(ctx, treq, newAcc(p.name))(yield)
 	}
+}
+
+func modelOf(req *llm.Request) string {
+	if req == nil {
+		return ""
+	}
+	return req.Model
 }

@@ -41,25 +41,7 @@ func (p *Chat) Capabilities(model string) llm.Capabilities { return p.c.capabili
 
 // prepare checks the request before anything is sent.
 func (p *Chat) prepare(req *llm.Request, stream bool) (*transport.Request, error) {
-	if req == nil {
-		return nil, fmt.Errorf("%s: nil request", p.c.name)
-	}
-	caps := p.c.capabilities(req.Model)
-	check := caps.Check
-	if stream {
-		check = caps.CheckStream
-	}
-	if err := check(req); err != nil {
-		return nil, err
-	}
-	if err := llm.ValidateTranscript(req.Items); err != nil {
-		return nil, err
-	}
-	body, err := p.c.chatBody(req, stream)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encode request: %w", p.c.name, err)
-	}
-	return p.c.request("/chat/completions", body, req), nil
+	return p.c.prepare(req, stream, "/chat/completions", p.c.chatBody)
 }
 
 // Generate implements llm.Provider with one non-streaming call.

@@ -210,6 +210,22 @@ func (c *client) stream(ctx context.Context, treq *transport.Request, dec wire.D
 	return st.Stream(ctx, treq, dec)
 }
 
+// prepare checks a request before anything is sent and encodes it.
+func (c *client) prepare(req *llm.Request, stream bool, path string, encode func(*llm.Request, bool) ([]byte, error)) (*transport.Request, error) {
+	model := ""
+	if req != nil {
+		model = req.Model
+	}
+	if err := wire.Check(c.name, c.capabilities(model), req, stream); err != nil {
+		return nil, err
+	}
+	body, err := encode(req, stream)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode request: %w", c.name, err)
+	}
+	return c.request(path, body, req), nil
+}
+
 func (c *client) request(path string, body []byte, req *llm.Request) *transport.Request {
 	return &transport.Request{
 		URL:            c.baseURL + path,

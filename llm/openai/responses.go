@@ -40,25 +40,7 @@ func (p *Responses) Name() string { return p.c.name }
 func (p *Responses) Capabilities(model string) llm.Capabilities { return p.c.capabilities(model) }
 
 func (p *Responses) prepare(req *llm.Request, stream bool) (*transport.Request, error) {
-	if req == nil {
-		return nil, fmt.Errorf("%s: nil request", p.c.name)
-	}
-	caps := p.c.capabilities(req.Model)
-	check := caps.Check
-	if stream {
-		check = caps.CheckStream
-	}
-	if err := check(req); err != nil {
-		return nil, err
-	}
-	if err := llm.ValidateTranscript(req.Items); err != nil {
-		return nil, err
-	}
-	body, err := p.c.responsesBody(req, stream)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encode request: %w", p.c.name, err)
-	}
-	return p.c.request("/responses", body, req), nil
+	return p.c.prepare(req, stream, "/responses", p.c.responsesBody)
 }
 
 // Generate implements llm.Provider with one non-streaming call. A response
