@@ -140,13 +140,16 @@ type RunWriteResult struct {
 }
 
 // SessionAppendParams appends items to a session journal if its revision is
-// still ExpectedRevision (0 for a new session).
+// still ExpectedRevision (0 for a new session). When Fence is set, the claim
+// must still be held with that epoch (the run's claim, so that a worker that
+// lost its run cannot write the run's session either).
 type SessionAppendParams struct {
 	Tenant           string
 	SessionID        string
 	ExpectedRevision int64
 	RunID            string
 	Items            []json.RawMessage
+	Fence            *Fence
 }
 
 // SessionLoadParams loads a session from its latest snapshot. A session

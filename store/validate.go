@@ -162,6 +162,11 @@ func (p *SessionAppendParams) Validate() error {
 			return invalid(fmt.Sprintf("Items[%d]", i), "not valid JSON")
 		}
 	}
+	if p.Fence != nil {
+		if err := p.Fence.validate(); err != nil {
+			return err
+		}
+	}
 	return firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID))
 }
 

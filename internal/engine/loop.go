@@ -19,7 +19,7 @@ import (
 // of the run are returned as a Result.
 func (d *drive) loop(ctx context.Context) (*Result, error) {
 	for {
-		if !d.run.Deadline.IsZero() && !d.e.clock().Before(d.run.Deadline) {
+		if d.pastDeadline() {
 			// Past the deadline: the run ends cancelled, the ledger untouched.
 			d.cp.Error = &RunError{Code: "deadline", Message: "the run's deadline passed"}
 			return d.end(ctx, store.RunCancelled, EvRunCancelled)
@@ -37,8 +37,11 @@ func (d *drive) loop(ctx context.Context) (*Result, error) {
 				d.cp.Interruptions = interrupts
 				return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
 			}
-			if ctx.Err() != nil {
-				continue // cancelled while calls ran: end as cancelled above
+			if !d.allCommitted() {
+				// A call did not start (cancellation, the run's deadline):
+				// it stays prepared; the checks above end the run, or the
+				// next pass runs it.
+				continue
 			}
 			d.fold()
 		}
@@ -86,6 +89,16 @@ func modelError(err error) *RunError {
 	return &RunError{Code: "model_error", Message: err.Error()}
 }
 
+// allCommitted reports whether every call of the pending turn is committed.
+func (d *drive) allCommitted() bool {
+	for _, id := range d.cp.Pending {
+		if en := d.ledger[id]; en == nil || en.State != store.LedgerCommitted {
+			return false
+		}
+	}
+	return true
+}
+
 // fold appends the committed results of the pending turn to the transcript,
 // in call order. The caller has checked that every pending call is
 // committed. The folded transcript is persisted by the next run write.
@@ -119,6 +132,8 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 	}
 	mctx, cancel := context.WithTimeout(ctx, d.limits.ModelTimeout)
 	defer cancel()
+	mctx, cancelRun := d.withinDeadline(mctx)
+	defer cancelRun()
 	d.emitEphemeral(ctx, EvModelRequest, map[string]any{"turn": d.cp.Turn + 1, "model": d.agent.Model, "items": len(req.Items)})
 	caps := d.agent.Provider.Capabilities(d.agent.Model)
 	if !caps.Streaming {
@@ -263,7 +278,7 @@ func (d *drive) appendSession(ctx context.Context) error {
 	wctx, cancel := d.detached(ctx)
 	defer cancel()
 	_, err := d.e.store.SessionAppend(wctx, &store.SessionAppendParams{Tenant: d.e.tenant, SessionID: d.run.SessionID,
-		ExpectedRevision: d.cp.SessionBase, RunID: d.run.ID, Items: items})
+		ExpectedRevision: d.cp.SessionBase, RunID: d.run.ID, Items: items, Fence: &d.fence})
 	if errors.Is(err, store.ErrConflict) {
 		st, lerr := d.e.store.SessionLoad(wctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
 		if lerr == nil && appendedBy(st, d.cp.SessionBase, d.run.ID, len(items)) {
@@ -404,6 +419,11 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 		return fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, err)
 	}
 	next.State = to
+	// Text derived from the arguments (a validation message, a tool that
+	// echoes its input) must not carry the secrets redaction removed.
+	if secrets := d.secretsOf(en.CallID); len(secrets) > 0 {
+		next.Result, next.Error = scrub(next.Result, secrets), scrub(next.Error, secrets)
+	}
 	return d.write(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next)},
 		Events: append([]*store.Event{d.event(evType, en.CallID, entryData(next))}, extra...)})
 }
@@ -427,7 +447,7 @@ func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledg
 // runCall takes one prepared call through policy, start, invocation and
 // commit. It returns an interruption when the call cannot finish now.
 func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interruption, error) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || d.pastDeadline() {
 		return nil, nil // not started; stays prepared
 	}
 	args, known := d.rawArgs[en.CallID]
@@ -469,7 +489,9 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 		return nil, err
 	}
 	en = d.entry(en.CallID)
-	res, err := d.runner.Run(ctx, &tool.Call{Name: en.Tool, Args: args, Key: en.IdempotencyKey, Attempt: en.Attempt, Approved: true})
+	tctx, cancel := d.withinDeadline(ctx)
+	defer cancel()
+	res, err := d.runner.Run(tctx, &tool.Call{Name: en.Tool, Args: args, Key: en.IdempotencyKey, Attempt: en.Attempt, Approved: true})
 	return d.recordOutcome(ctx, en, res, err)
 }
 
@@ -484,13 +506,20 @@ func (d *drive) recordOutcome(ctx context.Context, en *store.LedgerEntry, res to
 		te = &tool.Error{Kind: tool.KindExecution, Tool: en.Tool, Started: true, OutcomeUnknown: true, Err: err}
 	}
 	if !te.Started && !te.OutcomeUnknown {
-		// The runner refused to invoke the tool (the context ended between
-		// the started write and the call): it definitely did not run.
-		next := cloneEntry(en)
-		next.Attempt--
-		next.Error = mustJSON(te)
-		next.Resolution = &store.Decision{Kind: "not-started", By: "runtime", At: d.e.clock(), Reason: te.Error()}
-		return nil, d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
+		// The runner refused to invoke the tool: it definitely did not run.
+		if te.Kind == tool.KindCancelled || te.Kind == tool.KindTimeout {
+			// The context ended between the started write and the call:
+			// back to prepared, to run when the run goes on.
+			next := cloneEntry(en)
+			next.Attempt--
+			next.Error = mustJSON(te)
+			next.Resolution = &store.Decision{Kind: "not-started", By: "runtime", At: d.e.clock(), Reason: te.Error()}
+			return nil, d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
+		}
+		// The policy changed its mind (or the tool vanished): the model
+		// sees why, as for a call refused before it started.
+		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolSkipped, tool.Result{IsError: true, Content: te.Error()},
+			func(n *store.LedgerEntry) { n.Error = mustJSON(te) })
 	}
 	if !te.OutcomeUnknown {
 		// The tool ran and reported a failure (or bad output): the model

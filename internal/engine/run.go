@@ -196,7 +196,9 @@ func (e *Engine) claimAndDrive(ctx context.Context, d *drive, startEvent string,
 	})}}); err != nil {
 		return nil, err
 	}
-	if len(decisions) > 0 {
+	// A run past its deadline ends cancelled with its ledger untouched, so
+	// decisions are not recorded then.
+	if len(decisions) > 0 && !d.pastDeadline() {
 		if err := d.applyDecisions(ctx, decisions); err != nil {
 			return nil, err
 		}
@@ -275,6 +277,20 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// pastDeadline reports whether the run's deadline has passed (engine clock).
+func (d *drive) pastDeadline() bool {
+	return !d.run.Deadline.IsZero() && !d.e.clock().Before(d.run.Deadline)
+}
+
+// withinDeadline bounds ctx by the time left before the run's deadline, as
+// the engine's clock measures it.
+func (d *drive) withinDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d.run.Deadline.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d.run.Deadline.Sub(d.e.clock()))
 }
 
 // detached returns a context that ignores the caller's cancellation, for

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -142,4 +144,59 @@ func entryWrite(en *store.LedgerEntry) store.LedgerWrite {
 func cloneEntry(en *store.LedgerEntry) *store.LedgerEntry {
 	c := *en
 	return &c
+}
+
+// secretsOf returns the string values that redaction removes from a
+// call's arguments (with their JSON-escaped forms), so that text derived
+// from the arguments (a validation message, a tool's echo) can be scrubbed
+// before it is persisted. It knows them only in the process that received
+// the arguments; elsewhere the arguments were never seen unredacted.
+func (d *drive) secretsOf(callID string) []string {
+	raw, ok := d.rawArgs[callID]
+	if !ok {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any, secret bool)
+	walk = func(v any, secret bool) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(e, secret || d.e.redactor.IsSecretKey(k))
+			}
+		case []any:
+			for _, e := range x {
+				walk(e, secret)
+			}
+		case string:
+			if secret && len(x) >= 4 {
+				out = append(out, x)
+				if b, err := json.Marshal(x); err == nil && string(b[1:len(b)-1]) != x {
+					out = append(out, string(b[1:len(b)-1]))
+				}
+			}
+		}
+	}
+	walk(v, false)
+	return out
+}
+
+// scrub replaces secret values in persisted JSON text. The placeholder has
+// no quote or backslash, so a value inside a JSON string stays valid JSON.
+func scrub(b json.RawMessage, secrets []string) json.RawMessage {
+	if len(b) == 0 || len(secrets) == 0 {
+		return b
+	}
+	s := string(b)
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, redact.Placeholder)
+	}
+	if !json.Valid([]byte(s)) {
+		return b
+	}
+	return json.RawMessage(s)
 }

@@ -564,6 +564,11 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 		return 0, err
 	}
 	defer s.mu.Unlock()
+	if p.Fence != nil {
+		if _, err := s.fenceLocked(p.Tenant, *p.Fence); err != nil {
+			return 0, err
+		}
+	}
 	k := key{p.Tenant, p.SessionID}
 	ss, ok := s.sessions[k]
 	if !ok {

@@ -61,21 +61,43 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 	}
 	n := int64(len(items))
 	var affected int64
-	err := retryable(ctx, func() error {
+	appendIn := func(q interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}) error {
 		var (
 			tag pgconn.CommandTag
 			err error
 		)
 		if p.ExpectedRevision == 0 {
-			tag, err = s.pool.Exec(ctx, s.q(sessionAppendFirst), p.Tenant, p.SessionID, n, p.RunID, items)
+			tag, err = q.Exec(ctx, s.q(sessionAppendFirst), p.Tenant, p.SessionID, n, p.RunID, items)
 		} else {
-			tag, err = s.pool.Exec(ctx, s.q(sessionAppendNext), p.Tenant, p.SessionID, n, p.RunID, items, p.ExpectedRevision)
+			tag, err = q.Exec(ctx, s.q(sessionAppendNext), p.Tenant, p.SessionID, n, p.RunID, items, p.ExpectedRevision)
 		}
 		affected = tag.RowsAffected()
 		return err
-	})
+	}
+	var err error
+	if p.Fence == nil {
+		err = mapErr("append to session "+p.SessionID, retryable(ctx, func() error { return appendIn(s.pool) }))
+	} else {
+		// The claim row is share-locked until commit, so a takeover waits
+		// for this append and a stale holder cannot append after one.
+		err = s.inTx(ctx, "append to session "+p.SessionID, func(tx pgx.Tx) error {
+			var holder string
+			var epoch int64
+			err := tx.QueryRow(ctx, s.q(`SELECT holder, epoch FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 FOR SHARE`),
+				p.Tenant, p.Fence.Key).Scan(&holder, &epoch)
+			if errors.Is(err, pgx.ErrNoRows) || (err == nil && (holder != p.Fence.Holder || epoch != p.Fence.Epoch)) {
+				return &store.FencedError{Key: p.Fence.Key, Holder: p.Fence.Holder, Epoch: p.Fence.Epoch, CurrentHolder: holder, CurrentEpoch: epoch}
+			}
+			if err != nil {
+				return err
+			}
+			return appendIn(tx)
+		})
+	}
 	if err != nil {
-		return 0, mapErr("append to session "+p.SessionID, err)
+		return 0, err
 	}
 	if affected != n {
 		actual, err := s.sessionRevision(ctx, p.Tenant, p.SessionID)

@@ -19,6 +19,11 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 	}
 	newRev := p.ExpectedRevision + int64(len(p.Items))
 	err := s.write(ctx, func(tx querier) error {
+		if p.Fence != nil {
+			if _, err := checkFence(ctx, tx, p.Tenant, p.Fence); err != nil {
+				return err
+			}
+		}
 		now := micros(s.now())
 		var (
 			res sql.Result

@@ -612,6 +612,20 @@ func testFencing(t *testing.T, bb *bundle) {
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("write under a missing claim: %v", err)
 	}
+	// A session append fenced by the old holder's run claim fails and
+	// appends nothing; the current holder's succeeds.
+	_, err = bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", RunID: "r", Items: items(`"late"`), Fence: oldFence})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("stale session append: %v", err)
+	}
+	if st, _ := bb.s.SessionLoad(bb.ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "s"}); st.Revision != 0 {
+		t.Fatalf("fenced-out append changed the session: %+v", st)
+	}
+	cur, _ := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t", Key: key})
+	if _, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", RunID: "r", Items: items(`"ok"`),
+		Fence: &store.Fence{Key: key, Holder: cur.Holder, Epoch: cur.Epoch}}); err != nil {
+		t.Fatalf("append by the current holder: %v", err)
+	}
 }
 
 func testRunClaimNext(t *testing.T, bb *bundle) {
