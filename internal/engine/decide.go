@@ -23,11 +23,13 @@ func (e *Engine) Decide(ctx context.Context, runID string, decisions []Decision)
 	if err := d.claim(ctx); err != nil {
 		return err
 	}
-	defer func() {
-		rctx, cancel := d.detached(ctx)
-		_ = e.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: e.tenant, Fence: d.fence})
-		cancel()
-	}()
+	defer d.release(ctx)
+	if err := d.read(ctx, runID); err != nil {
+		return err
+	}
+	if d.run.Status.Terminal() {
+		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
+	}
 	return d.applyDecisions(ctx, decisions)
 }
 

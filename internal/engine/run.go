@@ -136,7 +136,6 @@ func (e *Engine) Resume(ctx context.Context, a *AgentSpec, runID string, decisio
 	if d.run.AgentDigest != a.Digest() {
 		return nil, &DigestMismatchError{RunID: runID, Stored: d.run.AgentDigest, Actual: a.Digest()}
 	}
-	d.cp.PolicyVersion = d.pv
 	if d.run.SessionID != "" {
 		if err := d.claimSession(ctx, d.run.SessionID); err != nil {
 			return nil, err
@@ -147,6 +146,13 @@ func (e *Engine) Resume(ctx context.Context, a *AgentSpec, runID string, decisio
 }
 
 func (d *drive) load(ctx context.Context, runID string) error {
+	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: d.e.holder + "/" + d.e.newID()[:8]}
+	return d.read(ctx, runID)
+}
+
+// read reads the run and its ledger. It runs again once the claim is held,
+// so that the drive starts from what the previous holder left.
+func (d *drive) read(ctx context.Context, runID string) error {
 	e := d.e
 	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
 	if err != nil {
@@ -161,10 +167,10 @@ func (d *drive) load(ctx context.Context, runID string) error {
 		return fmt.Errorf("actoviq: load ledger of %s: %w", runID, err)
 	}
 	d.run, d.cp = run, cp
+	clear(d.ledger)
 	for _, en := range entries {
 		d.ledger[en.CallID] = en
 	}
-	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: e.holder + "/" + e.newID()[:8]}
 	return nil
 }
 
@@ -173,6 +179,17 @@ func (d *drive) load(ctx context.Context, runID string) error {
 func (e *Engine) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (*Result, error) {
 	if err := d.claim(ctx); err != nil {
 		return nil, err
+	}
+	if startEvent == EvRunResumed {
+		if err := d.read(ctx, d.run.ID); err != nil {
+			d.release(ctx)
+			return nil, err
+		}
+		if d.run.Status.Terminal() { // another worker finished it meanwhile
+			d.release(ctx)
+			return d.cp.result(d.run.ID, d.run.Status), nil
+		}
+		d.cp.PolicyVersion = d.pv
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	e.mu.Lock()
@@ -186,9 +203,7 @@ func (e *Engine) claimAndDrive(ctx context.Context, d *drive, startEvent string,
 		delete(e.cancels, d.run.ID)
 		e.mu.Unlock()
 		cancel(nil)
-		rctx, rcancel := d.detached(ctx)
-		_ = e.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: e.tenant, Fence: d.fence})
-		rcancel()
+		d.release(ctx)
 		e.wg.Done()
 	}()
 	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(startEvent, "", map[string]any{
@@ -279,6 +294,13 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 	return func() { close(done); <-finished }
 }
 
+// release gives the run's claim up (detached: it must happen).
+func (d *drive) release(ctx context.Context) {
+	rctx, cancel := d.detached(ctx)
+	defer cancel()
+	_ = d.e.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: d.e.tenant, Fence: d.fence})
+}
+
 // pastDeadline reports whether the run's deadline has passed (engine clock).
 func (d *drive) pastDeadline() bool {
 	return !d.run.Deadline.IsZero() && !d.e.clock().Before(d.run.Deadline)
@@ -325,11 +347,10 @@ func (e *Engine) Cancel(ctx context.Context, runID string) error {
 	if err := d.claim(ctx); err != nil {
 		return err
 	}
-	defer func() {
-		rctx, cancel := d.detached(ctx)
-		_ = e.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: e.tenant, Fence: d.fence})
-		cancel()
-	}()
+	defer d.release(ctx)
+	if err := d.read(ctx, runID); err != nil || d.run.Status.Terminal() {
+		return err
+	}
 	d.cp.Error = &RunError{Code: "cancelled", Message: "cancelled by request"}
 	return d.finish(ctx, store.RunCancelled, EvRunCancelled)
 }
