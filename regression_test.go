@@ -249,3 +249,40 @@ func TestFencedOutWorkerAppendsToSession(t *testing.T) {
 		t.Fatalf("fenced-out worker A appended to the session (revision %d): %s\n%s", st.Revision, strings.Join(journal, "\n"), msg)
 	}
 }
+
+// A decision that does not fit used to take the run's claim (a new holder
+// and epoch in the store) before it was refused. A reject's note used to
+// reach the model; only its reason does now.
+func TestRefusedDecisionLeavesClaimAndNoteStaysPrivate(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	a := approvalAgent(p, pay)
+	s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
+	key := store.RunClaimKey("r1")
+	before, err := s.st.ClaimGet(s.ctx, &store.ClaimGetParams{Tenant: "default", Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.rt.Decide(s.ctx, "r1", actoviq.Decision{CallID: "nope", Kind: actoviq.DecideApprove, By: "x"})
+	if !errors.Is(err, actoviq.ErrDecision) {
+		t.Fatalf("decision on a missing call: %v", err)
+	}
+	after, _ := s.st.ClaimGet(s.ctx, &store.ClaimGetParams{Tenant: "default", Key: key})
+	if after.Epoch != before.Epoch || after.Holder != before.Holder {
+		t.Fatalf("a refused decision took the claim: %+v → %+v", before, after)
+	}
+	res, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReject, By: "bob",
+		Reason: "wrong payee", Note: "internal ticket OPS-7"})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	info, _ := s.rt.Get(s.ctx, "r1")
+	r := toolResults(t, info)["c1"]
+	if !strings.Contains(r.Content, "wrong payee") || strings.Contains(r.Content, "OPS-7") {
+		t.Fatalf("model sees %q", r.Content)
+	}
+	if info.Ledger[0].Approval.Note != "internal ticket OPS-7" {
+		t.Fatalf("note not recorded: %+v", info.Ledger[0].Approval)
+	}
+}

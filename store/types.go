@@ -123,6 +123,8 @@ type Decision struct {
 	By     string    `json:"by"`
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason,omitempty"`
+	// Note is an operator's note, never shown to the model.
+	Note string `json:"note,omitempty"`
 	// ArgsDigest and PolicyVersion bind an approval to what was approved.
 	ArgsDigest    string `json:"args_digest,omitempty"`
 	PolicyVersion string `json:"policy_version,omitempty"`

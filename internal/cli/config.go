@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -176,12 +177,20 @@ func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, er
 			return nil, usageErr("--model %q: want PROVIDER:MODEL", f.model)
 		}
 		c.Provider, c.Model = prov, model
+		if prov == "scripted" {
+			// Paths are remembered absolute: a resume from another
+			// directory must use the same files, not others by the same name.
+			c.Model = absPath(model)
+		}
 	}
 	if changed("base-url") {
+		if u, err := url.Parse(f.baseURL); err == nil && u.User != nil {
+			return nil, usageErr("--base-url must not carry credentials (they would be stored with the run); use the API key variable")
+		}
 		c.BaseURL = f.baseURL
 	}
 	if changed("mcp-config") {
-		c.MCPConfig = f.mcpConfig
+		c.MCPConfig = absPath(f.mcpConfig)
 	}
 	if changed("system") {
 		c.System = f.system
@@ -197,9 +206,12 @@ func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, er
 		c.MaxRetries = &n
 	}
 	if changed("demo-bank") {
-		c.DemoBank = f.demoBank
+		c.DemoBank = absPath(f.demoBank)
 	}
 	if changed("timeout") {
+		if f.timeout < 0 {
+			return nil, usageErr("--timeout must not be negative (0 means no deadline)")
+		}
 		c.Timeout = ""
 		if f.timeout > 0 {
 			c.Timeout = f.timeout.String()
@@ -229,6 +241,17 @@ func (c *runConfig) validate() error {
 		}
 	}
 	return nil
+}
+
+// absPath makes a path absolute; an empty path stays empty.
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 func approvalEffects(s string) ([]tool.Effect, error) {

@@ -80,11 +80,7 @@ func (e *env) rejectCmd() *cobra.Command {
 			if reason == "" {
 				return usageErr("reject needs --reason (the model sees it)")
 			}
-			why := reason
-			if df.note != "" {
-				why += " (" + df.note + ")"
-			}
-			return e.decide(cmd, &c, runDecision{actoviq.Decision{CallID: args[1], Kind: actoviq.DecideReject, By: df.by, Reason: why}, args[0]})
+			return e.decide(cmd, &c, runDecision{actoviq.Decision{CallID: args[1], Kind: actoviq.DecideReject, By: df.by, Reason: reason, Note: df.note}, args[0]})
 		},
 	}
 	c.register(cmd)

@@ -174,7 +174,7 @@ func exitFor(res *actoviq.RunResult) error {
 func storeFlags(c *common) string {
 	var b strings.Builder
 	if c.store != "" {
-		fmt.Fprintf(&b, " --store %s", shellQuote(c.store))
+		fmt.Fprintf(&b, " --store %s", shellQuote(redactURL(c.store)))
 	}
 	if c.tenant != "" && c.tenant != "default" {
 		fmt.Fprintf(&b, " --tenant %s", shellQuote(c.tenant))

@@ -20,6 +20,12 @@ func (e *Engine) Decide(ctx context.Context, runID string, decisions []Decision)
 	if d.run.Status.Terminal() {
 		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
 	}
+	// A decision that does not fit is refused before the claim is taken,
+	// so it changes nothing in the store. It is checked again under the
+	// claim against what the ledger holds then.
+	if err := d.checkDecisions(decisions); err != nil {
+		return err
+	}
 	if err := d.claim(ctx); err != nil {
 		return err
 	}
@@ -36,6 +42,19 @@ func (e *Engine) Decide(ctx context.Context, runID string, decisions []Decision)
 // applyDecisions checks every decision against the ledger before writing
 // any, then records them in order.
 func (d *drive) applyDecisions(ctx context.Context, decisions []Decision) error {
+	if err := d.checkDecisions(decisions); err != nil {
+		return err
+	}
+	for _, dec := range decisions {
+		if err := d.record(ctx, dec, d.ledger[dec.CallID]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDecisions reports the first decision that does not fit the ledger.
+func (d *drive) checkDecisions(decisions []Decision) error {
 	seen := map[string]bool{}
 	for i := range decisions {
 		dec := &decisions[i]
@@ -51,11 +70,6 @@ func (d *drive) applyDecisions(ctx context.Context, decisions []Decision) error 
 			return &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf("run %s has no such call", d.run.ID)}
 		}
 		if err := fits(dec, en); err != nil {
-			return err
-		}
-	}
-	for _, dec := range decisions {
-		if err := d.record(ctx, dec, d.ledger[dec.CallID]); err != nil {
 			return err
 		}
 	}
@@ -79,7 +93,7 @@ func fits(dec *Decision, en *store.LedgerEntry) error {
 // record writes one decision.
 func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry) error {
 	in := d.openInterruption(en.CallID)
-	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.e.clock(), Reason: dec.Reason,
+	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.e.clock(), Reason: dec.Reason, Note: dec.Note,
 		ArgsDigest: en.ArgsDigest, PolicyVersion: d.policyVersion(), Evidence: mustJSON(in)}
 	next := cloneEntry(en)
 	switch dec.Kind {

@@ -52,8 +52,8 @@ func (d *drive) loop(ctx context.Context) (*Result, error) {
 		}
 		resp, err := d.callModel(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				continue
+			if ctx.Err() != nil || d.pastDeadline() {
+				continue // ends cancelled above
 			}
 			d.cp.Error = modelError(err)
 			return d.end(ctx, store.RunFailed, EvRunFailed)

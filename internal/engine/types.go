@@ -88,9 +88,11 @@ type Decision struct {
 	Kind   DecisionKind `json:"kind"`
 	// By names who decided; required.
 	By string `json:"by"`
-	// Reason is why (a note for approve; the reason the model sees for
-	// reject).
+	// Reason is why. For reject it is what the model is told; for the
+	// other kinds it is recorded only.
 	Reason string `json:"reason,omitempty"`
+	// Note is an operator's note, recorded and never shown to the model.
+	Note string `json:"note,omitempty"`
 	// Result is the tool result an operator records with committed: the
 	// content the model sees. ResultData is optional structured data.
 	Result     string          `json:"result,omitempty"`

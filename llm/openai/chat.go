@@ -72,6 +72,12 @@ func (p *Chat) Generate(ctx context.Context, req *llm.Request) (*llm.Response, e
 		if ch.Index != 0 || ch.Message == nil {
 			continue
 		}
+		// A whole message lists its calls without "index" (that field
+		// belongs to stream deltas): number them by position, so they are
+		// not merged into one.
+		for i := range ch.Message.ToolCalls {
+			ch.Message.ToolCalls[i].Index = i
+		}
 		acc.add(ch.Message, nil)
 		if ch.FinishReason != nil {
 			acc.finish = *ch.FinishReason

@@ -74,10 +74,10 @@ func New(cfg *Config) (*Client, error) {
 
 // Do sends req, retrying under the rules of the package documentation.
 //
-// On success (a status below 400 that is not retried) it returns the open
-// response; the caller reads and closes its Body. Any other outcome is a
-// nil response and an error: *StatusError for a final status of 400 or
-// more (its body already read, bounded, and closed), *TransportError when
+// On success (a 2xx status) it returns the open response; the caller reads
+// and closes its Body. Any other outcome is a nil response and an error:
+// *StatusError for a final status of 300 or more (a redirect is not
+// followed; the body already read, bounded, and closed), *TransportError when
 // no response arrived. Both match the context's error with errors.Is when
 // the call was cancelled.
 func (c *Client) Do(ctx context.Context, req *Request) (*http.Response, error) {
@@ -109,7 +109,7 @@ type call struct {
 }
 
 // run performs attempts until one succeeds, one fails finally, or the
-// context ends. accept is given each response with a status below 400 that
+// context ends. accept is given each response with a 2xx status that
 // is not retried; it owns the body, and returns nil to finish the call or
 // a failure (having closed the body) to treat the attempt as failed.
 func (c *Client) run(ctx context.Context, req *Request, accept func(n int, resp *http.Response) *failure) error {
@@ -188,6 +188,12 @@ func (c *Client) attempt(ctx context.Context, req *Request, cl call, n int, acce
 		hr.Header.Set(HeaderIdempotencyKey, req.IdempotencyKey)
 	}
 	hr.Header.Set(HeaderRetryCount, strconv.Itoa(n-1))
+	// net/http replays a request on a reused connection by itself when it
+	// can rebuild the body and the request looks idempotent (it carries an
+	// Idempotency-Key). That replay would be uncounted and invisible, and
+	// would break MaxRetries; without GetBody it cannot happen, and this
+	// loop alone decides.
+	hr.GetBody = nil
 
 	resp, err := c.cfg.hc.Do(hr)
 	if err != nil {
@@ -203,7 +209,7 @@ func (c *Client) attempt(ctx context.Context, req *Request, cl call, n int, acce
 	}
 	// A success is never retried, whatever x-should-retry says: the work
 	// is done and its answer is in hand.
-	if resp.StatusCode < 400 {
+	if resp.StatusCode < 300 {
 		return accept(n, resp), resp.StatusCode, nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.maxErrBody)))

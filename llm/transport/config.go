@@ -38,7 +38,8 @@ func Retries(n int) *int { return &n }
 type Config struct {
 	// HTTPClient sends the requests. Its own Timeout, if any, bounds each
 	// attempt, not the whole call; use the context for that.
-	// Zero (nil) means http.DefaultClient.
+	// Zero (nil) means a client like http.DefaultClient that does not follow
+	// redirects (a redirect would carry the API key elsewhere).
 	HTTPClient *http.Client
 
 	// MaxRetries is how many times a failed attempt may be retried, so a
@@ -165,7 +166,7 @@ func (c *Config) resolve() config {
 		r.maxRetries = *c.MaxRetries
 	}
 	if r.hc == nil {
-		r.hc = http.DefaultClient
+		r.hc = defaultClient
 	}
 	if r.initial == 0 {
 		r.initial = DefaultInitialBackoff
@@ -219,3 +220,9 @@ func defaultJitter(d time.Duration) time.Duration {
 	}
 	return d - time.Duration(rand.Float64()*0.25*float64(d))
 }
+
+// defaultClient does not follow redirects: a provider API has no reason to
+// redirect a POST, and following one would send its credentials (x-api-key
+// is not stripped by net/http on a cross-host redirect) somewhere else. A
+// redirect is returned as its 3xx status, a final error.
+var defaultClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

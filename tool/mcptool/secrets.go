@@ -52,6 +52,35 @@ func newScrubber(values ...string) *scrubber {
 	return s
 }
 
+// secretKeyWords mark an env, header or query key whose value is secret
+// whatever it looks like.
+var secretKeyWords = []string{"key", "token", "secret", "pass", "auth", "cookie", "credential", "session", "signature"}
+
+// secretValues returns the values of key worth scrubbing. Under a
+// secret-looking key every value is; otherwise only values long enough to
+// be a credential (short values, numbers and booleans such as DEBUG=1 would
+// otherwise be cut out of every result the model sees).
+func secretValues(key string, values ...string) []string {
+	lk := strings.ToLower(key)
+	secretKey := slices.ContainsFunc(secretKeyWords, func(w string) bool { return strings.Contains(lk, w) })
+	var out []string
+	for _, v := range values {
+		if secretKey || (len(v) >= minWordLen && !isPlainLiteral(v)) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// isPlainLiteral reports a number or boolean.
+func isPlainLiteral(v string) bool {
+	if v == "true" || v == "false" {
+		return true
+	}
+	var f float64
+	return json.Unmarshal([]byte(v), &f) == nil
+}
+
 // urlSecrets returns the password and the query values of a URL.
 func urlSecrets(raw string) []string {
 	u, err := url.Parse(raw)
@@ -62,8 +91,8 @@ func urlSecrets(raw string) []string {
 	if p, ok := u.User.Password(); ok {
 		out = append(out, p)
 	}
-	for _, vs := range u.Query() {
-		out = append(out, vs...)
+	for k, vs := range u.Query() {
+		out = append(out, secretValues(k, vs...)...)
 	}
 	return out
 }

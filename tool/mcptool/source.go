@@ -298,7 +298,7 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 		if err != nil {
 			return nil, &ConfigError{Server: name, Field: "env." + k, Reason: err.Error()}
 		}
-		secrets = append(secrets, raw, v)
+		secrets = append(secrets, secretValues(k, raw, v)...)
 		sv.env = append(sv.env, k+"="+v)
 	}
 	sv.headers = http.Header{}
@@ -308,7 +308,7 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 		if err != nil {
 			return nil, &ConfigError{Server: name, Field: "headers." + k, Reason: err.Error()}
 		}
-		secrets = append(secrets, raw, v)
+		secrets = append(secrets, secretValues(k, raw, v)...)
 		sv.headers.Set(k, v)
 	}
 	secrets = append(secrets, urlSecrets(sc.URL)...)
