@@ -205,6 +205,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*Result
 		}
 		providerID := tc.ID
 		if tc.ID == "" || used[tc.ID] {
+			tc.ProviderID = "" // the provider's item id names the original call id
 			tc.ID = fmt.Sprintf("call_t%d_%d", turn, i)
 			for n := 2; used[tc.ID]; n++ {
 				tc.ID = fmt.Sprintf("call_t%d_%d_%d", turn, i, n)

@@ -197,7 +197,12 @@ func (c *client) chatBody(req *llm.Request, stream bool) ([]byte, error) {
 				Function: chatCallFunction{Name: it.ToolCall.Name, Arguments: args}})
 		case it.Type == item.TypeToolResult && it.ToolResult != nil:
 			flush()
-			body.Messages = append(body.Messages, chatMessage{Role: "tool", ToolCallID: it.ToolResult.CallID, Content: it.ToolResult.Content})
+			content := it.ToolResult.Content
+			if it.ToolResult.IsError && !strings.HasPrefix(content, "Error") {
+				// Chat Completions has no error flag on a tool message: say it.
+				content = "Error: " + content
+			}
+			body.Messages = append(body.Messages, chatMessage{Role: "tool", ToolCallID: it.ToolResult.CallID, Content: content})
 		}
 	}
 	flush()
