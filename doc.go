@@ -2,8 +2,60 @@
 //
 // Every tool call goes through a durable pending-tool ledger that is written
 // before the tool runs. A call of a side-effect tool whose outcome is unknown
-// (the process died while it ran, its transport failed) is never run again
-// on the runtime's own initiative: the run stops with a reconciliation
+// (the process died while it ran, its transport failed) is never run again on
+// the runtime's own initiative: the run stops with a reconciliation
 // interruption until a person, or a probe written by the tool's owner,
-// records what happened.
+// records what happened. There is no shared transaction between the
+// runtime's checkpoint and the systems tools touch, so nothing here is
+// "exactly once": only where a target dedupes on the key the runtime hands
+// it is a call effectively once.
+//
+// # Tools and effects
+//
+// A tool ([tool.Tool], or [tool.Func] for typed Go functions) declares its
+// effect: read, idempotent-write or side-effect; the zero value is
+// side-effect. Every call gets the idempotency key "<runID>:<callID>"
+// ([tool.IdempotencyKey]), the same on every attempt of that call; hand it
+// to the system you call. A tool that cannot tell whether its effect
+// happened returns an error wrapping [tool.ErrOutcomeUnknown]. A tool may
+// implement [tool.Reconciler], a read-back probe asked after a crash.
+//
+// # A run
+//
+// [Runtime.Run] drives a run: each model response is committed together
+// with a "prepared" ledger entry per tool call before anything runs; a call
+// is recorded "started" (and that write has returned) before the tool is
+// invoked, and "committed" with its result after. Reads may run in
+// parallel. A run ends completed, failed or cancelled, or stops
+// "interrupted" with [Interruption]s that carry their evidence:
+//
+//   - approval: the [ApprovalPolicy] asks a person before the call starts;
+//   - reconciliation: a side effect may or may not have happened;
+//   - recovery: a read or idempotent write was started when the run stopped
+//     and the [RecoveryPolicy] does not allow re-running it.
+//
+// [Runtime.Decide] records a [Decision] (approve, reject, committed with a
+// result, failed with a message for the model, or re-execute with the same
+// key), with who, when and why; [Runtime.Resume] applies decisions and the
+// recovery rules and goes on. Resume refuses a changed agent (its digest),
+// a run another live worker holds, and ends a run past its deadline as
+// cancelled with its ledger untouched.
+//
+// # Stores
+//
+// The runtime persists through [store.Store]: storemem (memory),
+// storesqlite (the embedded default) or storepg (PostgreSQL). Every write is
+// a revision compare-and-swap, fenced by the run's claim (a lease with an
+// epoch), so a worker that lost its lease cannot commit anything.
+//
+// # Events
+//
+// Every transition is an [Event] in a stable envelope (schema, id, per-run
+// sequence, run and parent ids, trace and span ids, type, time, data),
+// stored with the transition and handed to [EventSink]s; secret-looking keys
+// are redacted before anything is stored or emitted. otelsink turns events
+// into OpenTelemetry spans.
+//
+// The types are defined in the engine and shown here as aliases; their
+// fields are documented where they are defined.
 package actoviq
