@@ -286,3 +286,27 @@ func TestRefusedDecisionLeavesClaimAndNoteStaysPrivate(t *testing.T) {
 		t.Fatalf("note not recorded: %+v", info.Ledger[0].Approval)
 	}
 }
+
+// A side effect that succeeded with output that misses its schema used to
+// be shown to the model as an error, inviting it to do it again. Now the
+// model gets the output with a note, and the violation is recorded.
+func TestOutputSchemaMismatchIsNotAnError(t *testing.T) {
+	s := newSetup(t)
+	type out struct {
+		ID string `json:"id"`
+	}
+	var calls int
+	pay := tool.Func(tool.Spec{Name: "pay", Effect: tool.SideEffect,
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","minLength":3}},"required":["id"]}`)},
+		func(ctx context.Context, in struct{ Amount int }) (out, error) { calls++; return out{ID: "p"}, nil })
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"Amount":5}`)}}, scripted.Turn{Text: "done"})
+	res, err := s.rt.Run(s.ctx, agent(p, pay), &actoviq.Input{RunID: "r1"})
+	if err != nil || res.Status != actoviq.StatusCompleted || calls != 1 {
+		t.Fatalf("%+v %v calls %d", res, err, calls)
+	}
+	info, _ := s.rt.Get(s.ctx, "r1")
+	r := toolResults(t, info)["c1"]
+	if r.IsError || !strings.Contains(r.Content, "did not match") || len(info.Ledger[0].Error) == 0 {
+		t.Fatalf("result %+v, ledger error %s", r, info.Ledger[0].Error)
+	}
+}

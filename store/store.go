@@ -33,7 +33,9 @@ type Store interface {
 	RunCreate(ctx context.Context, p *RunCreateParams) (*Run, error)
 	// RunGet reads a run.
 	RunGet(ctx context.Context, p *RunGetParams) (*Run, error)
-	// RunList lists runs.
+	// RunList lists runs. A row that does not decode hides no other: the
+	// healthy runs are returned together with a [*DataError] for the first
+	// bad one.
 	RunList(ctx context.Context, p *RunListParams) ([]*Run, error)
 	// RunWrite applies one atomic, revision-checked, fenced write to a run.
 	RunWrite(ctx context.Context, p *RunWriteParams) (*RunWriteResult, error)

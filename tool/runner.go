@@ -132,8 +132,10 @@ type Call struct {
 // returns at once with [KindTimeout] or [KindCancelled] and OutcomeUnknown
 // set; it does not wait for a tool that ignores its context, so that tool's
 // goroutine may outlive the call. A tool error wrapping [ErrOutcomeUnknown],
-// and a panic, are [KindExecution] with OutcomeUnknown set; any other tool
-// error is [KindExecution] with the outcome known.
+// [context.DeadlineExceeded] or [context.Canceled] (the tool gave up
+// waiting on its own), and a panic, are [KindExecution] with
+// OutcomeUnknown set; any other tool error is [KindExecution] with the
+// outcome known.
 func (r *Runner) Run(ctx context.Context, call *Call) (Result, error) {
 	e, args, err := r.check(ctx, call)
 	if err != nil {
@@ -290,7 +292,10 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 		// whether its effect happened.
 		return Result{}, &Error{Kind: ctxKind(callCtx.Err()), Tool: name, Started: true, OutcomeUnknown: true, Err: o.err}
 	default:
-		return Result{}, &Error{Kind: KindExecution, Tool: name, Started: true,
-			OutcomeUnknown: errors.Is(o.err, ErrOutcomeUnknown), Err: o.err}
+		// A tool that gave up on a deadline or cancellation of its own (an
+		// HTTP client timeout, a child context) cannot know whether the
+		// other side acted either.
+		unknown := errors.Is(o.err, ErrOutcomeUnknown) || errors.Is(o.err, context.DeadlineExceeded) || errors.Is(o.err, context.Canceled)
+		return Result{}, &Error{Kind: KindExecution, Tool: name, Started: true, OutcomeUnknown: unknown, Err: o.err}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -39,10 +40,11 @@ func (e *env) runsListCmd() *cobra.Command {
 				return err
 			}
 			defer done()
-			runs, err := rt.List(cmd.Context(), &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit})
-			if err != nil {
-				return &exitError{code: ExitFailed, err: err}
+			runs, listErr := rt.List(cmd.Context(), &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit})
+			if listErr != nil && !errors.Is(listErr, actoviq.ErrData) {
+				return &exitError{code: ExitFailed, err: listErr}
 			}
+			var werr error
 			if jsonOut {
 				type row struct {
 					ID        string    `json:"id"`
@@ -57,14 +59,20 @@ func (e *env) runsListCmd() *cobra.Command {
 				for _, r := range runs {
 					rows = append(rows, row{r.ID, string(r.Status), r.AgentID, r.SessionID, r.ParentID, r.CreatedAt, r.UpdatedAt})
 				}
-				return writeJSON(e, rows)
+				werr = writeJSON(e, rows)
+			} else {
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED")
+				for _, r := range runs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339))
+				}
+				werr = tw.Flush()
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339))
+			// A corrupt run is reported after the healthy ones, exit 1.
+			if err := errors.Join(werr, listErr); err != nil {
+				return &exitError{code: ExitFailed, err: err}
 			}
-			return tw.Flush()
+			return nil
 		},
 	}
 	c.register(cmd)

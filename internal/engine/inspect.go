@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -86,19 +87,25 @@ type ListParams struct {
 	Limit  int
 }
 
-// List lists the tenant's runs, newest first.
+// List lists the tenant's runs, newest first. When a stored run cannot be
+// decoded, the others are still returned, with an error matching
+// store.ErrData that names the bad one.
 func (e *Engine) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
 	if p == nil {
 		p = &ListParams{}
 	}
 	runs, err := e.store.RunList(ctx, &store.RunListParams{Tenant: e.tenant, Status: store.RunStatus(p.Status), Limit: p.Limit})
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrData) {
 		return nil, fmt.Errorf("actoviq: list runs: %w", err)
+	}
+	if err != nil {
+		// A corrupt run hides no other: the healthy ones come with the error.
+		err = fmt.Errorf("actoviq: list runs: %w", err)
 	}
 	out := make([]*RunInfo, 0, len(runs))
 	for _, r := range runs {
 		out = append(out, &RunInfo{ID: r.ID, ParentID: r.ParentID, SessionID: r.SessionID, AgentID: r.AgentID, AgentDigest: r.AgentDigest,
 			Status: statusOf(r.Status), Meta: r.Meta, Deadline: r.Deadline, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Revision: r.Revision})
 	}
-	return out, nil
+	return out, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
@@ -522,9 +523,18 @@ func (d *drive) recordOutcome(ctx context.Context, en *store.LedgerEntry, res to
 		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolSkipped, tool.Result{IsError: true, Content: te.Error()},
 			func(n *store.LedgerEntry) { n.Error = mustJSON(te) })
 	}
+	if te.Kind == tool.KindValidation && te.Started {
+		// The tool ran and succeeded, but its output does not match its
+		// schema. The effect happened: an error result would invite the
+		// model to do it again. The model gets the output with a note; the
+		// violation is recorded for operators.
+		res.Content += fmt.Sprintf("\n(The call succeeded, but its output did not match the tool's declared schema: %s.)",
+			strings.Join(te.Violations, "; "))
+		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, res, func(n *store.LedgerEntry) { n.Error = mustJSON(te) })
+	}
 	if !te.OutcomeUnknown {
-		// The tool ran and reported a failure (or bad output): the model
-		// sees it as an error result.
+		// The tool ran and reported a failure: the model sees it as an
+		// error result.
 		content := te.Error()
 		if res.Content != "" {
 			content = res.Content + "\n" + content

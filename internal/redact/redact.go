@@ -51,7 +51,9 @@ func New(extraKeys ...string) *Redactor {
 func normalise(k string) string {
 	return strings.Map(func(c rune) rune {
 		if unicode.IsLetter(c) || unicode.IsDigit(c) {
-			return unicode.ToLower(c)
+			// Lower of upper folds the letters encoding/json's
+			// case-insensitive key matching folds too (ſ → s, K → k).
+			return unicode.ToLower(unicode.ToUpper(c))
 		}
 		return -1
 	}, k)

@@ -114,3 +114,15 @@ func TestString(t *testing.T) {
 		}
 	}
 }
+
+// encoding/json matches keys case-insensitively with Unicode folding, so a
+// key spelled with a long s or a Kelvin sign still fills a Password or
+// Token field: it must be redacted too.
+func TestFoldedKeysAreSecret(t *testing.T) {
+	r := redact.New()
+	for _, k := range []string{"paſsword", "\u212aey_token", "API_\u212aEY"} {
+		if !r.IsSecretKey(k) {
+			t.Errorf("IsSecretKey(%q) = false", k)
+		}
+	}
+}

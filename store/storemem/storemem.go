@@ -443,13 +443,17 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	}
 	defer s.mu.Unlock()
 	var out []*store.Run
+	var bad error // the first run that does not decode; it hides no other
 	for k, r := range s.runs {
 		if k.tenant != p.Tenant || (p.Status != "" && r.Status != p.Status) || (p.ParentID != "" && r.ParentID != p.ParentID) {
 			continue
 		}
 		c, err := cloneRun(r)
 		if err != nil {
-			return nil, err
+			if bad == nil {
+				bad = err
+			}
+			continue
 		}
 		out = append(out, c)
 	}
@@ -462,7 +466,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	if p.Limit > 0 && len(out) > p.Limit {
 		out = out[:p.Limit]
 	}
-	return out, nil
+	return out, bad
 }
 
 // RunWrite implements [store.Store]. All checks happen before any change,

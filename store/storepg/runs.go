@@ -71,18 +71,28 @@ func scanRun(row pgx.Row) (*store.Run, error) {
 func collectRuns(rows pgx.Rows) ([]*store.Run, error) {
 	defer rows.Close()
 	var out []*store.Run
+	var bad error // the first row that does not decode; it hides no other
 	for rows.Next() {
 		var r runRow
 		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, err
 		}
 		run, err := r.run()
+		if errors.Is(err, store.ErrData) {
+			if bad == nil {
+				bad = err
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, run)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, bad
 }
 
 // RunCreate implements [store.Store]. The run starts at revision 1 with
@@ -143,10 +153,10 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 		return nil, mapErr("list runs", err)
 	}
 	runs, err := collectRuns(rows)
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrData) {
 		return nil, mapErr("list runs", err)
 	}
-	return runs, nil
+	return runs, err // a DataError comes with the healthy runs
 }
 
 // limitArg is a LIMIT parameter: 0 (no limit) is NULL, which PostgreSQL

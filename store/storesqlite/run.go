@@ -3,6 +3,7 @@ package storesqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 
 	"github.com/actoviq/actoviq-go/store"
@@ -116,8 +117,15 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	}
 	defer rows.Close()
 	out := []*store.Run{}
+	var bad error // the first row that does not decode; it hides no other
 	for rows.Next() {
 		r, err := scanRun(rows)
+		if errors.Is(err, store.ErrData) {
+			if bad == nil {
+				bad = err
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +134,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	if err := rows.Err(); err != nil {
 		return nil, wrap("list runs", mapErr(ctx, err))
 	}
-	return out, nil
+	return out, bad
 }
 
 // RunClaimNext implements [store.Store]: selecting the run, taking its

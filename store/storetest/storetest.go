@@ -835,6 +835,11 @@ func testCorrupt(t *testing.T, bb *bundle, corrupt func(t *testing.T, s store.St
 	if r, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t", ID: "good"}); err != nil || r.Revision != 1 {
 		t.Fatalf("a healthy run became unreadable: %v", err)
 	}
+	runs, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t"})
+	wantData("RunList", err)
+	if len(runs) != 1 || runs[0].ID != "good" {
+		t.Fatalf("RunList with a corrupt row: %d runs, want the healthy one", len(runs))
+	}
 	_, err = bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "good", CallID: "broken"})
 	wantData("LedgerGet", err)
 	_, err = bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t", RunID: "good"})
