@@ -151,7 +151,8 @@ func (r *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	return r.e.Get(ctx, runID)
 }
 
-// List lists runs, newest first.
+// List lists runs, newest first. A run that cannot be decoded hides no
+// other: the healthy runs come with an error matching [ErrData].
 func (r *Runtime) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
 	return r.e.List(ctx, p)
 }
