@@ -191,7 +191,15 @@ func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.wlock }()
-	tx, err := s.db.BeginTx(ctx, nil)
+	// A connection of our own: when COMMIT fails (a busy or full
+	// database), SQLite may keep the transaction open, and the connection
+	// must not go back to the pool like that.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(ctx, err)
 	}
@@ -200,6 +208,7 @@ func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
 		return mapErr(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") // no-op when SQLite already ended it
 		return mapErr(ctx, err)
 	}
 	return nil
