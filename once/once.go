@@ -131,7 +131,8 @@ func runClaimed[T any](ctx context.Context, d *doer, claim *store.Claim, fn func
 		// result wins, for us as for everyone else.
 		got, ok, lerr := lookup[T](wctx, d)
 		if lerr != nil {
-			return zero, lerr
+			// fn has run: its value goes back with the error, as below.
+			return v, fmt.Errorf("once: key %q: read the recorded result (fn has run): %w", d.key, lerr)
 		}
 		if !ok {
 			return v, fmt.Errorf("once: key %q: record reported existing but cannot be read: %w", d.key, err)
