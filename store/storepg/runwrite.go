@@ -3,6 +3,7 @@ package storepg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -21,8 +22,9 @@ const runUpdate = `
 
 // RunWrite implements [store.Store].
 //
-// The write is one read-committed transaction of three round trips: BEGIN,
-// one pipelined batch, COMMIT. The batch holds, in order:
+// The write is one read-committed transaction of two round trips: one
+// pipelined batch that starts with BEGIN, then COMMIT. The batch holds, in
+// order:
 //
 //  1. a read of the run's revision (the run must exist);
 //  2. with a fence, SELECT ... FOR SHARE of the claim row: while we hold that
@@ -52,21 +54,64 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	})
 
 	var res *store.RunWriteResult
-	err := s.inTx(ctx, "write run "+p.RunID, func(tx pgx.Tx) error {
+	err := retryable(ctx, func() error {
 		var err error
-		res, err = s.runWrite(ctx, tx, p, order)
+		res, err = s.runWriteTx(ctx, p, order)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, mapErr("write run "+p.RunID, err)
 	}
 	return res, nil
 }
 
-func (s *Store) runWrite(ctx context.Context, tx pgx.Tx, p *store.RunWriteParams, order []int) (*store.RunWriteResult, error) {
+// runWriteTx is one attempt: BEGIN travels in the batch, so the write is
+// two round trips (the batch, then COMMIT or ROLLBACK). A connection whose
+// transaction state is in doubt is closed, never returned to the pool.
+func (s *Store) runWriteTx(ctx context.Context, p *store.RunWriteParams, order []int) (res *store.RunWriteResult, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+				_ = conn.Hijack().Close(context.WithoutCancel(ctx))
+				return
+			}
+		}
+		conn.Release()
+	}()
+	res, err = s.runWrite(ctx, conn, p, order)
+	if err != nil {
+		return nil, err
+	}
+	// COMMIT of a transaction that failed answers ROLLBACK, not an error.
+	tag, err := conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return nil, err
+	}
+	committed = true
+	if tag.String() != "COMMIT" {
+		return nil, fmt.Errorf("commit answered %q", tag.String())
+	}
+	return res, nil
+}
+
+// batcher is a connection or a transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// runWrite queues BEGIN and the write's statements in one batch and reads
+// their results; the caller commits or rolls back.
+func (s *Store) runWrite(ctx context.Context, tx batcher, p *store.RunWriteParams, order []int) (*store.RunWriteResult, error) {
 	now := s.clock.Now()
 	res := &store.RunWriteResult{}
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
 	b.Queue(s.q(`SELECT revision FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`), p.Tenant, p.RunID)
 	if f := p.Fence; f != nil {
 		b.Queue(s.q(`SELECT holder, epoch FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 FOR SHARE`), p.Tenant, f.Key)
@@ -106,6 +151,9 @@ func (s *Store) runWrite(ctx context.Context, tx pgx.Tx, p *store.RunWriteParams
 	)
 	br := tx.SendBatch(ctx, b)
 	err := func() error {
+		if _, err := br.Exec(); err != nil { // BEGIN
+			return err
+		}
 		var rev int64
 		if err := br.QueryRow().Scan(&rev); errors.Is(err, pgx.ErrNoRows) {
 			notFound = true
