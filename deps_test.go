@@ -21,7 +21,7 @@ var layers = map[string]int{
 	"llm":                     1,
 	"tool":                    2,
 	"llm/internal/wire":       2,
-	"llm/internal/wiretest":   2,
+	"llm/internal/wiretest":   3,
 	"store":                   3,
 	"llm/openai":              4,
 	"llm/anthropic":           4,

@@ -32,22 +32,6 @@ func (e *MalformedToolCallError) Error() string {
 // Is matches ErrMalformedToolCall.
 func (e *MalformedToolCallError) Is(target error) bool { return target == ErrMalformedToolCall }
 
-// parseInput parses joined input JSON once; empty input is {}.
-func parseInput(s string) (json.RawMessage, bool) {
-	b := bytes.TrimSpace([]byte(s))
-	if len(b) == 0 {
-		return json.RawMessage(`{}`), true
-	}
-	if b[0] != '{' || !json.Valid(b) {
-		return nil, false
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return nil, false
-	}
-	return buf.Bytes(), true
-}
-
 // errorBody is {"type":"error","error":{"type","message"},"request_id"}.
 type errorBody struct {
 	Type  string `json:"type"`

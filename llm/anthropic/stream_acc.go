@@ -9,6 +9,7 @@ import (
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -133,7 +134,7 @@ func (a *acc) close(ob *openBlock) (item.Item, error) {
 		if joined == "" && len(b.Input) > 0 {
 			joined = string(b.Input) // the whole input came with the start
 		}
-		in, ok := parseInput(joined)
+		in, ok := wire.ParseArguments(joined)
 		if !ok || b.Name == "" {
 			return item.Item{}, &MalformedToolCallError{CallID: b.ID, Name: b.Name, Input: joined, Response: a.Partial()}
 		}

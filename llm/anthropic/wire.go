@@ -8,6 +8,7 @@ import (
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 )
 
 type request struct {
@@ -264,7 +265,7 @@ func (p *Messages) response(m *message) (*llm.Response, error) {
 			continue
 		}
 		if b.Type == "tool_use" {
-			in, ok := parseInput(string(b.Input))
+			in, ok := wire.ParseArguments(string(b.Input))
 			if !ok || b.Name == "" {
 				if bad == nil {
 					bad = &MalformedToolCallError{CallID: b.ID, Name: b.Name, Input: string(b.Input)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -194,7 +195,7 @@ func (a *chatAcc) items() ([]item.Item, error) {
 	var bad *MalformedToolCallError
 	for _, i := range idx {
 		tc := a.calls[i]
-		args, ok := parseArguments(tc.args.String())
+		args, ok := wire.ParseArguments(tc.args.String())
 		if !ok || tc.name == "" {
 			if bad == nil {
 				bad = &MalformedToolCallError{Provider: a.provider, CallID: tc.id, Name: tc.name, Arguments: tc.args.String()}
@@ -272,7 +273,7 @@ func (a *chatAcc) Partial() *llm.Response {
 	sort.Ints(idx)
 	for _, i := range idx {
 		tc := a.calls[i]
-		if args, ok := parseArguments(tc.args.String()); ok && tc.name != "" && tc.args.Len() > 0 {
+		if args, ok := wire.ParseArguments(tc.args.String()); ok && tc.name != "" && tc.args.Len() > 0 {
 			out = append(out, item.NewToolCall(tc.id, tc.name, args))
 		}
 	}

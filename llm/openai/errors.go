@@ -35,23 +35,6 @@ func (e *MalformedToolCallError) Error() string {
 // Is matches ErrMalformedToolCall.
 func (e *MalformedToolCallError) Is(target error) bool { return target == ErrMalformedToolCall }
 
-// parseArguments parses joined argument JSON once. Empty text is an empty
-// object: models call parameterless functions with "".
-func parseArguments(s string) (json.RawMessage, bool) {
-	b := bytes.TrimSpace([]byte(s))
-	if len(b) == 0 {
-		return json.RawMessage(`{}`), true
-	}
-	if b[0] != '{' || !json.Valid(b) {
-		return nil, false
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return nil, false
-	}
-	return buf.Bytes(), true
-}
-
 // apiError is OpenAI's error object: {"error":{"message","type","param","code"}}.
 // code is a string on OpenAI and sometimes a number on compatible servers.
 type apiError struct {

@@ -2,66 +2,20 @@ package openai
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/actoviq/actoviq-go/item"
-	"github.com/actoviq/actoviq-go/llm"
-	"github.com/actoviq/actoviq-go/llm/internal/wire"
-	"github.com/actoviq/actoviq-go/llm/transport"
+	"github.com/actoviq/actoviq-go/llm/internal/wiretest"
 )
 
 func addSeeds(f *testing.F, glob string) {
-	files, _ := filepath.Glob(filepath.Join("testdata", glob))
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}\n\n"))
-	f.Add([]byte("data: {\"error\":{\"code\":429}}\n\n"))
-	f.Add([]byte("event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"function_call\",\"arguments\":\"[\"}}\n\n"))
+	wiretest.AddSeeds(f, glob,
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}\n\n",
+		"data: {\"error\":{\"code\":429}}\n\n",
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"function_call\",\"arguments\":\"[\"}}\n\n")
 }
 
-// feed runs arbitrary SSE bytes through a decoder and checks invariants:
-// no panic, and a completed response holds only valid items.
-func feed(t *testing.T, data []byte, dec wire.Decoder, errorEvent func(transport.Event) (int, bool)) {
-	d := transport.NewDecoder(bytes.NewReader(data), 1<<20)
-	emit := func(llm.StreamEvent) bool { return true }
-	for {
-		ev, err := d.Next()
-		if err != nil {
-			break
-		}
-		if _, isErr := errorEvent(ev); isErr {
-			continue
-		}
-		done, err := dec.Handle(ev, emit)
-		if err != nil {
-			_ = err.Error()
-			return
-		}
-		if done {
-			break
-		}
-	}
-	_ = dec.Partial()
-	resp, err := dec.Result(true, emit)
-	if err != nil {
-		_ = err.Error()
-		return
-	}
-	for i, it := range resp.Items {
-		if it.Type == item.TypeToolCall {
-			if err := it.Validate(); err != nil {
-				t.Fatalf("item %d of a completed response is invalid: %v", i, err)
-			}
-		}
-	}
-}
+var feed = wiretest.Feed
 
 func FuzzChatStream(f *testing.F) {
 	addSeeds(f, "chat_*.sse")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 )
 
 // ReasoningProvider tags item.Reasoning and item.Raw values produced by the
@@ -220,7 +221,7 @@ func outputItems(raw json.RawMessage, args *string) ([]item.Item, *respOutputIte
 			a = *args
 		}
 		oi.Arguments = a
-		parsed, ok := parseArguments(a)
+		parsed, ok := wire.ParseArguments(a)
 		if !ok || oi.Name == "" {
 			return nil, &oi, false
 		}
