@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -208,4 +209,62 @@ func (c Clock) Now() time.Time {
 		return Time(time.Now())
 	}
 	return Time(c())
+}
+
+// Validate checks the parameters.
+func (p *ClaimGetParams) Validate() error { return firstErr(needTenant(p.Tenant), need("Key", p.Key)) }
+
+// Validate checks the parameters.
+func (p *EventListParams) Validate() error {
+	if p.AfterSeq < 0 {
+		return invalid("AfterSeq", "negative")
+	}
+	if p.Limit < 0 {
+		return invalid("Limit", "negative")
+	}
+	return firstErr(needTenant(p.Tenant), need("RunID", p.RunID))
+}
+
+// Validate checks the parameters.
+func (p *LedgerGetParams) Validate() error {
+	return firstErr(needTenant(p.Tenant), need("RunID", p.RunID), need("CallID", p.CallID))
+}
+
+// Validate checks the parameters.
+func (p *LedgerListParams) Validate() error {
+	return firstErr(needTenant(p.Tenant), need("RunID", p.RunID))
+}
+
+// Validate checks the parameters.
+func (p *OnceGetParams) Validate() error { return firstErr(needTenant(p.Tenant), need("Key", p.Key)) }
+
+// Validate checks the parameters.
+func (p *RunGetParams) Validate() error { return firstErr(needTenant(p.Tenant), need("ID", p.ID)) }
+
+// Validate checks the parameters.
+func (p *RunListParams) Validate() error {
+	if p.Status != "" && !p.Status.Valid() {
+		return invalid("Status", fmt.Sprintf("unknown status %q", p.Status))
+	}
+	if p.Limit < 0 {
+		return invalid("Limit", "negative")
+	}
+	return needTenant(p.Tenant)
+}
+
+// Validate checks the parameters.
+func (p *SessionLoadParams) Validate() error {
+	return firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID))
+}
+
+// Validator is what every params struct implements.
+type Validator interface{ Validate() error }
+
+// Check validates params for a backend: a nil pointer is an
+// [*InvalidError] too, never a panic.
+func Check(p Validator) error {
+	if p == nil || reflect.ValueOf(p).IsNil() {
+		return invalid("params", "nil")
+	}
+	return p.Validate()
 }

@@ -146,7 +146,7 @@ func cloneEvent(e *store.Event) *store.Event {
 
 // ClaimAcquire implements [store.Store].
 func (s *Store) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (*store.Claim, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -176,6 +176,9 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (
 
 // ClaimGet implements [store.Store].
 func (s *Store) ClaimGet(ctx context.Context, p *store.ClaimGetParams) (*store.Claim, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -202,7 +205,7 @@ func (s *Store) fenceLocked(tenant string, f store.Fence) (*store.Claim, error) 
 
 // ClaimRelease implements [store.Store].
 func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) error {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -219,7 +222,7 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 
 // ClaimRenew implements [store.Store].
 func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*store.Claim, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -239,6 +242,9 @@ func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*sto
 
 // EventList implements [store.Store].
 func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.Event, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -261,6 +267,9 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 
 // LedgerGet implements [store.Store].
 func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store.LedgerEntry, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -274,6 +283,9 @@ func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store
 
 // LedgerList implements [store.Store].
 func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -301,6 +313,9 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 
 // OnceGet implements [store.Store].
 func (s *Store) OnceGet(ctx context.Context, p *store.OnceGetParams) (*store.OnceRecord, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -316,7 +331,7 @@ func (s *Store) OnceGet(ctx context.Context, p *store.OnceGetParams) (*store.Onc
 
 // OncePut implements [store.Store].
 func (s *Store) OncePut(ctx context.Context, p *store.OncePutParams) (*store.OnceRecord, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -336,7 +351,7 @@ func (s *Store) OncePut(ctx context.Context, p *store.OncePutParams) (*store.Onc
 
 // RunClaimNext implements [store.Store].
 func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (*store.Run, *store.Claim, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -397,7 +412,7 @@ func cmpString(a, b string) int {
 
 // RunCreate implements [store.Store].
 func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -425,6 +440,9 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 
 // RunGet implements [store.Store].
 func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -438,6 +456,9 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 
 // RunList implements [store.Store].
 func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -472,7 +493,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 // RunWrite implements [store.Store]. All checks happen before any change,
 // under one lock, so a failed write changes nothing.
 func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -561,7 +582,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 
 // SessionAppend implements [store.Store].
 func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams) (int64, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return 0, err
 	}
 	if err := s.lock(ctx); err != nil {
@@ -591,6 +612,9 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 
 // SessionLoad implements [store.Store].
 func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -622,7 +646,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 
 // SessionSnapshotPut implements [store.Store].
 func (s *Store) SessionSnapshotPut(ctx context.Context, p *store.SessionSnapshotPutParams) error {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return err
 	}
 	if err := s.lock(ctx); err != nil {

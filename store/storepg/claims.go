@@ -65,7 +65,7 @@ func (s *Store) claimGet(ctx context.Context, q interface {
 
 // ClaimAcquire implements [store.Store].
 func (s *Store) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (*store.Claim, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
@@ -100,6 +100,9 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (
 
 // ClaimGet implements [store.Store].
 func (s *Store) ClaimGet(ctx context.Context, p *store.ClaimGetParams) (*store.Claim, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	c, err := s.claimGet(ctx, s.pool, p.Tenant, p.Key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "claim", ID: p.Key}
@@ -130,7 +133,7 @@ func (s *Store) fenced(ctx context.Context, q interface {
 // ClaimRelease implements [store.Store]: the claim expires now and keeps its
 // epoch, so the next holder gets a larger one.
 func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) error {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return err
 	}
 	now := s.clock.Now()
@@ -153,7 +156,7 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 
 // ClaimRenew implements [store.Store].
 func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*store.Claim, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()

@@ -52,6 +52,9 @@ func eventArgs(tenant, runID string, evs []*store.Event, now time.Time) ([]*stor
 
 // EventList implements [store.Store].
 func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.Event, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, s.q(`SELECT tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data
 		FROM {{schema}}.events WHERE tenant = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`),
 		p.Tenant, p.RunID, p.AfterSeq, limitArg(p.Limit))

@@ -80,6 +80,9 @@ func scanLedger(row pgx.Row) (*store.LedgerEntry, error) {
 
 // LedgerGet implements [store.Store].
 func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store.LedgerEntry, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	e, err := scanLedger(s.pool.QueryRow(ctx, s.q(`SELECT `+ledgerCols+` FROM {{schema}}.ledger
 		WHERE tenant = $1 AND run_id = $2 AND call_id = $3`), p.Tenant, p.RunID, p.CallID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -93,6 +96,9 @@ func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store
 
 // LedgerList implements [store.Store], in (turn, index, call id) order.
 func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, s.q(`SELECT `+ledgerCols+` FROM {{schema}}.ledger
 		WHERE tenant = $1 AND run_id = $2 ORDER BY turn, idx, call_id`), p.Tenant, p.RunID)
 	if err != nil {

@@ -13,6 +13,9 @@ import (
 
 // OnceGet implements [store.Store].
 func (s *Store) OnceGet(ctx context.Context, p *store.OnceGetParams) (*store.OnceRecord, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	var (
 		value     *string
 		createdAt *time.Time
@@ -36,7 +39,7 @@ func (s *Store) OnceGet(ctx context.Context, p *store.OnceGetParams) (*store.Onc
 // OncePut implements [store.Store]. The first value is kept; a placeholder
 // left by [Store.OnceTx] without a value counts as no value.
 func (s *Store) OncePut(ctx context.Context, p *store.OncePutParams) (*store.OnceRecord, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()

@@ -98,7 +98,7 @@ func collectRuns(rows pgx.Rows) ([]*store.Run, error) {
 // RunCreate implements [store.Store]. The run starts at revision 1 with
 // CreatedAt and UpdatedAt set by the clock; a nil checkpoint is stored as {}.
 func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	r := p.Run
@@ -130,6 +130,9 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 
 // RunGet implements [store.Store].
 func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	run, err := scanRun(s.pool.QueryRow(ctx, s.q(`SELECT `+runCols+` FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`),
 		p.Tenant, p.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -144,6 +147,9 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 // RunList implements [store.Store]: newest first, by (created_at, id)
 // descending.
 func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, s.q(`SELECT `+runCols+` FROM {{schema}}.runs
 		WHERE tenant = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR parent_id = $3)
 		ORDER BY created_at DESC, id DESC
@@ -175,7 +181,7 @@ func limitArg(n int) any {
 // the claim (someone called ClaimAcquire), the transaction is rolled back
 // and the pick is made again.
 func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (*store.Run, *store.Claim, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, nil, err
 	}
 	var (

@@ -41,7 +41,7 @@ const runUpdate = `
 // that order). A CAS that matched no row reads the actual revision in the
 // same transaction for the ConflictError.
 func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	// Encode outside the retry loop; only the clock is read per attempt.

@@ -52,7 +52,7 @@ func (s *Store) sessionRevision(ctx context.Context, tenant, id string) (int64, 
 
 // SessionAppend implements [store.Store]. It returns the new revision.
 func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams) (int64, error) {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return 0, err
 	}
 	items := make([]string, len(p.Items))
@@ -114,6 +114,9 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 // R: appends only add entries above R, so the two reads are consistent
 // without a transaction.
 func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
 	st := &store.SessionState{Tenant: p.Tenant, SessionID: p.SessionID}
 	var (
 		snapRev  *int64
@@ -182,7 +185,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 // the session's journal has reached Revision; a snapshot already stored at
 // that revision is kept.
 func (s *Store) SessionSnapshotPut(ctx context.Context, p *store.SessionSnapshotPutParams) error {
-	if err := p.Validate(); err != nil {
+	if err := store.Check(p); err != nil {
 		return err
 	}
 	var journal *int64

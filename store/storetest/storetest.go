@@ -802,6 +802,43 @@ func testInvalid(t *testing.T, bb *bundle) {
 			return err
 		}(),
 	}
+	reads := map[string]func() error{
+		"RunGet without tenant": func() error {
+			_, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{ID: "r"})
+			return err
+		},
+		"RunGet nil params": func() error {
+			_, err := bb.s.RunGet(bb.ctx, nil)
+			return err
+		},
+		"RunList unknown status": func() error {
+			_, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t", Status: "bogus"})
+			return err
+		},
+		"LedgerList without run": func() error {
+			_, err := bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t"})
+			return err
+		},
+		"EventList nil params": func() error {
+			_, err := bb.s.EventList(bb.ctx, nil)
+			return err
+		},
+		"SessionLoad without tenant": func() error {
+			_, err := bb.s.SessionLoad(bb.ctx, &store.SessionLoadParams{SessionID: "s"})
+			return err
+		},
+		"ClaimGet without key": func() error {
+			_, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t"})
+			return err
+		},
+		"OnceGet nil params": func() error {
+			_, err := bb.s.OnceGet(bb.ctx, nil)
+			return err
+		},
+	}
+	for name, fn := range reads {
+		cases[name] = fn()
+	}
 	for name, err := range cases {
 		if !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: want ErrInvalid, got %v", name, err)
