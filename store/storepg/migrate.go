@@ -66,8 +66,9 @@ func lockKey(schema string) int64 {
 // migrate creates the schema if needed and applies pending migrations. The
 // transaction first takes pg_advisory_xact_lock, so concurrent processes
 // opening the same schema apply each migration once; the losers wait, then
-// find nothing left to do. Versions recorded in the database that this
-// binary does not know (a newer binary migrated it) are left alone.
+// find nothing left to do. A schema migrated by a newer binary (a version
+// this one does not know) is refused, as storesqlite does: this binary
+// would write rows in a shape the newer one does not expect.
 func (s *Store) migrate(ctx context.Context) error {
 	ms, err := loadMigrations()
 	if err != nil {
@@ -95,8 +96,15 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		done := map[int64]bool{}
+		known := int64(0)
+		if len(ms) > 0 {
+			known = int64(ms[len(ms)-1].version)
+		}
 		for _, v := range applied {
 			done[v] = true
+			if v > known {
+				return fmt.Errorf("schema %s is at version %d, newer than this build knows (%d): upgrade actoviq", s.schema, v, known)
+			}
 		}
 		for _, m := range ms {
 			if done[int64(m.version)] {

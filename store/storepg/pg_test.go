@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -367,5 +368,24 @@ func TestSessionLoadAfterSnapshot(t *testing.T) {
 	if st.Revision != 500 || st.SnapshotRevision != 450 || string(st.Snapshot) != `"snap"` || len(st.Entries) != 50 ||
 		st.Entries[0].Seq != 451 || string(st.Entries[49].Item) != `{"i":499}` || st.Entries[0].RunID != "r" {
 		t.Fatalf("loaded %+v", st)
+	}
+}
+
+// A schema migrated by a newer build is refused, not written in an older
+// shape.
+func TestNewerSchemaRefused(t *testing.T) {
+	url := testURL(t)
+	ctx := context.Background()
+	s := openStore(t, newSchema(t), nil)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO "`+s.Schema()+`".schema_migrations (version, name) VALUES (9999, 'future')`); err != nil {
+		t.Fatal(err)
+	}
+	again, err := storepg.Open(ctx, url, &storepg.Config{Schema: s.Schema()})
+	if err == nil {
+		again.Close()
+		t.Fatal("opened a schema migrated by a newer build")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("error does not say why: %v", err)
 	}
 }
