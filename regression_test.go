@@ -101,7 +101,7 @@ func (c *clockTool) Call(context.Context, json.RawMessage) (tool.Result, error) 
 // run ends cancelled, ledger untouched).
 func TestResumePastDeadlineRecordsDecisions(t *testing.T) {
 	s := newSetup(t)
-	pay := &payTool{name: "pay", fail: unknownOutcome}
+	pay := &payTool{name: "pay", fail: errUnknownOutcome}
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
 	a := agent(p, pay)
 	a.Limits.RunTimeout = time.Hour

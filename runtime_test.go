@@ -314,12 +314,12 @@ func TestBatchInterruptionKeepsOtherCalls(t *testing.T) {
 	}
 }
 
-// unknownOutcome makes a live call end with an unknown outcome.
-var unknownOutcome = fmt.Errorf("connection reset after the request was sent: %w", tool.ErrOutcomeUnknown)
+// errUnknownOutcome makes a live call end with an unknown outcome.
+var errUnknownOutcome = fmt.Errorf("connection reset after the request was sent: %w", tool.ErrOutcomeUnknown)
 
 func TestUnknownSideEffectNeedsReconciliation(t *testing.T) {
 	s := newSetup(t)
-	pay := &payTool{name: "pay", fail: unknownOutcome}
+	pay := &payTool{name: "pay", fail: errUnknownOutcome}
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
 	a := agent(p, pay)
 	res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
@@ -355,7 +355,7 @@ func TestOperatorSettlesCommittedAndFailed(t *testing.T) {
 	for _, kind := range []actoviq.DecisionKind{actoviq.DecideCommitted, actoviq.DecideFailed} {
 		t.Run(string(kind), func(t *testing.T) {
 			s := newSetup(t)
-			pay := &payTool{name: "pay", fail: unknownOutcome}
+			pay := &payTool{name: "pay", fail: errUnknownOutcome}
 			p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
 			a := agent(p, pay)
 			s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
@@ -379,7 +379,7 @@ func TestOperatorSettlesCommittedAndFailed(t *testing.T) {
 func TestProbeSettlesOrEscalates(t *testing.T) {
 	t.Run("committed", func(t *testing.T) {
 		s := newSetup(t)
-		pay := probingPay{&payTool{name: "pay", fail: unknownOutcome,
+		pay := probingPay{&payTool{name: "pay", fail: errUnknownOutcome,
 			probe: &tool.Probe{Outcome: tool.ProbeCommitted, Result: &tool.Result{Content: "found payment"}, Evidence: "GET /payments?key=r1:c1 → 1"}}}
 		p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
 		a := agent(p, pay)
@@ -401,7 +401,7 @@ func TestProbeSettlesOrEscalates(t *testing.T) {
 	})
 	t.Run("unknown", func(t *testing.T) {
 		s := newSetup(t)
-		pay := probingPay{&payTool{name: "pay", fail: unknownOutcome,
+		pay := probingPay{&payTool{name: "pay", fail: errUnknownOutcome,
 			probe: &tool.Probe{Outcome: tool.ProbeUnknown, Evidence: "bank API timed out"}}}
 		p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
 		a := agent(p, pay)
@@ -420,7 +420,7 @@ func TestProbeSettlesOrEscalates(t *testing.T) {
 
 func TestReadWithUnknownOutcomeGetsErrorResult(t *testing.T) {
 	s := newSetup(t)
-	look := &payTool{name: "lookup", effect: tool.Read, fail: unknownOutcome}
+	look := &payTool{name: "lookup", effect: tool.Read, fail: errUnknownOutcome}
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "lookup", `{"amount":1}`)}}, scripted.Turn{Text: "done"})
 	res, err := s.rt.Run(s.ctx, agent(p, look), &actoviq.Input{RunID: "r1"})
 	if err != nil || res.Status != actoviq.StatusCompleted || look.count() != 1 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -320,5 +319,3 @@ func configFromMeta(runID string, meta json.RawMessage) (*runConfig, error) {
 	}
 	return m.CLI, nil
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 
 	actoviq "github.com/actoviq/actoviq-go"
@@ -169,5 +168,3 @@ func demoAgent(bank *bankTool) *actoviq.AgentSpec {
 		Provider: model, Model: "scripted", Tools: []tool.Tool{lookupInvoiceTool(), bank},
 		Approval: actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}}
 }
-
-func trimLines(s string) string { return strings.TrimSpace(s) }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -223,5 +222,3 @@ func printInterruption(w io.Writer, in *actoviq.Interruption) {
 		fmt.Fprintf(w, "  last error: %s\n", in.LastError)
 	}
 }
-
-var _ = context.Background
