@@ -1,8 +1,3 @@
-// Command actoviq runs LLM agents whose tool calls have real consequences,
-// and lets operators inspect runs, record decisions and resume them.
-//
-//	go install github.com/actoviq/actoviq-go/cmd/actoviq@latest
-//	actoviq demo
 package main
 
 import (

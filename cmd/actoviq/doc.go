@@ -1,0 +1,13 @@
+// Command actoviq runs LLM agents whose tool calls have real consequences,
+// and lets operators inspect runs, record decisions and resume them.
+//
+//	go install github.com/actoviq/actoviq-go/cmd/actoviq@latest
+//	actoviq demo
+//	actoviq run --model openai:gpt-4.1 --mcp-config mcp.json "..."
+//	actoviq runs list --status interrupted
+//	actoviq approve RUN CALL; actoviq resume RUN
+//
+// Exit codes: 0 completed, 3 interrupted (a decision is needed), 1 failed
+// or cancelled, 2 usage or configuration error. `actoviq help` lists every
+// command and flag; the commands live in internal/cli.
+package main
