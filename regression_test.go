@@ -19,6 +19,7 @@ import (
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storemem"
 	"github.com/actoviq/actoviq-go/tool"
 )
 
@@ -308,5 +309,21 @@ func TestOutputSchemaMismatchIsNotAnError(t *testing.T) {
 	r := toolResults(t, info)["c1"]
 	if r.IsError || !strings.Contains(r.Content, "did not match") || len(info.Ledger[0].Error) == 0 {
 		t.Fatalf("result %+v, ledger error %s", r, info.Ledger[0].Error)
+	}
+}
+
+// A NewID that returns short ids used to make every drive panic (the
+// drive's holder took the first eight bytes of a new id).
+func TestShortIDsFromNewID(t *testing.T) {
+	var n atomic.Int64
+	rt, err := actoviq.New(storemem.New(nil), &actoviq.Config{NewID: func() string { return fmt.Sprint(n.Add(1)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	p := scripted.New(scripted.Turn{Text: "ok"})
+	res, err := rt.Run(context.Background(), agent(p), &actoviq.Input{Items: []item.Item{item.UserText("hi")}})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
 	}
 }

@@ -80,7 +80,7 @@ func (e *Engine) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Even
 	if runID == "" {
 		runID = e.newID()
 	}
-	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: e.holder + "/" + e.newID()[:8]}
+	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: e.driveHolder()}
 	cp := &checkpoint{V: 1, TraceID: e.newID(), PolicyVersion: d.pv}
 	if in.SessionID != "" {
 		if err := d.claimSession(ctx, in.SessionID); err != nil {
@@ -146,7 +146,7 @@ func (e *Engine) Resume(ctx context.Context, a *AgentSpec, runID string, decisio
 }
 
 func (d *drive) load(ctx context.Context, runID string) error {
-	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: d.e.holder + "/" + d.e.newID()[:8]}
+	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: d.e.driveHolder()}
 	return d.read(ctx, runID)
 }
 
@@ -239,7 +239,7 @@ func (d *drive) claim(ctx context.Context) error {
 }
 
 func (d *drive) claimSession(ctx context.Context, sessionID string) error {
-	f := &store.Fence{Key: "session:" + sessionID, Holder: d.e.holder + "/" + d.e.newID()[:8]}
+	f := &store.Fence{Key: "session:" + sessionID, Holder: d.e.driveHolder()}
 	c, err := d.e.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: d.e.tenant, Key: f.Key, Holder: f.Holder, TTL: d.e.ttl})
 	if errors.Is(err, store.ErrClaimHeld) {
 		return fmt.Errorf("%w: %s: %v", ErrSessionBusy, sessionID, err)
@@ -292,6 +292,16 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// driveHolder names one drive: the worker's holder plus a short id, so two
+// drives in one process are two holders.
+func (e *Engine) driveHolder() string {
+	id := e.newID()
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return e.holder + "/" + id
 }
 
 // release gives the run's claim up (detached: it must happen).
