@@ -45,6 +45,8 @@ var layers = map[string]int{
 	"internal/demo":           9,
 	"internal/crashtest":      9,
 	"internal/crashtest/prog": 10,
+
+	"llm/internal/providertest": 3, // beside wiretest
 }
 
 // thirdParty says which module packages may import a third-party module:
@@ -69,6 +71,8 @@ var testOnly = map[string][]string{
 	"llm/internal/wiretest": nil,
 	"internal/testutil":     nil,
 	"llm/scripted":          {"internal/demo", "internal/cli", "internal/crashtest/prog"},
+
+	"llm/internal/providertest": nil,
 }
 
 // engineBlind: the engine sees interfaces, never concrete providers or

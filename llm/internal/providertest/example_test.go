@@ -1,0 +1,43 @@
+package providertest_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/providertest"
+	"github.com/actoviq/actoviq-go/llm/internal/wiretest"
+	"github.com/actoviq/actoviq-go/llm/openai"
+)
+
+// An adapter's test runs the whole suite. New builds the provider against
+// the fake server with a clock that never sleeps; the fixtures are the
+// adapter's own testdata files.
+func ExampleRun() {
+	_ = func(t *testing.T) {
+		providertest.Run(t, providertest.Backend{
+			Name:            "openai.chat",
+			Model:           "gpt-test",
+			NoToolsModel:    "no-tools",
+			RequestIDHeader: "X-Request-Id",
+			New: func(t *testing.T, env providertest.Env) llm.Provider {
+				p, err := openai.NewChat(&openai.Config{
+					APIKey: env.APIKey, BaseURL: env.BaseURL + "/v1", HTTPClient: env.HTTPClient,
+					MaxRetries: &env.MaxRetries, Clock: wiretest.NewFakeClock(),
+					Jitter: func(d time.Duration) time.Duration { return d },
+					Models: map[string]llm.Capabilities{"no-tools": {Streaming: true}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			},
+			Fixtures: providertest.Fixtures{
+				TextStream:        wiretest.Fixture(t, "chat_text.sse"),
+				ServerErrorStatus: http.StatusServiceUnavailable,
+				// ... the other fixtures; see llm/openai/conformance_test.go.
+			},
+		})
+	}
+}
