@@ -35,7 +35,6 @@ var layers = map[string]int{
 	"internal/testutil":       4,
 	"internal/ledger":         5,
 	"internal/redact":         5,
-	"internal/engine":         6,
 	"internal/worker":         7,
 	"":                        8, // root package actoviq
 	"otelsink":                9,
@@ -143,7 +142,7 @@ func TestLayering(t *testing.T) {
 				if allowed, isTestOnly := testOnly[to]; isTestOnly && !contains(allowed, from) {
 					t.Errorf("production package %q imports test helper %q", from, to)
 				}
-				if (from == "internal/engine" || from == "internal/ledger" || from == "internal/worker" || from == "") && contains(concrete, to) {
+				if (from == "internal/ledger" || from == "internal/worker" || from == "") && contains(concrete, to) {
 					t.Errorf("%q imports concrete implementation %q: it must see interfaces only", from, to)
 				}
 				if (from == "console" || from == "internal/cli") && strings.HasPrefix(to, "internal/") && to != "internal/demo" {

@@ -56,6 +56,17 @@
 // are redacted before anything is stored or emitted. otelsink turns events
 // into OpenTelemetry spans.
 //
-// The types are defined in the engine and shown here as aliases; their
-// fields are documented where they are defined.
+// # How a call is written
+//
+// The runtime sees interfaces only ([llm.Provider], [tool.Tool],
+// [store.Store]); the caller wires concrete providers and stores in. Each
+// model response is committed to the checkpoint, together with a
+// "prepared" ledger entry for each tool call it asks for, before anything
+// runs. A call then costs two more synchronous writes: "started" (returned
+// before the tool is invoked) and "committed" (the result; the transcript
+// is the checkpoint plus the committed results of the pending turn, so this
+// one write is also the transcript append). On resume the recovery rules
+// are applied to whatever the ledger holds before any new work. Every
+// write is a revision compare-and-swap fenced by the run's claim, so a
+// worker that lost its lease cannot commit anything.
 package actoviq

@@ -1,4 +1,4 @@
-package engine
+package actoviq
 
 import (
 	"context"
@@ -125,8 +125,8 @@ func (d *Decision) Validate() error {
 	return nil
 }
 
-// Result is what driving a run produced.
-type Result struct {
+// RunResult is what driving a run produced.
+type RunResult struct {
 	RunID         string
 	Status        Status
 	Output        []item.Item

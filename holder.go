@@ -1,4 +1,4 @@
-package engine
+package actoviq
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func deadLocalHolder(holder string) bool {
 }
 
 // releaseDead frees a claim held by a dead local process.
-func (e *Engine) releaseDead(ctx context.Context, key string, held *store.ClaimHeldError) bool {
+func (e *Runtime) releaseDead(ctx context.Context, key string, held *store.ClaimHeldError) bool {
 	if !deadLocalHolder(held.Holder) {
 		return false
 	}

@@ -1,4 +1,4 @@
-package engine
+package actoviq
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // Decide records decisions on an interrupted run without driving it. Each
 // decision is one fenced CAS on its ledger entry, with who, when, why and
 // the evidence that was open. Resume then acts on them.
-func (e *Engine) Decide(ctx context.Context, runID string, decisions []Decision) error {
+func (e *Runtime) decide(ctx context.Context, runID string, decisions []Decision) error {
 	d := &drive{e: e, ledger: map[string]*store.LedgerEntry{}, rawArgs: nil}
 	if err := d.load(ctx, runID); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package engine
+package actoviq
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type RunInfo struct {
 }
 
 // Get reads a run with its ledger and open interruptions.
-func (e *Engine) Get(ctx context.Context, runID string) (*RunInfo, error) {
+func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: %w", runID, err)
@@ -81,7 +81,7 @@ func (e *Engine) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	return info, nil
 }
 
-// ListParams filters [Engine.List].
+// ListParams filters [Runtime.List].
 type ListParams struct {
 	Status Status // empty: any
 	Limit  int
@@ -90,7 +90,7 @@ type ListParams struct {
 // List lists the tenant's runs, newest first. When a stored run cannot be
 // decoded, the others are still returned, with an error matching
 // store.ErrData that names the bad one.
-func (e *Engine) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
+func (e *Runtime) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
 	if p == nil {
 		p = &ListParams{}
 	}

@@ -1,4 +1,4 @@
-package engine
+package actoviq
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// Config configures an [Engine]. A nil *Config means defaults.
+// Config configures an [Runtime]. A nil *Config means defaults.
 type Config struct {
 	// Tenant scopes every record; empty means "default".
 	Tenant string
@@ -41,8 +41,10 @@ type Config struct {
 	CommitTimeout time.Duration
 }
 
-// Engine drives runs. It is safe for concurrent use.
-type Engine struct {
+// Runtime runs agents over a store. It is safe for concurrent use by
+// many goroutines; several runtimes, in one process or many, may share one
+// store: claims keep two drives of one run apart.
+type Runtime struct {
 	store    store.Store
 	tenant   string
 	holder   string
@@ -58,8 +60,10 @@ type Engine struct {
 	wg      sync.WaitGroup
 }
 
-// New returns an engine over s.
-func New(s store.Store, cfg *Config) (*Engine, error) {
+// New returns a runtime over s. The runtime does not own s: [Runtime.Close]
+// leaves it open, and the caller closes it after the runtime. A nil cfg
+// means defaults; an invalid field is reported by name.
+func New(s store.Store, cfg *Config) (*Runtime, error) {
 	if s == nil {
 		return nil, errors.New("actoviq: nil store")
 	}
@@ -89,7 +93,7 @@ func New(s store.Store, cfg *Config) (*Engine, error) {
 	if c.CommitTimeout <= 0 {
 		c.CommitTimeout = 30 * time.Second
 	}
-	return &Engine{
+	return &Runtime{
 		store: s, tenant: c.Tenant, holder: c.Holder, ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
 		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
 		cancels: map[string]context.CancelCauseFunc{},
@@ -102,14 +106,15 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Tenant returns the engine's tenant.
-func (e *Engine) Tenant() string { return e.tenant }
+// Tenant returns the runtime's tenant (Config.Tenant, or "default").
+func (e *Runtime) Tenant() string { return e.tenant }
 
-// Store returns the engine's store.
-func (e *Engine) Store() store.Store { return e.store }
+// Store returns the store the runtime was built over (not owned by it).
+func (e *Runtime) Store() store.Store { return e.store }
 
-// Close cancels live drives and waits for them to stop.
-func (e *Engine) Close() error {
+// Close cancels the runs this runtime is driving, waits for their drives
+// to stop, and returns. It does not close the store given to [New].
+func (e *Runtime) Close() error {
 	e.mu.Lock()
 	for _, c := range e.cancels {
 		c(errors.New("actoviq: runtime closed"))
@@ -178,8 +183,8 @@ func statusOf(s store.RunStatus) Status {
 	return StatusRunning
 }
 
-func (cp *checkpoint) result(runID string, status store.RunStatus) *Result {
-	res := &Result{RunID: runID, Status: statusOf(status), Output: cp.Output, Usage: cp.Usage, Error: cp.Error}
+func (cp *checkpoint) result(runID string, status store.RunStatus) *RunResult {
+	res := &RunResult{RunID: runID, Status: statusOf(status), Output: cp.Output, Usage: cp.Usage, Error: cp.Error}
 	if status == store.RunInterrupted {
 		res.Interruptions = cp.Interruptions
 	}

@@ -1,4 +1,4 @@
-package engine
+package actoviq
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 
 // loop drives the run until it completes, fails, is cancelled or stops with
 // interruptions. Store and fencing errors are returned as errors; outcomes
-// of the run are returned as a Result.
-func (d *drive) loop(ctx context.Context) (*Result, error) {
+// of the run are returned as a RunResult.
+func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 	for {
 		if d.pastDeadline() {
 			// Past the deadline: the run ends cancelled, the ledger untouched.
@@ -67,7 +67,7 @@ func (d *drive) loop(ctx context.Context) (*Result, error) {
 }
 
 // end writes a final or interrupted status and returns the run's result.
-func (d *drive) end(ctx context.Context, status store.RunStatus, ev string) (*Result, error) {
+func (d *drive) end(ctx context.Context, status store.RunStatus, ev string) (*RunResult, error) {
 	if err := d.finish(ctx, status, ev); err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 // commitResponse assigns call ids, and commits the response to the
 // checkpoint together with a prepared ledger entry per call, before
 // anything runs. A response without calls completes the run.
-func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*Result, error) {
+func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunResult, error) {
 	used := map[string]bool{}
 	for _, it := range d.cp.Items {
 		if it.Type == item.TypeToolCall {

@@ -1,4 +1,4 @@
-package engine
+package actoviq
 
 import (
 	"context"
@@ -29,7 +29,7 @@ type Input struct {
 
 // drive is the state of one drive of one run.
 type drive struct {
-	e      *Engine
+	e      *Runtime
 	agent  *AgentSpec
 	runner *tool.Runner
 	pv     string // approval policy version
@@ -47,7 +47,7 @@ type drive struct {
 	mu sync.Mutex
 }
 
-func (e *Engine) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
+func (e *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (e *Engine) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
 
 // Run starts a new run and drives it until it completes, fails, is
 // cancelled or stops with interruptions.
-func (e *Engine) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...EventSink) (*Result, error) {
+func (e *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...EventSink) (*RunResult, error) {
 	d, err := e.newDrive(a, sinks)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (e *Engine) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Even
 
 // Resume continues a run: decisions are recorded first, then the recovery
 // rules are applied to the ledger, then the run goes on.
-func (e *Engine) Resume(ctx context.Context, a *AgentSpec, runID string, decisions []Decision, sinks ...EventSink) (*Result, error) {
+func (e *Runtime) resume(ctx context.Context, a *AgentSpec, runID string, decisions []Decision, sinks ...EventSink) (*RunResult, error) {
 	d, err := e.newDrive(a, sinks)
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (d *drive) read(ctx context.Context, runID string) error {
 
 // claimAndDrive takes the run's claim, keeps it alive while driving, and
 // gives it up at the end.
-func (e *Engine) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (*Result, error) {
+func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (*RunResult, error) {
 	if err := d.claim(ctx); err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 
 // driveHolder names one drive: the worker's holder plus a short id, so two
 // drives in one process are two holders.
-func (e *Engine) driveHolder() string {
+func (e *Runtime) driveHolder() string {
 	id := e.newID()
 	if len(id) > 8 {
 		id = id[:8]
@@ -335,7 +335,7 @@ func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFu
 // run that is not being driven as cancelled. A cancelled run is final:
 // nothing runs again, and a call that was started keeps its ledger state
 // (started or unknown) as the record an operator needs.
-func (e *Engine) Cancel(ctx context.Context, runID string) error {
+func (e *Runtime) Cancel(ctx context.Context, runID string) error {
 	e.mu.Lock()
 	c, live := e.cancels[runID]
 	e.mu.Unlock()
