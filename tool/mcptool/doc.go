@@ -84,10 +84,13 @@
 //     the request did not reach the server), which is not true once the
 //     request was written; we do not rely on it and treat every in-flight
 //     failure as unknown.
-//   - When a call's SSE response stream breaks, the client resumes it with
-//     GET and Last-Event-ID, up to MaxRetries times; that resumes the answer,
-//     it does not re-send the request. We set MaxRetries to -1 (no resuming):
-//     a broken stream fails the call, with its outcome unknown.
+//   - When a call's SSE response stream breaks after the server gave it an
+//     event id, the client resumes it with GET and Last-Event-ID after the
+//     server's retry delay ([Options.ResumeRetries] times without progress
+//     at most). That re-reads the same answer, which the server kept; it
+//     never re-sends the request, so resumption is on. A stream that breaks
+//     before any event id, or whose resumption fails, fails the call with
+//     its outcome unknown.
 //   - The multi-round-trip middleware (protocol 2026-07-28) re-sends
 //     tools/call with the answers when a server asks for client input. We
 //     turn it off and declare no sampling, elicitation or roots capability.

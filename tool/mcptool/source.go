@@ -54,6 +54,13 @@ type Options struct {
 	// retry requests on its own: a POSTed tools/call must never be sent
 	// twice.
 	HTTPClient *http.Client
+	// ResumeRetries bounds how often a broken response stream of a
+	// streamable-HTTP server is resumed (a GET with Last-Event-ID, after the
+	// server's retry delay) without the stream making progress. Resuming
+	// re-reads the same response; it never re-sends the request. Zero means
+	// the SDK's default (5); negative turns resumption off, so a broken
+	// stream fails its call with an unknown outcome.
+	ResumeRetries int
 }
 
 // Source connects to the configured MCP servers and offers their tools as
@@ -420,12 +427,11 @@ func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
 		return &mcp.StreamableClientTransport{
 			Endpoint:   sv.cfg.URL,
 			HTTPClient: &hc,
-			// Negative: no reconnect of a broken response stream. The
-			// transport never re-POSTs a request (see the package
-			// documentation); with retries off it does not resume a
-			// call's stream either, so a broken stream fails the call
-			// and we treat its outcome as unknown.
-			MaxRetries: -1,
+			// Resuming a broken response stream (GET with Last-Event-ID)
+			// re-reads the same answer and never re-sends the request,
+			// so it is on. A stream that cannot be resumed fails the
+			// call, and we treat its outcome as unknown.
+			MaxRetries: sv.src.opts.ResumeRetries,
 		}, nil
 	}
 }
