@@ -62,6 +62,13 @@ type Item struct {
 	Structured json.RawMessage `json:"structured,omitempty"`
 	Error      *Error          `json:"error,omitempty"`
 	Raw        *Raw            `json:"raw,omitempty"`
+
+	// Original is the provider's own form of a text or refusal item, kept
+	// when it carries more than Text holds: citations on an Anthropic text
+	// block, annotations on an OpenAI output message. The adapter that
+	// made it (Original.Provider) sends it back as it came; other
+	// providers read Text. Nil means the typed fields say it all.
+	Original *Raw `json:"original,omitempty"`
 }
 
 // Image is an image given either by URL or by its bytes.
@@ -170,6 +177,17 @@ func (it *Item) Validate() error {
 	}
 	if it.Text != "" && it.Type != TypeText && it.Type != TypeRefusal {
 		return bad("carries text")
+	}
+	if it.Original != nil {
+		if it.Type != TypeText && it.Type != TypeRefusal {
+			return bad("carries an original form (only text and refusal items do)")
+		}
+		if it.Original.Provider == "" {
+			return bad("original form without a provider")
+		}
+		if !json.Valid(it.Original.Value) {
+			return bad("original form is not JSON")
+		}
 	}
 	switch it.Type {
 	case TypeText, TypeRefusal:
@@ -297,6 +315,9 @@ func (it *Item) canonicalize() {
 	}
 	if it.Raw != nil {
 		it.Raw.Value = canon(it.Raw.Value)
+	}
+	if it.Original != nil {
+		it.Original.Value = canon(it.Original.Value)
 	}
 }
 

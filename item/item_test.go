@@ -30,7 +30,9 @@ func samples() map[string]item.Item {
 		"structured-num":  {Type: item.TypeStructured, Structured: json.RawMessage(`42`)},
 		"refusal":         {Type: item.TypeRefusal, Role: item.RoleAssistant, Text: "I can't help with that."},
 		"error":           {Type: item.TypeError, Error: &item.Error{Code: "model_behaviour", Message: "duplicate call id"}},
-		"raw":             {Type: item.TypeRaw, Raw: &item.Raw{Provider: "openai", Value: json.RawMessage(`{"type":"web_search_call","id":"ws_1"}`)}},
+		"text-original": {Type: item.TypeText, Role: item.RoleAssistant, Text: "Paris is in France.", Original: &item.Raw{Provider: "anthropic",
+			Value: json.RawMessage(`{"type":"text","text":"Paris is in France.","citations":[{"type":"char_location","cited_text":"Paris","start_char_index":0,"end_char_index":5}]}`)}},
+		"raw": {Type: item.TypeRaw, Raw: &item.Raw{Provider: "openai", Value: json.RawMessage(`{"type":"web_search_call","id":"ws_1"}`)}},
 	}
 }
 
@@ -127,6 +129,8 @@ func TestInvalid(t *testing.T) {
 		"raw no provider":       `{"type":"raw","raw":{"provider":"","value":{}}}`,
 		"refusal with call":     `{"type":"refusal","tool_call":{"id":"1","name":"n","arguments":{}}}`,
 		"unknown field":         `{"type":"text","text":"hi","colour":"red"}`,
+		"original on a call":    `{"type":"tool_call","tool_call":{"id":"1","name":"n","arguments":{}},"original":{"provider":"p","value":{}}}`,
+		"original no provider":  `{"type":"text","text":"hi","original":{"provider":"","value":{}}}`,
 		"wrong field type":      `{"type":"text","text":5}`,
 	}
 	for name, in := range cases {

@@ -89,6 +89,10 @@ type ProviderError struct {
 	RetryAfter time.Duration
 	// Err is the underlying error, if any.
 	Err error
+	// Hint says what to check next, in the words of the Go API (an
+	// authentication failure names the key's source: "check
+	// OPENAI_API_KEY"). Empty means none.
+	Hint string
 }
 
 func (e *ProviderError) Error() string {
@@ -97,21 +101,35 @@ func (e *ProviderError) Error() string {
 	if e.Provider == "" {
 		b.WriteString("llm")
 	}
-	b.WriteString(":")
+	// The head is "provider:" followed by what is known; a colon is never
+	// doubled when the status and type are missing.
+	head := false
+	word := func(s string) {
+		if !head {
+			b.WriteString(":")
+			head = true
+		}
+		b.WriteString(" " + s)
+	}
 	if e.Status != 0 {
-		fmt.Fprintf(&b, " status %d", e.Status)
+		word(fmt.Sprintf("status %d", e.Status))
 	}
 	if e.Type != "" {
-		b.WriteString(" " + e.Type)
+		word(e.Type)
 	}
 	if e.Code != "" && e.Code != e.Type {
-		b.WriteString(" (" + e.Code + ")")
+		word("(" + e.Code + ")")
 	}
 	if e.Message != "" {
 		b.WriteString(": " + e.Message)
 	}
 	if e.Err != nil {
-		b.WriteString(": " + e.Err.Error())
+		if s := e.Err.Error(); s != "" {
+			b.WriteString(": " + s)
+		}
+	}
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
 	}
 	if e.RequestID != "" {
 		b.WriteString(" [request " + e.RequestID + "]")

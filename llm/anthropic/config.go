@@ -47,6 +47,13 @@ type Config struct {
 	// Anthropic host, and sends no key to any other host.
 	APIKey string
 
+	// APIKeySource names where APIKey came from, for the hint of an
+	// authentication failure ("check the API key in ANTHROPIC_API_KEY"). A
+	// program that read the key from somewhere else says where. Empty
+	// means "Config.APIKey", or "ANTHROPIC_API_KEY" when the key was read
+	// from the environment.
+	APIKeySource string
+
 	// NoAuth sends no x-api-key header at all and never reports a missing
 	// key. Zero (false) means authenticate when a key is known.
 	NoAuth bool

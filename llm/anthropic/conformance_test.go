@@ -58,6 +58,9 @@ func TestConformance(t *testing.T) {
 			},
 			ErrorEventStream: fixture(t, "overloaded.sse"),
 			ErrorEventStatus: 529,
+			ServerToolStream: fixture(t, "server_tool.sse"),
+			ServerToolJSON:   fixture(t, "server_tool.json"),
+			ServerToolInput:  `"query":"weather in Paris"`,
 		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -17,8 +18,11 @@ var ErrMalformedToolCall = errors.New("anthropic: malformed tool input")
 // input_json_delta fragments are not a JSON object. The response is
 // rejected as a whole: none of its calls may be executed.
 type MalformedToolCallError struct {
-	// CallID and Name identify the tool_use block.
+	// CallID and Name identify the block.
 	CallID, Name string
+	// Type is the block's type: "tool_use", or a server-side block such
+	// as "server_tool_use" whose input must go back whole.
+	Type string
 	// Input is the joined input text as received.
 	Input string
 	// Response is everything else received, as evidence.
@@ -26,7 +30,11 @@ type MalformedToolCallError struct {
 }
 
 func (e *MalformedToolCallError) Error() string {
-	return llm.RedactSecrets(fmt.Sprintf("anthropic: tool_use %q (%s): input is not a JSON object: %.200q", e.CallID, e.Name, e.Input))
+	typ := e.Type
+	if typ == "" {
+		typ = "tool_use"
+	}
+	return llm.RedactSecrets(fmt.Sprintf("anthropic: %s %q (%s): input is not a JSON object: %.200q", typ, e.CallID, e.Name, e.Input))
 }
 
 // Is matches ErrMalformedToolCall.
@@ -104,10 +112,20 @@ func (p *Messages) providerError(err error) error {
 			if pe.RequestID == "" {
 				pe.RequestID = eb.RequestID
 			}
+			pe.Err = wire.Brief(se) // the message came from the body: do not print it twice
 		}
+		pe.Hint = p.keyHint(se.Status)
 		return pe
 	case errors.As(err, &te):
 		return &llm.ProviderError{Provider: p.name, Retryable: te.Retryable, Err: err}
 	}
 	return err
+}
+
+// keyHint names where the key came from on an authentication failure.
+func (p *Messages) keyHint(status int) string {
+	if p.apiKey == "" && (status == 401 || status == 403) {
+		return "no API key was sent: set ANTHROPIC_API_KEY or Config.APIKey"
+	}
+	return wire.KeyHint(status, p.keySource)
 }

@@ -20,6 +20,7 @@ import (
 type Messages struct {
 	name      string
 	apiKey    string
+	keySource string
 	url       string
 	header    http.Header
 	models    map[string]llm.Capabilities
@@ -46,10 +47,17 @@ func New(cfg *Config) (*Messages, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	source := c.APIKeySource
+	if source == "" {
+		source = "Config.APIKey"
+	}
 	if c.NoAuth {
 		c.APIKey = ""
 	} else if c.APIKey == "" {
 		c.APIKey = os.Getenv("ANTHROPIC_API_KEY")
+		if c.APIKeySource == "" {
+			source = "ANTHROPIC_API_KEY"
+		}
 	}
 	if c.APIKey == "" && !c.NoAuth && isAnthropicHost(c.BaseURL) {
 		return nil, ErrMissingAPIKey
@@ -69,6 +77,7 @@ func New(cfg *Config) (*Messages, error) {
 	m := &Messages{
 		name:      "anthropic",
 		apiKey:    c.APIKey,
+		keySource: source,
 		url:       strings.TrimRight(c.BaseURL, "/") + "/v1/messages",
 		header:    h,
 		models:    map[string]llm.Capabilities{},

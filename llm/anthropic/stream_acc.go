@@ -30,8 +30,10 @@ type openBlock struct {
 	raw       json.RawMessage // the content_block_start block
 	text      bytes.Buffer
 	input     bytes.Buffer
+	sawInput  bool // input_json_delta fragments arrived (any block type)
 	thinking  bytes.Buffer
 	signature bytes.Buffer
+	citations []json.RawMessage // from citations_delta, in order
 }
 
 func newAcc(provider string) *acc {
@@ -44,12 +46,13 @@ type streamEvent struct {
 	Index        int             `json:"index"`
 	ContentBlock json.RawMessage `json:"content_block"`
 	Delta        *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		Thinking    string `json:"thinking"`
-		Signature   string `json:"signature"`
-		StopReason  string `json:"stop_reason"`
+		Type        string          `json:"type"`
+		Text        string          `json:"text"`
+		PartialJSON string          `json:"partial_json"`
+		Thinking    string          `json:"thinking"`
+		Signature   string          `json:"signature"`
+		Citation    json.RawMessage `json:"citation"`
+		StopReason  string          `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *usage `json:"usage"`
 }
@@ -86,9 +89,16 @@ func (a *acc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool,
 			ob.text.WriteString(e.Delta.Text)
 			emit(llm.StreamEvent{Type: llm.EventTextDelta, Index: e.Index, Delta: e.Delta.Text})
 		case "input_json_delta":
+			// tool_use, server_tool_use, mcp_tool_use… all stream their
+			// input this way; only a tool_use is a call the client runs.
 			ob.input.WriteString(e.Delta.PartialJSON)
-			if e.Delta.PartialJSON != "" {
+			ob.sawInput = true
+			if e.Delta.PartialJSON != "" && ob.start.Type == "tool_use" {
 				emit(llm.StreamEvent{Type: llm.EventToolCallDelta, Index: e.Index, Delta: e.Delta.PartialJSON})
+			}
+		case "citations_delta":
+			if len(e.Delta.Citation) > 0 {
+				ob.citations = append(ob.citations, e.Delta.Citation)
 			}
 		case "thinking_delta":
 			ob.thinking.WriteString(e.Delta.Thinking)
@@ -122,34 +132,48 @@ func (a *acc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool,
 	return false, nil // ping and unknown events
 }
 
-// close completes a block: tool input fragments are joined and parsed here,
-// once.
+// close completes a block: the deltas are folded into the start block, so
+// that the result is the block Generate would have received whole, and
+// any input fragments are joined and parsed here, once.
 func (a *acc) close(ob *openBlock) (item.Item, error) {
 	b := ob.start
+	var set []field
+	str := func(k, v string) {
+		enc, _ := json.Marshal(v)
+		set = append(set, field{k, enc})
+	}
 	switch b.Type {
 	case "text":
-		return item.AssistantText(ob.text.String()), nil
-	case "tool_use":
+		str("text", ob.text.String())
+	case "thinking":
+		str("thinking", ob.thinking.String())
+		str("signature", ob.signature.String())
+	}
+	if len(ob.citations) > 0 {
+		var start struct {
+			Citations []json.RawMessage `json:"citations"`
+		}
+		_ = json.Unmarshal(ob.raw, &start)
+		enc, _ := json.Marshal(append(start.Citations, ob.citations...))
+		set = append(set, field{"citations", enc})
+	}
+	var input json.RawMessage
+	if ob.sawInput || b.Type == "tool_use" {
 		joined := ob.input.String()
 		if joined == "" && len(b.Input) > 0 {
 			joined = string(b.Input) // the whole input came with the start
 		}
 		in, ok := wire.ParseArguments(joined)
-		if !ok || b.Name == "" {
-			return item.Item{}, &MalformedToolCallError{CallID: b.ID, Name: b.Name, Input: joined, Response: a.Partial()}
+		if !ok || (b.Type == "tool_use" && b.Name == "") {
+			return item.Item{}, &MalformedToolCallError{CallID: b.ID, Name: b.Name, Type: b.Type, Input: joined, Response: a.Partial()}
 		}
-		return item.NewToolCall(b.ID, b.Name, in), nil
-	case "thinking":
-		raw, _ := json.Marshal(struct {
-			Type      string `json:"type"`
-			Thinking  string `json:"thinking"`
-			Signature string `json:"signature"`
-		}{"thinking", ob.thinking.String(), ob.signature.String()})
-		return item.Item{Type: item.TypeReasoning, Role: item.RoleAssistant, Reasoning: &item.Reasoning{
-			Summary: ob.thinking.String(), Provider: ReasoningProvider, Opaque: raw}}, nil
+		input = in
+		set = append(set, field{"input", in})
 	}
-	it, _ := blockItem(ob.raw, &b)
-	return it, nil
+	if b.Type == "tool_use" {
+		return item.NewToolCall(b.ID, b.Name, input), nil
+	}
+	return blockItem(overlay(ob.raw, set), b.Type), nil
 }
 
 func (a *acc) items() []item.Item {

@@ -82,8 +82,10 @@ type toolResultBlock struct {
 //     refusals are text blocks; tool calls are tool_use blocks;
 //   - tool results are user blocks {type:"tool_result", tool_use_id,
 //     content, is_error};
-//   - thinking blocks produced by this adapter are sent back verbatim with
-//     their signature; other providers' reasoning is dropped;
+//   - thinking and redacted_thinking blocks, text blocks with citations,
+//     and every other block this adapter received (server tool use and
+//     results, MCP blocks…) are sent back verbatim; other providers'
+//     reasoning and raw items are dropped;
 //   - consecutive items of the same role are merged into one message, as
 //     the API requires alternating roles; empty text blocks, which the API
 //     rejects, are left out.
@@ -122,6 +124,8 @@ func (p *Messages) body(req *llm.Request, stream bool) ([]byte, error) {
 			if it.Text != "" {
 				system = append(system, it.Text)
 			}
+		case it.Type == item.TypeText && it.Original != nil && it.Original.Provider == ReasoningProvider && json.Valid(it.Original.Value):
+			add("assistant", it.Original.Value) // a text block with citations, as it came
 		case (it.Type == item.TypeText || it.Type == item.TypeRefusal) && it.Role == item.RoleAssistant,
 			it.Type == item.TypeRefusal:
 			if it.Text != "" {
@@ -238,21 +242,96 @@ func stopReason(s string) llm.StopReason {
 	return llm.StopOther
 }
 
-// blockItem maps one complete content block.
-func blockItem(raw json.RawMessage, b *block) (item.Item, bool) {
-	switch b.Type {
-	case "text":
-		return item.AssistantText(b.Text), true
-	case "tool_use":
-		return item.NewToolCall(b.ID, b.Name, b.Input), true
-	case "thinking":
-		return item.Item{Type: item.TypeReasoning, Role: item.RoleAssistant, Reasoning: &item.Reasoning{
-			Summary: b.Thinking, Provider: ReasoningProvider, Opaque: bytes.Clone(raw)}}, true
-	case "redacted_thinking":
-		return item.Item{Type: item.TypeReasoning, Role: item.RoleAssistant, Reasoning: &item.Reasoning{
-			Provider: ReasoningProvider, Opaque: bytes.Clone(raw)}}, true
+// field is one member of a JSON object, in the order it came.
+type field struct {
+	key string
+	val json.RawMessage
+}
+
+// overlay returns the object raw with the given members replaced or, when
+// missing, appended, keeping the order the members came in. A streamed
+// block is rebuilt this way from its content_block_start and its deltas,
+// so that it reads as the block a non-streaming response carries.
+func overlay(raw json.RawMessage, set []field) json.RawMessage {
+	var have []field
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				break
+			}
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				break
+			}
+			key, _ := k.(string)
+			have = append(have, field{key, v})
+		}
 	}
-	return item.Item{Type: item.TypeRaw, Role: item.RoleAssistant, Raw: &item.Raw{Provider: ReasoningProvider, Value: bytes.Clone(raw)}}, true
+	for _, f := range set {
+		found := false
+		for i := range have {
+			if have[i].key == f.key {
+				have[i].val, found = f.val, true
+			}
+		}
+		if !found {
+			have = append(have, f)
+		}
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range have {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.key)
+		b.Write(k)
+		b.WriteByte(':')
+		_ = json.Compact(&b, f.val)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// hasCitations reports whether a text block carries a non-empty citations
+// list.
+func hasCitations(raw json.RawMessage) bool {
+	var b struct {
+		Citations []json.RawMessage `json:"citations"`
+	}
+	return json.Unmarshal(raw, &b) == nil && len(b.Citations) > 0
+}
+
+// blockItem maps one complete content block other than tool_use, kept as
+// it came:
+//   - text becomes a text item; with citations it keeps the whole block as
+//     its Original, which is sent back as it came;
+//   - thinking and redacted_thinking become reasoning whose Opaque is the
+//     block, sent back verbatim (the signature and the encrypted data must
+//     not change);
+//   - every other block (server_tool_use, web_search_tool_result,
+//     mcp_tool_use, mcp_tool_result, container_upload, and types not known
+//     yet) becomes a raw item holding the block, sent back verbatim.
+func blockItem(raw json.RawMessage, typ string) item.Item {
+	raw = bytes.Clone(raw)
+	switch typ {
+	case "text":
+		var b block
+		_ = json.Unmarshal(raw, &b)
+		it := item.AssistantText(b.Text)
+		if hasCitations(raw) {
+			it.Original = &item.Raw{Provider: ReasoningProvider, Value: raw}
+		}
+		return it
+	case "thinking", "redacted_thinking":
+		var b block
+		_ = json.Unmarshal(raw, &b)
+		return item.Item{Type: item.TypeReasoning, Role: item.RoleAssistant, Reasoning: &item.Reasoning{
+			Summary: b.Thinking, Provider: ReasoningProvider, Opaque: raw}}
+	}
+	return item.Item{Type: item.TypeRaw, Role: item.RoleAssistant, Raw: &item.Raw{Provider: ReasoningProvider, Value: raw}}
 }
 
 // response maps a complete message.
@@ -268,14 +347,14 @@ func (p *Messages) response(m *message) (*llm.Response, error) {
 			in, ok := wire.ParseArguments(string(b.Input))
 			if !ok || b.Name == "" {
 				if bad == nil {
-					bad = &MalformedToolCallError{CallID: b.ID, Name: b.Name, Input: string(b.Input)}
+					bad = &MalformedToolCallError{CallID: b.ID, Name: b.Name, Type: b.Type, Input: string(b.Input)}
 				}
 				continue
 			}
-			b.Input = in
+			out.Items = append(out.Items, item.NewToolCall(b.ID, b.Name, in))
+			continue
 		}
-		it, _ := blockItem(raw, &b)
-		out.Items = append(out.Items, it)
+		out.Items = append(out.Items, blockItem(raw, b.Type))
 	}
 	if bad != nil {
 		bad.Response = out

@@ -96,6 +96,7 @@ func (p *Chat) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Strea
 		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
 	}
 	treq.ErrorEvent = chatErrorEvent
+	treq.ErrorEventFinal = finalErrorEvent
 	return func(yield func(llm.StreamEvent, error) bool) {
 		p.c.stream(ctx, treq, newChatAcc(p.c.name))(yield)
 	}

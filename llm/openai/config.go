@@ -40,6 +40,13 @@ type Config struct {
 	// Studio server) the request is sent without an Authorization header.
 	APIKey string
 
+	// APIKeySource names where APIKey came from, for the hint of an
+	// authentication failure ("check the API key in OPENAI_API_KEY"). A
+	// program that read the key from somewhere else says where. Empty
+	// means "Config.APIKey", or "OPENAI_API_KEY" when the key was read from
+	// the environment.
+	APIKeySource string
+
 	// NoAuth sends no Authorization header even when a key is configured
 	// or OPENAI_API_KEY is set, and never reports a missing key. For local
 	// servers. Zero (false) means authenticate when a key is known.
@@ -109,14 +116,15 @@ func (c *Config) validate() error {
 
 // client is what both adapters share: resolved settings and the transport.
 type client struct {
-	name    string
-	apiKey  string
-	baseURL string
-	header  http.Header
-	models  map[string]llm.Capabilities
-	legacy  bool
-	tcfg    transport.Config
-	tr      *transport.Client
+	name      string
+	apiKey    string
+	keySource string
+	baseURL   string
+	header    http.Header
+	models    map[string]llm.Capabilities
+	legacy    bool
+	tcfg      transport.Config
+	tr        *transport.Client
 }
 
 func newClient(name string, cfg *Config) (*client, error) {
@@ -133,8 +141,15 @@ func newClient(name string, cfg *Config) (*client, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	source := c.APIKeySource
+	if source == "" {
+		source = "Config.APIKey"
+	}
 	if c.APIKey == "" && !c.NoAuth {
 		c.APIKey = os.Getenv("OPENAI_API_KEY")
+		if c.APIKeySource == "" {
+			source = "OPENAI_API_KEY"
+		}
 	}
 	if c.NoAuth {
 		c.APIKey = ""
@@ -161,12 +176,13 @@ func newClient(name string, cfg *Config) (*client, error) {
 		models[k] = v
 	}
 	cl := &client{
-		name:    name,
-		apiKey:  c.APIKey,
-		baseURL: strings.TrimRight(c.BaseURL, "/"),
-		header:  h,
-		models:  models,
-		legacy:  c.LegacyMaxTokens,
+		name:      name,
+		apiKey:    c.APIKey,
+		keySource: source,
+		baseURL:   strings.TrimRight(c.BaseURL, "/"),
+		header:    h,
+		models:    models,
+		legacy:    c.LegacyMaxTokens,
 		tcfg: transport.Config{
 			HTTPClient:     c.HTTPClient,
 			MaxRetries:     c.MaxRetries,

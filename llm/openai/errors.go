@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -62,7 +63,7 @@ func errorStatus(typ, code string) int {
 	}
 	for _, s := range []string{code, typ} {
 		switch s {
-		case "rate_limit_exceeded", "rate_limit_error", "insufficient_quota", "tokens", "requests":
+		case "rate_limit_exceeded", "rate_limit_error", "insufficient_quota", "billing_hard_limit_reached", "tokens", "requests":
 			return 429
 		case "invalid_request_error", "invalid_prompt", "context_length_exceeded", "invalid_value":
 			return 400
@@ -96,6 +97,10 @@ func (c *client) providerError(err error) error {
 			pe.RetryAfter = se.Wait
 		}
 		c.fillFromBody(pe, se.Body)
+		if pe.Message != "" {
+			pe.Err = wire.Brief(se) // the message came from the body: do not print it twice
+		}
+		pe.Hint = c.keyHint(se.Status)
 		return pe
 	case errors.As(err, &te):
 		return &llm.ProviderError{Provider: c.name, Retryable: te.Retryable, Err: err}
@@ -135,4 +140,48 @@ func (c *client) fillFromBody(pe *llm.ProviderError, body []byte) {
 	pe.Message = c.scrub(ae.Message)
 	pe.Type = ae.Type
 	pe.Code = ae.code()
+}
+
+// keyHint names where the key came from on an authentication failure.
+func (c *client) keyHint(status int) string {
+	if c.apiKey == "" && (status == 401 || status == 403) {
+		return "no API key was sent: set OPENAI_API_KEY or Config.APIKey"
+	}
+	return wire.KeyHint(status, c.keySource)
+}
+
+// finalCodes are error codes no retry can fix, whatever status they stand
+// for: a quota or billing limit.
+var finalCodes = map[string]bool{"insufficient_quota": true, "billing_hard_limit_reached": true, "billing_not_active": true}
+
+// finalErrorEvent reports an error event (Chat's error chunk, a Responses
+// "error" or "response.failed" event, in either shape) whose code is final.
+func finalErrorEvent(ev transport.Event) bool {
+	var doc struct {
+		Code     json.RawMessage `json:"code"`
+		Error    *apiError       `json:"error"`
+		Response *struct {
+			Error *apiError `json:"error"`
+		} `json:"response"`
+	}
+	if json.Unmarshal(ev.Data, &doc) != nil {
+		return false
+	}
+	codes := []string{(&apiError{Code: doc.Code}).code()}
+	for _, e := range []*apiError{doc.Error, func() *apiError {
+		if doc.Response != nil {
+			return doc.Response.Error
+		}
+		return nil
+	}()} {
+		if e != nil {
+			codes = append(codes, e.code(), e.Type)
+		}
+	}
+	for _, c := range codes {
+		if finalCodes[c] {
+			return true
+		}
+	}
+	return false
 }

@@ -119,6 +119,7 @@ func (p *Responses) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.
 		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
 	}
 	treq.ErrorEvent = respErrorEvent
+	treq.ErrorEventFinal = finalErrorEvent
 	return func(yield func(llm.StreamEvent, error) bool) {
 		p.c.stream(ctx, treq, &respAcc{c: p.c, items: map[int][]item.Item{}, args: map[int]*bytes.Buffer{},
 			text: map[int]*bytes.Buffer{}, emitted: map[int]bool{}, seq: -1})(yield)
@@ -150,8 +151,16 @@ func respErrorEvent(ev transport.Event) (int, bool) {
 	}
 	switch typ {
 	case "error":
-		var e respEvent
+		// The reference puts code and message at the top level; the live
+		// API also nests them under "error" (with a type). Both count.
+		var e struct {
+			Code  json.RawMessage `json:"code"`
+			Error *apiError       `json:"error"`
+		}
 		_ = json.Unmarshal(ev.Data, &e)
+		if e.Error != nil {
+			return errorStatus(e.Error.Type, e.Error.code()), true
+		}
 		a := apiError{Code: e.Code}
 		return errorStatus("", a.code()), true
 	case "response.failed":

@@ -47,6 +47,12 @@ type Request struct {
 	// such an event is retried under the status rule; after, it ends the
 	// stream with a *StatusError.
 	ErrorEvent func(Event) (status int, isError bool)
+
+	// ErrorEventFinal, when set, is asked about each event ErrorEvent
+	// reported; true makes it final whatever its status, as an
+	// x-should-retry: false header would (OpenAI's insufficient_quota is a
+	// 429 that no retry can fix). Nil means the status rule alone.
+	ErrorEventFinal func(Event) bool
 }
 
 // Client is the retrying HTTP client every provider adapter uses. It is
@@ -245,6 +251,8 @@ func (c *Client) final(cl call, f *failure, n int, wait time.Duration, cause err
 		msg += fmt.Sprintf(" (next wait %v would end past the context deadline)", wait)
 	case cause != nil:
 		msg += cl.scrub.str(fmt.Sprintf(" (retry wait interrupted: %v)", cause))
+	case f.retryable && n == 1:
+		msg += " (retryable, but retries are off)"
 	case f.retryable:
 		msg += fmt.Sprintf(" (gave up after %d attempts)", n)
 	}

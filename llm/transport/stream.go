@@ -55,7 +55,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 					resp.Body.Close()
 					ev.Data = scrub.bytes(ev.Data)
 					return &failure{status: status, event: &ev, body: ev.Data,
-						retryable: shouldRetryStatus(status, nil)}
+						retryable: req.eventRetryable(ev, status)}
 				}
 			}
 			body, dec, first = resp.Body, d, ev
@@ -89,7 +89,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 					evErr := ev // a copy, so that ev itself does not escape
 					evErr.Data = data
 					yield(Event{}, &StatusError{Status: status, Body: data, Event: &evErr, Attempts: attempts,
-						Retryable: shouldRetryStatus(status, nil),
+						Retryable: req.eventRetryable(ev, status),
 						msg: scrub.str(fmt.Sprintf("transport: error event %q after %d events, classified as status %d: %s",
 							ev.Type, delivered, status, excerpt(data)))})
 					return
@@ -101,4 +101,13 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 			delivered++
 		}
 	}
+}
+
+// eventRetryable applies the status rule and ErrorEventFinal to an error
+// event.
+func (r *Request) eventRetryable(ev Event, status int) bool {
+	if r.ErrorEventFinal != nil && r.ErrorEventFinal(ev) {
+		return false
+	}
+	return shouldRetryStatus(status, nil)
 }

@@ -81,6 +81,15 @@ type Fixtures struct {
 	// ErrorEventStatus (a 5xx status, so retryable).
 	ErrorEventStream []byte
 	ErrorEventStatus int
+
+	// ServerToolStream and ServerToolJSON, if the protocol has tools the
+	// provider runs itself, are one answer (stream and whole body) with
+	// such a block whose input is streamed in fragments like a client
+	// tool call's (Anthropic's server_tool_use), and its result.
+	// ServerToolInput is text of that input; it must survive both modes
+	// and go back in the next request.
+	ServerToolStream, ServerToolJSON []byte
+	ServerToolInput                  string
 }
 
 func (b *Backend) validate(t *testing.T) {
@@ -101,6 +110,8 @@ func (b *Backend) validate(t *testing.T) {
 		t.Fatalf("providertest: ServerErrorStatus %d is not a 5xx status", f.ServerErrorStatus)
 	case len(f.ErrorEventStream) > 0 && (f.ErrorEventStatus < 500 || f.ErrorEventStatus > 599):
 		t.Fatalf("providertest: ErrorEventStatus %d is not a 5xx status", f.ErrorEventStatus)
+	case (len(f.ServerToolStream) > 0) != (len(f.ServerToolJSON) > 0) || (len(f.ServerToolStream) > 0) != (f.ServerToolInput != ""):
+		t.Fatal("providertest: ServerToolStream, ServerToolJSON and ServerToolInput go together")
 	}
 	if len(sseBlocks(f.TextStream)) < 2 {
 		t.Fatal("providertest: TextStream needs at least two events")

@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"CutAfterFirstEvent", testCutAfterFirstEvent},
 		{"CutBeforeFirstEvent", testCutBeforeFirstEvent},
 		{"ErrorEvent", testErrorEvent},
+		{"ServerTool", testServerTool},
 		{"CanceledContext", testCanceledContext},
 		{"KeyNeverLeaks", testKeyNeverLeaks},
 		{"BreakReleasesConnection", testBreakReleasesConnection},

@@ -441,3 +441,40 @@ func testBreakReleasesConnection(t *testing.T, h *harness) {
 		t.Fatal("the connection was still open 10s after the caller broke out of the loop")
 	}
 }
+
+// A block the provider runs itself (a server tool) keeps the input its
+// fragments carried, in both modes; it gets no client argument deltas, is
+// not a tool call for the client, and goes back in the next request.
+func testServerTool(t *testing.T, h *harness) {
+	if len(h.f.ServerToolStream) == 0 {
+		return // the protocol has none
+	}
+	in := h.f.ServerToolInput
+	p, srv := h.setup(t, 0, sse(h.f.ServerToolStream), jsonBody(http.StatusOK, h.f.ServerToolJSON), sse(h.f.TextStream))
+	o := stream(t, p, h.textRequest())
+	str := checkDone(t, o)
+	gen, err := generate(t, p, h.textRequest())
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if got, want := mustJSON(t, str.Items), mustJSON(t, gen.Items); got != want {
+		t.Errorf("Stream and Generate disagree on the items\nstream:   %s\ngenerate: %s", got, want)
+	}
+	if !strings.Contains(mustJSON(t, str.Items), in) {
+		t.Errorf("the streamed items lost the server tool's input %s: %s", in, mustJSON(t, str.Items))
+	}
+	if n := len(str.ToolCalls()); n != 0 {
+		t.Errorf("a server tool became %d client tool calls: %s", n, mustJSON(t, str.ToolCalls()))
+	}
+	if n := o.count(llm.EventToolCallDelta); n != 0 {
+		t.Errorf("%d client tool-call argument deltas for a block the provider runs itself", n)
+	}
+	next := h.textRequest()
+	next.Items = append(append(next.Items, str.Items...), item.UserText("And tomorrow?"))
+	if o := stream(t, p, next); o.err != nil {
+		t.Fatalf("next turn: %v", o.err)
+	}
+	if body := string(srv.body(3)); !strings.Contains(compactJSON(body), in) {
+		t.Errorf("the next request does not send the server tool's input %s back:\n%s", in, body)
+	}
+}

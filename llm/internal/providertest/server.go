@@ -22,6 +22,7 @@ type server struct {
 	mu      sync.Mutex
 	n       int
 	headers []http.Header
+	bodies  [][]byte
 }
 
 func newServer(t *testing.T, requestIDHeader string, handlers ...handler) *server {
@@ -30,10 +31,11 @@ func newServer(t *testing.T, requestIDHeader string, handlers ...handler) *serve
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Reading the whole body lets the server notice a client that
 		// goes away (see hold).
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		s.n++
 		s.headers = append(s.headers, r.Header.Clone())
+		s.bodies = append(s.bodies, body)
 		n := s.n
 		s.mu.Unlock()
 		if n > len(handlers) {
@@ -51,6 +53,16 @@ func (s *server) requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.n
+}
+
+// body is the body of request n (from 1).
+func (s *server) body(n int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < 1 || n > len(s.bodies) {
+		return nil
+	}
+	return s.bodies[n-1]
 }
 
 // sawHeaderValue reports whether some request carried a header whose value
