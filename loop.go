@@ -135,7 +135,7 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 	defer cancel()
 	mctx, cancelRun := d.withinDeadline(mctx)
 	defer cancelRun()
-	d.emitEphemeral(ctx, EvModelRequest, map[string]any{"turn": d.cp.Turn + 1, "model": d.agent.Model, "items": len(req.Items)})
+	d.emitEphemeral(ctx, EvModelRequest, &ModelRequestData{Turn: d.cp.Turn + 1, Model: d.agent.Model, Items: len(req.Items)})
 	caps := d.agent.Provider.Capabilities(d.agent.Model)
 	if !caps.Streaming {
 		if err := caps.Check(req); err != nil {
@@ -153,10 +153,10 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 		}
 		switch ev.Type {
 		case llm.EventTextDelta:
-			d.emitEphemeral(ctx, EvTextDelta, map[string]any{"delta": ev.Delta, "index": ev.Index})
+			d.emitEphemeral(ctx, EvTextDelta, &TextDeltaData{Delta: ev.Delta, Index: ev.Index})
 		case llm.EventAttempt:
 			if ev.Attempt != nil {
-				d.emitEphemeral(ctx, EvModelAttempt, ev.Attempt)
+				d.emitEphemeral(ctx, EvModelAttempt, &ModelAttemptData{Number: ev.Attempt.Number, Status: ev.Attempt.Status, Wait: ev.Attempt.Wait, Err: ev.Attempt.Err})
 			}
 		case llm.EventDone:
 			resp = ev.Response
@@ -235,13 +235,13 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	d.cp.Items = append(d.cp.Items, items...)
 	d.cp.Turn = turn
 	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
-	respData := map[string]any{"turn": turn, "response_id": resp.ID, "stop_reason": resp.StopReason, "usage": resp.Usage, "items": items}
+	respData := &ModelResponseData{Turn: turn, ResponseID: resp.ID, StopReason: resp.StopReason, Usage: resp.Usage, Items: items}
 	if len(calls) == 0 {
 		d.cp.Output = items
 		if err := d.appendSession(ctx); err != nil {
 			return nil, err
 		}
-		data := map[string]any{"status": store.RunCompleted, "usage": d.cp.Usage}
+		data := &RunEndedData{Status: StatusCompleted, Usage: d.cp.Usage}
 		if err := d.saveRun(ctx, store.RunCompleted, nil, d.event(EvModelResponse, "", respData), d.event(EvRunCompleted, "", data)); err != nil {
 			return nil, err
 		}
@@ -257,9 +257,10 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	return nil, d.saveRun(ctx, store.RunRunning, writes, events...)
 }
 
-func entryData(en *store.LedgerEntry) map[string]any {
-	return map[string]any{"call_id": en.CallID, "tool": en.Tool, "effect": en.Effect, "state": en.State,
-		"idempotency_key": en.IdempotencyKey, "attempt": en.Attempt, "args": en.Args}
+func entryData(en *store.LedgerEntry) *ToolCallData {
+	effect, _ := tool.ParseEffect(en.Effect) // unknown text reads as side-effect
+	return &ToolCallData{CallID: en.CallID, Tool: en.Tool, Effect: effect, State: en.State,
+		IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt, Args: en.Args}
 }
 
 // appendSession appends the run's items to its session (CAS on the
@@ -619,7 +620,7 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 		})
 		return nil, err
 	}
-	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolProbed, en.CallID, ans)}}); err != nil {
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolProbed, en.CallID, &ToolProbedData{CallID: en.CallID, Outcome: ans.Outcome, Evidence: ans.Evidence, Error: ans.Error})}}); err != nil {
 		return nil, err
 	}
 	in := d.interruption(InterruptReconciliation, en, reason+"; the probe could not confirm it", ans)

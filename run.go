@@ -206,8 +206,8 @@ func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string
 		d.release(ctx)
 		e.wg.Done()
 	}()
-	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(startEvent, "", map[string]any{
-		"agent_id": d.agent.ID, "agent_digest": d.run.AgentDigest, "model": d.agent.Model, "holder": d.fence.Holder, "epoch": d.fence.Epoch,
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(startEvent, "", &RunStartedData{
+		AgentID: d.agent.ID, AgentDigest: d.run.AgentDigest, Model: d.agent.Model, Holder: d.fence.Holder, Epoch: d.fence.Epoch,
 	})}}); err != nil {
 		return nil, err
 	}

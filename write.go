@@ -126,12 +126,9 @@ func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []st
 
 // finish ends the run in a final (or interrupted) status.
 func (d *drive) finish(ctx context.Context, status store.RunStatus, evType string) error {
-	data := map[string]any{"status": status, "usage": d.cp.Usage}
-	if d.cp.Error != nil {
-		data["error"] = d.cp.Error
-	}
+	data := &RunEndedData{Status: statusOf(status), Usage: d.cp.Usage, Error: d.cp.Error}
 	if status == store.RunInterrupted {
-		data["interruptions"] = d.cp.Interruptions
+		data.Interruptions = d.cp.Interruptions
 	}
 	return d.saveRun(ctx, status, nil, d.event(evType, "", data))
 }

@@ -72,21 +72,6 @@ func (p *printer) endLine() {
 	}
 }
 
-type eventData struct {
-	Delta          string            `json:"delta"`
-	CallID         string            `json:"call_id"`
-	Tool           string            `json:"tool"`
-	Effect         string            `json:"effect"`
-	State          string            `json:"state"`
-	IdempotencyKey string            `json:"idempotency_key"`
-	Attempt        json.RawMessage   `json:"attempt"`
-	Turn           int               `json:"turn"`
-	Outcome        string            `json:"outcome"`
-	Evidence       string            `json:"evidence"`
-	Status         string            `json:"status"`
-	Error          *actoviq.RunError `json:"error"`
-}
-
 // Emit implements actoviq.EventSink.
 func (p *printer) Emit(_ context.Context, ev actoviq.Event) {
 	p.mu.Lock()
@@ -97,65 +82,69 @@ func (p *printer) Emit(_ context.Context, ev actoviq.Event) {
 		fmt.Fprintf(p.out, "%s\n", b)
 		return
 	}
-	var d eventData
-	_ = json.Unmarshal(ev.Data, &d)
+	data, err := ev.Payload()
+	if err != nil {
+		return // a payload this build cannot read is not worth a line
+	}
 	line := func(format string, args ...any) {
 		p.endLine()
 		fmt.Fprintf(p.out, format+"\n", args...)
 	}
-	switch ev.Type {
-	case "model.request":
+	switch d := data.(type) {
+	case *actoviq.ModelRequestData:
 		p.waiting = fmt.Sprintf("the model (turn %d)", d.Turn)
-	case "model.text_delta":
+	case *actoviq.TextDeltaData:
 		p.waiting = ""
 		fmt.Fprint(p.out, d.Delta)
 		p.midLine = d.Delta != "" && d.Delta[len(d.Delta)-1] != '\n'
-	case "model.response":
+	case *actoviq.ModelResponseData:
 		p.waiting = ""
-	case "model.attempt":
-		var a struct {
-			Number, Status int
-			Wait           time.Duration
-			Err            string
+	case *actoviq.ModelAttemptData:
+		msg := fmt.Sprintf("↻ model call attempt %d failed", d.Number)
+		if d.Status != 0 {
+			msg += fmt.Sprintf(" (status %d)", d.Status)
+		} else if d.Err != "" {
+			msg += fmt.Sprintf(" (%s)", d.Err)
 		}
-		_ = json.Unmarshal(ev.Data, &a)
-		msg := fmt.Sprintf("↻ model call attempt %d failed", a.Number)
-		if a.Status != 0 {
-			msg += fmt.Sprintf(" (status %d)", a.Status)
-		} else if a.Err != "" {
-			msg += fmt.Sprintf(" (%s)", a.Err)
-		}
-		if a.Wait > 0 {
-			msg += fmt.Sprintf("; retrying in %s", a.Wait)
+		if d.Wait > 0 {
+			msg += fmt.Sprintf("; retrying in %s", d.Wait)
 		}
 		line("%s", msg)
-	case "tool.prepared":
-	case "tool.awaiting_approval":
+	case *actoviq.ToolProbedData:
+		line("? probe for call %s answered %s: %s", d.CallID, d.Outcome, d.Evidence)
+	case *actoviq.ToolCallData:
+		p.toolLine(ev, d, line)
+	case *actoviq.RunStartedData:
+		if ev.Type == actoviq.EvRunResumed {
+			line("resuming run %s", ev.RunID)
+		}
+	}
+}
+
+func (p *printer) toolLine(ev actoviq.Event, d *actoviq.ToolCallData, line func(string, ...any)) {
+	switch ev.Type {
+	case actoviq.EvToolAwaiting:
 		line("⏸ %s (%s) call %s awaits approval", d.Tool, d.Effect, d.CallID)
-	case "tool.approved":
+	case actoviq.EvToolApproved:
 		line("✓ %s call %s approved", d.Tool, d.CallID)
-	case "tool.rejected":
+	case actoviq.EvToolRejected:
 		line("✗ %s call %s rejected", d.Tool, d.CallID)
-	case "tool.started":
+	case actoviq.EvToolStarted:
 		p.started[d.CallID] = ev.Time
 		p.waiting = fmt.Sprintf("tool %s (call %s)", d.Tool, d.CallID)
-		line("→ %s (%s) call %s started, attempt %s, key %s", d.Tool, d.Effect, d.CallID, d.Attempt, d.IdempotencyKey)
-	case "tool.committed":
+		line("→ %s (%s) call %s started, attempt %d, key %s", d.Tool, d.Effect, d.CallID, d.Attempt, d.IdempotencyKey)
+	case actoviq.EvToolCommitted:
 		p.waiting = ""
 		line("✓ %s call %s committed%s", d.Tool, d.CallID, p.took(d.CallID, ev.Time))
-	case "tool.unknown":
+	case actoviq.EvToolUnknown:
 		p.waiting = ""
 		line("? %s call %s: outcome unknown%s — it will not be run again without a decision", d.Tool, d.CallID, p.took(d.CallID, ev.Time))
-	case "tool.skipped":
+	case actoviq.EvToolSkipped:
 		line("✗ %s call %s not run (the model gets an error result)", d.Tool, d.CallID)
-	case "tool.probed":
-		line("? probe for call %s answered %s: %s", d.CallID, d.Outcome, d.Evidence)
-	case "tool.settled":
+	case actoviq.EvToolSettled:
 		line("✓ %s call %s settled", d.Tool, d.CallID)
-	case "tool.reexecute":
+	case actoviq.EvToolReexecute:
 		line("↻ %s call %s will run again with the same key", d.Tool, d.CallID)
-	case "run.resumed":
-		line("resuming run %s", ev.RunID)
 	}
 }
 
