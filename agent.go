@@ -46,6 +46,12 @@ type Limits struct {
 	ToolTimeout time.Duration
 	// ReadParallelism bounds read calls run at once; 0 means 4, 1 means serial.
 	ReadParallelism int
+	// MaxProviderInterruptions bounds provider interruptions in a row (a
+	// model call that failed after the transport's retries, see
+	// [InterruptProvider]); the next failure ends the run failed, so that
+	// an unattended worker does not hammer a dead server. A committed
+	// model response resets the count. 0 means 5.
+	MaxProviderInterruptions int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,6 +66,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.ReadParallelism <= 0 {
 		l.ReadParallelism = 4
+	}
+	if l.MaxProviderInterruptions <= 0 {
+		l.MaxProviderInterruptions = 5
 	}
 	return l
 }

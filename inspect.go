@@ -59,6 +59,10 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	}
 	if run.Status == store.RunInterrupted {
 		for _, in := range cp.Interruptions {
+			if in.Kind == InterruptProvider { // open until the next drive
+				info.Interruptions = append(info.Interruptions, in)
+				continue
+			}
 			en, ok := byID[in.CallID]
 			if !ok {
 				continue

@@ -56,9 +56,9 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 			if ctx.Err() != nil || d.pastDeadline() {
 				continue // ends cancelled above
 			}
-			d.cp.Error = modelError(err)
-			return d.end(ctx, store.RunFailed, EvRunFailed)
+			return d.modelFailed(ctx, err)
 		}
+		d.cp.ProviderFailures = 0
 		done, err := d.commitResponse(ctx, resp)
 		if err != nil || done != nil {
 			return done, err
@@ -131,6 +131,7 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 	for _, s := range specs {
 		req.Tools = append(req.Tools, llm.ToolDef{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
 	}
+	d.modelAttempts = 0
 	mctx, cancel := context.WithTimeout(ctx, d.limits.ModelTimeout)
 	defer cancel()
 	mctx, cancelRun := d.withinDeadline(mctx)
@@ -156,6 +157,7 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 			d.emitEphemeral(ctx, EvTextDelta, &TextDeltaData{Delta: ev.Delta, Index: ev.Index})
 		case llm.EventAttempt:
 			if ev.Attempt != nil {
+				d.modelAttempts++
 				d.emitEphemeral(ctx, EvModelAttempt, &ModelAttemptData{Number: ev.Attempt.Number, Status: ev.Attempt.Status, Wait: ev.Attempt.Wait, Err: ev.Attempt.Err})
 			}
 		case llm.EventDone:

@@ -42,6 +42,9 @@ type drive struct {
 	ledger       map[string]*store.LedgerEntry
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
 	sessionFence *store.Fence
+	// modelAttempts counts the transport retries reported during the
+	// current model call.
+	modelAttempts int
 
 	// mu serialises writes (parallel read calls commit concurrently).
 	mu sync.Mutex

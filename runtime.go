@@ -156,6 +156,8 @@ type checkpoint struct {
 	SessionPrefix int   `json:"session_prefix,omitempty"`
 	// SessionAppended is set once the run's items are in the session.
 	SessionAppended bool `json:"session_appended,omitempty"`
+	// ProviderFailures counts provider interruptions in a row.
+	ProviderFailures int `json:"provider_failures,omitempty"`
 }
 
 func decodeCheckpoint(r *store.Run) (*checkpoint, error) {

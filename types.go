@@ -36,6 +36,12 @@ const (
 	// InterruptRecovery: a read or idempotent write that was started when
 	// the run stopped, and the recovery policy does not allow re-running it.
 	InterruptRecovery InterruptionKind = "recovery"
+	// InterruptProvider: a model call failed after the transport's
+	// retries with a transient error (the provider is down, overloaded or
+	// rate-limiting, or its stream broke). Nothing needs deciding: Resume
+	// makes one new model call from the committed checkpoint. The evidence
+	// is in Interruption.Provider; the call fields are empty.
+	InterruptProvider InterruptionKind = "provider"
 )
 
 // Interruption is one open question a person (or a probe) must answer
@@ -60,6 +66,8 @@ type Interruption struct {
 	Probe *ProbeAnswer `json:"probe,omitempty"`
 	// LastError is the persisted error of the last attempt, if any.
 	LastError json.RawMessage `json:"last_error,omitempty"`
+	// Provider is the evidence of a provider interruption.
+	Provider *ProviderFailure `json:"provider,omitempty"`
 }
 
 // ProbeAnswer is what a tool's Reconcile probe said.
@@ -140,9 +148,16 @@ type RunResult struct {
 type RunError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Hint says what to do next, when the runtime knows.
+	Hint string `json:"hint,omitempty"`
 }
 
-func (e *RunError) Error() string { return e.Code + ": " + e.Message }
+func (e *RunError) Error() string {
+	if e.Hint != "" {
+		return e.Code + ": " + e.Message + " (next: " + e.Hint + ")"
+	}
+	return e.Code + ": " + e.Message
+}
 
 // Errors callers branch on.
 var (

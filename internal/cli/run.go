@@ -137,6 +137,10 @@ func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error)
 		fmt.Fprintf(w, "run %s is interrupted and needs a decision:\n", res.RunID)
 		for _, in := range res.Interruptions {
 			printInterruption(w, &in)
+			if in.Kind == actoviq.InterruptProvider {
+				fmt.Fprintln(w, "  nothing to decide: when the provider is back, resume makes one new model call (flags such as --base-url take effect and are recorded)")
+				continue
+			}
 			fmt.Fprintln(w, "  decide with:")
 			flags := storeFlags(c)
 			switch in.Kind {
@@ -198,6 +202,10 @@ func short(digest string) string {
 }
 
 func printInterruption(w io.Writer, in *actoviq.Interruption) {
+	if in.Kind == actoviq.InterruptProvider {
+		printProviderFailure(w, in)
+		return
+	}
 	fmt.Fprintf(w, "- %s: call %s, tool %s (%s), state %s\n", in.Kind, in.CallID, in.Tool, in.Effect, in.State)
 	fmt.Fprintf(w, "  why: %s\n", in.Reason)
 	fmt.Fprintf(w, "  idempotency key %s, attempt %d", in.IdempotencyKey, in.Attempt)

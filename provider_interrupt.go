@@ -1,0 +1,245 @@
+package actoviq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/transport"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// A model call that still fails after the transport's bounded retries is
+// either transient or final. A transient failure (5xx, 408/409/425/429, a
+// transport error, a stream that broke, a wait the server asked for that is
+// longer than the cap, a model call that timed out) stops the run
+// interrupted with kind provider: everything committed so far stays
+// committed, and Resume makes one new model call from the checkpoint. The
+// runtime never does that on its own. A final failure (400, 401, 403, 404,
+// context length, a content-policy refusal) ends the run failed, with what
+// to do next.
+
+// ProviderFailure is the evidence of a provider interruption: what the
+// transport saw on the model call that failed.
+type ProviderFailure struct {
+	// Provider and Model name what was called; Turn is the model turn the
+	// call was for (committed turns + 1).
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Turn     int    `json:"turn"`
+	// Attempts is how many HTTP requests the transport sent for the call
+	// (its bounded retries included); 0 when unknown.
+	Attempts int `json:"attempts"`
+	// Status is the last HTTP status (or the status an error event in a
+	// stream stands for); 0 when no response arrived.
+	Status int `json:"status,omitempty"`
+	// Code is the provider's error code or type when it gave one, else
+	// "transport", "timeout" or "stream_interrupted".
+	Code string `json:"code,omitempty"`
+	// RequestID is the provider's request id, for a support ticket.
+	RequestID string `json:"request_id,omitempty"`
+	// RetryAfter is the wait the server asked for, if it asked.
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+	// Error is the error text, scrubbed of credentials.
+	Error string `json:"error"`
+	// Partial is the output a stream delivered before it broke. It is
+	// evidence only: it is never put in the transcript, and Resume asks
+	// the model for a fresh response.
+	Partial []item.Item `json:"partial,omitempty"`
+	// Consecutive counts provider interruptions in a row, this one
+	// included; a committed model response resets it.
+	Consecutive int       `json:"consecutive"`
+	At          time.Time `json:"at"`
+}
+
+// modelFailed ends a drive whose model call failed after the transport's
+// retries: interrupted with kind provider for a transient failure, failed
+// (with what to do next) for a final one or when the run has had
+// Limits.MaxProviderInterruptions in a row.
+func (d *drive) modelFailed(ctx context.Context, err error) (*RunResult, error) {
+	pf, transient := d.providerFailure(err)
+	if !transient {
+		d.cp.Error = finalModelError(err, d.agent)
+		return d.end(ctx, store.RunFailed, EvRunFailed)
+	}
+	d.cp.ProviderFailures++
+	pf.Consecutive = d.cp.ProviderFailures
+	if d.cp.ProviderFailures > d.limits.MaxProviderInterruptions {
+		d.cp.Error = &RunError{Code: "provider_unavailable", Message: fmt.Sprintf(
+			"the model call failed %d times in a row (Limits.MaxProviderInterruptions is %d); last error: %s",
+			d.cp.ProviderFailures, d.limits.MaxProviderInterruptions, pf.Error),
+			Hint: "the run is over; what it committed stays recorded. Start a new run when the provider is healthy"}
+		return d.end(ctx, store.RunFailed, EvRunFailed)
+	}
+	reason := "the model call failed after the transport's retries; nothing committed is lost. Resume makes one new model call from the last checkpoint"
+	if len(pf.Partial) > 0 {
+		reason = "the model's stream broke after it delivered output; the partial response is kept as evidence only. Resume asks the model for a fresh response"
+	}
+	d.cp.Interruptions = []Interruption{{Kind: InterruptProvider, State: "model_call_failed", Reason: reason, Provider: pf}}
+	return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
+}
+
+// providerFailure reads the evidence out of a model-call error and says
+// whether the failure is transient.
+func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
+	pf := &ProviderFailure{Provider: d.agent.Provider.Name(), Model: d.agent.Model, Turn: d.cp.Turn + 1,
+		Attempts: d.modelAttempts + 1, Error: llm.RedactSecrets(err.Error()), At: d.e.clock()}
+	var se *transport.StatusError
+	var te *transport.TransportError
+	switch {
+	case errors.As(err, &se):
+		pf.Attempts, pf.Status = se.Attempts, se.Status
+		if se.Cause != nil && (errors.Is(se.Cause, transport.ErrRetryWaitTooLong) || errors.Is(se.Cause, transport.ErrRetryPastDeadline)) {
+			pf.RetryAfter = se.Wait
+		} else if w, ok := retryAfterHeader(se.Header); ok {
+			pf.RetryAfter = w
+		}
+	case errors.As(err, &te):
+		pf.Attempts, pf.Code = te.Attempts, "transport"
+	}
+	transient := false
+	var pe *llm.ProviderError
+	var si *llm.StreamInterruptedError
+	if errors.As(err, &pe) {
+		if pe.Status != 0 {
+			pf.Status = pe.Status
+		}
+		if pe.Code != "" {
+			pf.Code = pe.Code
+		} else if pe.Type != "" {
+			pf.Code = pe.Type
+		}
+		if pe.RequestID != "" {
+			pf.RequestID = pe.RequestID
+		}
+		if pe.RetryAfter > 0 {
+			pf.RetryAfter = pe.RetryAfter
+		}
+		transient = pe.Retryable || errors.Is(err, transport.ErrRetryWaitTooLong) ||
+			(pe.Status == 0 && errors.Is(err, context.DeadlineExceeded))
+	}
+	if errors.As(err, &si) {
+		pf.Code = "stream_interrupted"
+		if si.Partial != nil {
+			for _, it := range si.Partial.Items {
+				pf.Partial = append(pf.Partial, d.redactItem(it))
+			}
+		}
+		// A stream that broke is transient, unless what broke it was an
+		// error event the provider classed as final.
+		transient = pe == nil || pe.Retryable || pe.Status == 0
+	}
+	if pe == nil && si == nil {
+		if te != nil {
+			transient = te.Retryable || errors.Is(err, context.DeadlineExceeded)
+		} else if se != nil {
+			transient = se.Retryable
+		} else if errors.Is(err, context.DeadlineExceeded) {
+			transient = true
+		}
+	}
+	if transient && pf.Code == "transport" && errors.Is(err, context.DeadlineExceeded) {
+		pf.Code = "timeout"
+	}
+	if transient && isFinalProviderError(pf.Status, pf.Code, pf.Error) {
+		transient = false
+	}
+	return pf, transient
+}
+
+// retryAfterHeader reads retry-after-ms or Retry-After (seconds).
+func retryAfterHeader(h http.Header) (time.Duration, bool) {
+	if h == nil {
+		return 0, false
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+			return time.Duration(s) * time.Second, true
+		}
+	}
+	return 0, false
+}
+
+// isFinalProviderError reports failures that no retry can cure, whatever
+// the status says (some servers send context-length errors as 5xx).
+func isFinalProviderError(status int, code, msg string) bool {
+	switch status {
+	case 400, 401, 403, 404, 422:
+		return true
+	}
+	return contextLengthError(code, msg) || policyRefusal(code, msg)
+}
+
+func contextLengthError(code, msg string) bool {
+	m := strings.ToLower(msg)
+	return code == "context_length_exceeded" || strings.Contains(m, "context length") || strings.Contains(m, "context window") ||
+		strings.Contains(m, "maximum context") || strings.Contains(m, "prompt is too long")
+}
+
+func policyRefusal(code, msg string) bool {
+	switch code {
+	case "content_policy_violation", "content_filter", "policy_violation", "safety":
+		return true
+	}
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "content policy") || strings.Contains(m, "content management policy")
+}
+
+// finalModelError is the RunError of a model call that cannot succeed by
+// trying again: it says what was refused and what to do next.
+func finalModelError(err error, a *AgentSpec) *RunError {
+	var pe *llm.ProviderError
+	if !errors.As(err, &pe) {
+		return modelError(err)
+	}
+	text := llm.RedactSecrets(err.Error())
+	code := pe.Code
+	if code == "" {
+		code = pe.Type
+	}
+	keyVar := apiKeyVariable(pe.Provider)
+	switch {
+	case contextLengthError(code, pe.Message+" "+text):
+		return &RunError{Code: "context_length", Message: text,
+			Hint: "the transcript no longer fits the model's context window: start a new run with less history, or use a model with a larger window"}
+	case policyRefusal(code, pe.Message+" "+text):
+		return &RunError{Code: "policy_refusal", Message: text,
+			Hint: "the provider refused the request under its content policy: change the input and start a new run"}
+	case pe.Status == 401:
+		return &RunError{Code: "auth", Message: text,
+			Hint: fmt.Sprintf("the provider refused the credentials: check %s (the API key the provider was built with)", keyVar)}
+	case pe.Status == 403:
+		return &RunError{Code: "permission", Message: text,
+			Hint: fmt.Sprintf("the API key may not use model %q: check the key's permissions (%s) and the model name", a.Model, keyVar)}
+	case pe.Status == 404:
+		return &RunError{Code: "model_not_found", Message: text,
+			Hint: fmt.Sprintf("the provider does not know model %q at this endpoint: check the model name and the base URL", a.Model)}
+	case pe.Status == 400 || pe.Status == 422:
+		return &RunError{Code: "bad_request", Message: text,
+			Hint: fmt.Sprintf("the provider rejected the request as invalid: check that model %q supports what the agent uses (tools, structured output, images)", a.Model)}
+	}
+	return &RunError{Code: "provider_error", Message: text}
+}
+
+// apiKeyVariable names the environment variable the bundled adapters read
+// their key from.
+func apiKeyVariable(provider string) string {
+	switch {
+	case strings.HasPrefix(provider, "anthropic"):
+		return "ANTHROPIC_API_KEY"
+	case strings.HasPrefix(provider, "openai"):
+		return "OPENAI_API_KEY"
+	}
+	return "the provider's API key"
+}
