@@ -18,6 +18,9 @@ const (
 	EventTextDelta StreamEventType = "text_delta"
 	// EventReasoningDelta carries a piece of reasoning summary in Delta.
 	EventReasoningDelta StreamEventType = "reasoning_delta"
+	// EventRefusalDelta carries a piece of a refusal in Delta (the model
+	// declined; the complete refusal arrives as an item of type refusal).
+	EventRefusalDelta StreamEventType = "refusal_delta"
 	// EventToolCallDelta carries a fragment of a tool call's JSON
 	// arguments in Delta. Fragments split the JSON anywhere; the complete
 	// call arrives in an EventItemDone.

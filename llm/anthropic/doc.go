@@ -41,15 +41,24 @@
 // thinking and tool_use blocks; tool results are user blocks
 // {type:"tool_result", tool_use_id, content, is_error}. Thinking blocks
 // come back as item.Reasoning whose Opaque is the block JSON with its
-// signature, and are sent back verbatim; other providers' reasoning is
-// dropped.
+// signature, and are sent back verbatim, as are redacted_thinking blocks;
+// other providers' reasoning is dropped. A text block with citations
+// keeps the whole block as the text item's Original and goes back as it
+// came. Every other block (server_tool_use and web_search_tool_result,
+// mcp_tool_use and mcp_tool_result, blocks not known yet) becomes an
+// item.Raw holding the block and goes back verbatim.
 //
 // Of Request.Metadata only "user_id" is sent (metadata.user_id): the API
 // accepts no other key.
 //
-// In a stream, ping events are ignored wherever they appear, and the
-// input_json_delta fragments of a tool_use block are joined and parsed
-// once, at content_block_stop. Input that is not a JSON object rejects the
+// In a stream, ping events are ignored wherever they appear, and a block
+// is rebuilt from its content_block_start and its deltas (text, thinking,
+// signature, citations, input) into the block a non-streaming response
+// carries, so Stream and Generate give the same items. The
+// input_json_delta fragments of any block (tool_use, server_tool_use,
+// mcp_tool_use…) are joined and parsed once, at content_block_stop; only
+// a tool_use, which the client runs, is announced with
+// llm.EventToolCallDelta. Input that is not a JSON object rejects the
 // response with *MalformedToolCallError, so none of its calls can run. An
 // "error" event is classified by its type (overloaded_error as 529,
 // api_error as 500, rate_limit_error as 429, …): before the first event the
@@ -59,5 +68,6 @@
 // Usage is normalised: item.Usage.InputTokens includes cached tokens
 // (Anthropic's input_tokens does not), CachedInputTokens is
 // cache_read_input_tokens and CacheWriteTokens is
-// cache_creation_input_tokens.
+// cache_creation_input_tokens (the sum of the cache_creation breakdown by
+// duration). The server_tool_use request counts are not kept.
 package anthropic

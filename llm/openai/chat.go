@@ -124,11 +124,14 @@ type chatAcc struct {
 	text      bytes.Buffer
 	hasText   bool
 	refusal   bytes.Buffer
-	calls     map[int]*chatCall
-	finish    string
-	sawFinish bool
-	usage     item.Usage
-	done      bool
+	// annotations are the message's url_citation (and other) annotations,
+	// kept in the text item's Original.
+	annotations []json.RawMessage
+	calls       map[int]*chatCall
+	finish      string
+	sawFinish   bool
+	usage       item.Usage
+	done        bool
 }
 
 type chatCall struct {
@@ -149,9 +152,13 @@ func (a *chatAcc) add(m *chatOutMsg, emit func(llm.StreamEvent) bool) bool {
 			return false
 		}
 	}
-	if m.Refusal != nil {
+	if m.Refusal != nil && *m.Refusal != "" {
 		a.refusal.WriteString(*m.Refusal)
+		if emit != nil && !emit(llm.StreamEvent{Type: llm.EventRefusalDelta, Index: 0, Delta: *m.Refusal}) {
+			return false
+		}
 	}
+	a.annotations = append(a.annotations, m.Annotations...)
 	for _, d := range m.ToolCalls {
 		tc := a.calls[d.Index]
 		if tc == nil {
@@ -183,7 +190,7 @@ func (a *chatAcc) add(m *chatOutMsg, emit func(llm.StreamEvent) bool) bool {
 func (a *chatAcc) items() ([]item.Item, error) {
 	var out []item.Item
 	if a.hasText {
-		out = append(out, item.AssistantText(a.text.String()))
+		out = append(out, a.textItem())
 	}
 	if a.refusal.Len() > 0 {
 		out = append(out, item.Item{Type: item.TypeRefusal, Role: item.RoleAssistant, Text: a.refusal.String()})
@@ -210,6 +217,25 @@ func (a *chatAcc) items() ([]item.Item, error) {
 		return nil, bad
 	}
 	return out, nil
+}
+
+// textItem is the joined text; with annotations (web search citations) it
+// keeps the message's text and annotations as its Original. Chat
+// Completions has no place for them in a request, so they are not sent
+// back, but the transcript holds them.
+func (a *chatAcc) textItem() item.Item {
+	it := item.AssistantText(a.text.String())
+	if len(a.annotations) > 0 {
+		raw, err := json.Marshal(struct {
+			Role        string            `json:"role"`
+			Content     string            `json:"content"`
+			Annotations []json.RawMessage `json:"annotations"`
+		}{"assistant", a.text.String(), a.annotations})
+		if err == nil {
+			it.Original = &item.Raw{Provider: ChatProvider, Value: raw}
+		}
+	}
+	return it
 }
 
 func (a *chatAcc) response() (*llm.Response, error) {

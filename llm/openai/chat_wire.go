@@ -9,6 +9,10 @@ import (
 	"github.com/actoviq/actoviq-go/llm"
 )
 
+// ChatProvider tags the item.Raw values the Chat adapter keeps (a text's
+// annotations). Chat Completions has no place for them in a request.
+const ChatProvider = "openai.chat"
+
 // Chat Completions request body. Field order is the order of the golden
 // files.
 type chatRequest struct {
@@ -108,8 +112,8 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 //     assistant message with tool_calls;
 //   - each tool result becomes a role "tool" message with tool_call_id
 //     (Chat Completions has no error flag; the content says it);
-//   - reasoning, error and raw items are not sent: Chat Completions has no
-//     place for them.
+//   - reasoning, error and raw items, and a text's annotations, are not
+//     sent: Chat Completions has no place for them.
 func (c *client) chatBody(req *llm.Request, stream bool) ([]byte, error) {
 	body := chatRequest{Model: req.Model, Temperature: req.Temperature, Messages: []chatMessage{}}
 	if req.MaxOutputTokens > 0 {
@@ -225,9 +229,10 @@ type chatChoice struct {
 }
 
 type chatOutMsg struct {
-	Content   *string         `json:"content"`
-	Refusal   *string         `json:"refusal"`
-	ToolCalls []chatCallDelta `json:"tool_calls"`
+	Content     *string           `json:"content"`
+	Refusal     *string           `json:"refusal"`
+	ToolCalls   []chatCallDelta   `json:"tool_calls"`
+	Annotations []json.RawMessage `json:"annotations"`
 }
 
 type chatCallDelta struct {

@@ -76,6 +76,19 @@ type Config struct {
 	// The Responses adapter always sends max_output_tokens.
 	LegacyMaxTokens bool
 
+	// NoStore makes the Responses adapter send "store": false and ask for
+	// "include": ["reasoning.encrypted_content"], for organisations under
+	// zero data retention or anyone who does not want OpenAI to keep the
+	// responses. Reasoning items then come back encrypted and are sent back
+	// whole (as response.output_item.done delivered them) on the next turn,
+	// which is how a stateless conversation keeps its reasoning. Zero
+	// (false) means the API's default (store true). Chat ignores it.
+	NoStore bool
+	// Include lists further values for the Responses "include" field (for
+	// example "message.output_text.logprobs"); they are sent after the one
+	// NoStore adds, without duplicates. Nil means none. Chat ignores it.
+	Include []string
+
 	// HTTPClient sends the requests. Nil means http.DefaultClient.
 	HTTPClient *http.Client
 
@@ -123,6 +136,8 @@ type client struct {
 	header    http.Header
 	models    map[string]llm.Capabilities
 	legacy    bool
+	noStore   bool
+	include   []string
 	tcfg      transport.Config
 	tr        *transport.Client
 }
@@ -183,6 +198,8 @@ func newClient(name string, cfg *Config) (*client, error) {
 		header:    h,
 		models:    models,
 		legacy:    c.LegacyMaxTokens,
+		noStore:   c.NoStore,
+		include:   includeList(c.NoStore, c.Include),
 		tcfg: transport.Config{
 			HTTPClient:     c.HTTPClient,
 			MaxRetries:     c.MaxRetries,
@@ -257,4 +274,24 @@ func (c *client) scrub(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, c.apiKey, "[REDACTED]")
+}
+
+// includeList is the Responses "include" field: reasoning.encrypted_content
+// first when NoStore asks for it, then the caller's values, each once.
+func includeList(noStore bool, extra []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(v string) {
+		if v != "" && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	if noStore {
+		add("reasoning.encrypted_content")
+	}
+	for _, v := range extra {
+		add(v)
+	}
+	return out
 }

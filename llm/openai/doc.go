@@ -45,17 +45,38 @@
 // assistant message with tool_calls; each tool result is a role "tool"
 // message with tool_call_id. Streams ask for usage
 // (stream_options.include_usage); argument fragments are joined per call
-// index and parsed once, when the stream ends. Reasoning items are not
-// sent: Chat Completions has no place for them.
+// index and parsed once, when the stream ends. Refusal deltas are
+// announced as llm.EventRefusalDelta. A message's annotations (web search
+// citations) are kept in the text item's Original, tagged ChatProvider,
+// but not sent back: Chat Completions has no place for them in a request,
+// nor for reasoning items. An error chunk ({"error":{…}} inside a 200
+// stream, with a string code from OpenAI or a numeric one from compatible
+// servers) is classified by its code; insufficient_quota is final.
 //
 // Responses: the system prompt is "instructions"; a tool call is a
 // function_call whose call_id is item.ToolCall.ID and whose id (fc_…) is
 // item.ToolCall.ProviderID; a result is a function_call_output. Reasoning
 // items come back as item.Reasoning whose Opaque is the whole provider item
-// JSON, and are sent back verbatim. response.incomplete ends a stream with
-// a stop reason; response.failed and "error" events are provider errors,
-// classified by the status their code stands for (so the transport retries
-// them only before the first event).
+// JSON, and are sent back verbatim. In a stream, an output item is taken
+// as response.output_item.done delivered it, not from the copy in
+// response.completed: the API reference says to send back the completed
+// item from output_item.done, and with store:false the two copies of a
+// reasoning item's encrypted_content can differ. An output message with
+// annotations (or logprobs) keeps its content part as the text item's
+// Original and goes back as it came; other output items (web_search_call,
+// mcp_call, items not known yet) become item.Raw and go back verbatim.
+// Refusal deltas are announced as llm.EventRefusalDelta, raw reasoning
+// text deltas as llm.EventReasoningDelta. response.incomplete ends a
+// stream with a stop reason; response.failed and "error" events are
+// provider errors, classified by the status their code stands for, with
+// the code at the top level (as the reference shows it) or nested under
+// "error" (as the live API sends it); so the transport retries them only
+// before the first event, and never a final code such as
+// insufficient_quota.
+//
+// Config.NoStore sends "store": false with "include":
+// ["reasoning.encrypted_content"], for zero data retention: the encrypted
+// reasoning then goes back whole on every turn, since OpenAI keeps nothing.
 //
 // Request.Metadata is sent as "metadata" by Responses only; Chat
 // Completions leaves it out, since compatible servers may reject it.

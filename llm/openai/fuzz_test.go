@@ -29,6 +29,6 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &client{name: "openai.responses"}
 		feed(t, data, &respAcc{c: c, items: map[int][]item.Item{}, args: map[int]*bytes.Buffer{},
-			text: map[int]*bytes.Buffer{}, emitted: map[int]bool{}, seq: -1}, respErrorEvent)
+			text: map[int]*bytes.Buffer{}, refusal: map[int]*bytes.Buffer{}, seq: -1}, respErrorEvent)
 	})
 }

@@ -122,7 +122,7 @@ func (p *Responses) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.
 	treq.ErrorEventFinal = finalErrorEvent
 	return func(yield func(llm.StreamEvent, error) bool) {
 		p.c.stream(ctx, treq, &respAcc{c: p.c, items: map[int][]item.Item{}, args: map[int]*bytes.Buffer{},
-			text: map[int]*bytes.Buffer{}, emitted: map[int]bool{}, seq: -1})(yield)
+			text: map[int]*bytes.Buffer{}, refusal: map[int]*bytes.Buffer{}, seq: -1})(yield)
 	}
 }
 
@@ -183,7 +183,7 @@ type respAcc struct {
 	items   map[int][]item.Item   // completed output items by output_index
 	args    map[int]*bytes.Buffer // joined argument deltas by output_index
 	text    map[int]*bytes.Buffer // text deltas by output_index, for partial output
-	emitted map[int]bool
+	refusal map[int]*bytes.Buffer // refusal deltas by output_index, for partial output
 	final   *llm.Response
 }
 
@@ -221,8 +221,11 @@ func (a *respAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 	case "response.function_call_arguments.delta":
 		buf(a.args, e.OutputIndex).WriteString(e.Delta)
 		emit(llm.StreamEvent{Type: llm.EventToolCallDelta, Index: e.OutputIndex, Delta: e.Delta})
-	case "response.reasoning_summary_text.delta":
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
 		emit(llm.StreamEvent{Type: llm.EventReasoningDelta, Index: e.OutputIndex, Delta: e.Delta})
+	case "response.refusal.delta":
+		buf(a.refusal, e.OutputIndex).WriteString(e.Delta)
+		emit(llm.StreamEvent{Type: llm.EventRefusalDelta, Index: e.OutputIndex, Delta: e.Delta})
 	case "response.output_item.done":
 		var joined *string
 		if b := a.args[e.OutputIndex]; b != nil {
@@ -234,7 +237,6 @@ func (a *respAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 			return false, &MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments, Response: a.Partial()}
 		}
 		a.items[e.OutputIndex] = items
-		a.emitted[e.OutputIndex] = true
 		for i := range items {
 			it := items[i]
 			if !emit(llm.StreamEvent{Type: llm.EventItemDone, Index: e.OutputIndex, Item: &it}) {
@@ -245,42 +247,76 @@ func (a *respAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 		if e.Response == nil {
 			return false, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.Partial(), Err: fmt.Errorf("%s event without a response", e.Type)}
 		}
-		ro := e.Response
-		if len(ro.Output) == 0 && len(a.items) > 0 {
-			// Trust the items already completed in the stream.
-			resp := &llm.Response{ID: ro.ID, Model: ro.Model, Usage: ro.Usage.usage()}
-			hasCalls := false
-			for _, i := range sortedKeys(a.items) {
-				for _, it := range a.items[i] {
-					hasCalls = hasCalls || it.Type == item.TypeToolCall
-					resp.Items = append(resp.Items, it)
-				}
-			}
-			resp.StopReason = respStop(ro, hasCalls)
-			a.final = resp
-			return true, nil
-		}
-		resp, err := a.c.respResponse(ro, a.args)
-		if err != nil {
-			return false, err
-		}
-		a.final = resp
-		// Emit the output entries the stream did not complete itself.
-		for i, raw := range ro.Output {
-			if a.emitted[i] {
-				continue
-			}
-			items, _, _ := outputItems(raw, nil)
-			for j := range items {
-				it := items[j]
-				if !emit(llm.StreamEvent{Type: llm.EventItemDone, Index: i, Item: &it}) {
-					return false, nil
-				}
-			}
-		}
-		return true, nil
+		return a.complete(e.Response, emit)
 	}
 	return false, nil
+}
+
+// complete builds the response from the terminal event. An output entry the
+// stream already completed (response.output_item.done) is taken from
+// there, not from the terminal event's copy: the API reference says to send
+// back the item as response.output_item.done delivered it, and with
+// store:false the two copies of a reasoning item's encrypted_content can
+// differ. Entries the stream did not complete come from the terminal event.
+func (a *respAcc) complete(ro *respObject, emit func(llm.StreamEvent) bool) (bool, error) {
+	resp := &llm.Response{ID: ro.ID, Model: ro.Model, Usage: ro.Usage.usage()}
+	if resp.ID == "" {
+		resp.ID = a.id
+	}
+	if resp.Model == "" {
+		resp.Model = a.model
+	}
+	n := len(ro.Output)
+	for i := range a.items {
+		n = max(n, i+1)
+	}
+	hasCalls := false
+	var bad *MalformedToolCallError
+	type fresh struct {
+		index int
+		items []item.Item
+	}
+	var late []fresh
+	for i := 0; i < n; i++ {
+		items, ok := a.items[i]
+		if !ok && i < len(ro.Output) {
+			var joined *string
+			if b := a.args[i]; b != nil {
+				s := b.String()
+				joined = &s
+			}
+			var oi *respOutputItem
+			items, oi, ok = outputItems(ro.Output[i], joined)
+			if !ok {
+				hasCalls = true
+				if bad == nil {
+					bad = &MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments}
+				}
+				continue
+			}
+			late = append(late, fresh{i, items})
+		}
+		for _, it := range items {
+			hasCalls = hasCalls || it.Type == item.TypeToolCall
+			resp.Items = append(resp.Items, it)
+		}
+	}
+	resp.StopReason = respStop(ro, hasCalls)
+	if bad != nil {
+		bad.Response = resp
+		return false, bad
+	}
+	a.final = resp
+	// Announce the output entries the stream did not complete itself.
+	for _, f := range late {
+		for j := range f.items {
+			it := f.items[j]
+			if !emit(llm.StreamEvent{Type: llm.EventItemDone, Index: f.index, Item: &it}) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 func sortedKeys[V any](m map[int]V) []int {
@@ -301,11 +337,19 @@ func (a *respAcc) Partial() *llm.Response {
 	for i := range a.text {
 		idx[i] = true
 	}
+	for i := range a.refusal {
+		idx[i] = true
+	}
 	for _, i := range sortedKeys(idx) {
 		if items, ok := a.items[i]; ok {
 			out.Items = append(out.Items, items...)
-		} else if t := a.text[i]; t != nil {
-			out.Items = append(out.Items, item.AssistantText(t.String()))
+		} else {
+			if t := a.text[i]; t != nil {
+				out.Items = append(out.Items, item.AssistantText(t.String()))
+			}
+			if r := a.refusal[i]; r != nil {
+				out.Items = append(out.Items, item.Item{Type: item.TypeRefusal, Role: item.RoleAssistant, Text: r.String()})
+			}
 		}
 	}
 	return out

@@ -23,6 +23,8 @@ type respRequest struct {
 	MaxOutputTokens int               `json:"max_output_tokens,omitempty"`
 	Temperature     *float64          `json:"temperature,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
+	Store           *bool             `json:"store,omitempty"`
+	Include         []string          `json:"include,omitempty"`
 	Stream          bool              `json:"stream,omitempty"`
 }
 
@@ -79,14 +81,21 @@ type respFunctionOutput struct {
 //   - a tool call becomes a function_call with call_id = ToolCall.ID, and
 //     id = ToolCall.ProviderID (the fc_ id) when known;
 //   - a tool result becomes a function_call_output;
-//   - reasoning and raw items produced by this adapter are sent back
-//     verbatim (the whole provider item); other providers' are dropped.
+//   - reasoning and raw items produced by this adapter, and text items
+//     that kept their output message (annotations), are sent back
+//     verbatim (the whole provider item); other providers' are dropped;
+//   - Config.NoStore adds "store": false and the include list.
 func (c *client) responsesBody(req *llm.Request, stream bool) ([]byte, error) {
 	body := respRequest{Model: req.Model, Instructions: req.System, Input: []any{}, MaxOutputTokens: req.MaxOutputTokens,
 		Temperature: req.Temperature, Stream: stream}
 	if len(req.Metadata) > 0 {
 		body.Metadata = req.Metadata
 	}
+	if c.noStore {
+		no := false
+		body.Store = &no
+	}
+	body.Include = c.include
 	for _, t := range req.Tools {
 		body.Tools = append(body.Tools, respTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: schemaOrEmpty(t.InputSchema)})
 	}
@@ -116,6 +125,9 @@ func (c *client) responsesBody(req *llm.Request, stream bool) ([]byte, error) {
 			user = append(user, respPart{Type: "input_image", ImageURL: imageRef(it.Image), Detail: d})
 		case it.Type == item.TypeText && it.Role == item.RoleSystem:
 			add(respMessage{Type: "message", Role: "system", Content: it.Text})
+		case (it.Type == item.TypeText || it.Type == item.TypeRefusal) && it.Original != nil &&
+			it.Original.Provider == ReasoningProvider && json.Valid(it.Original.Value):
+			add(it.Original.Value) // an output message with annotations, as it came
 		case it.Type == item.TypeText, it.Type == item.TypeRefusal:
 			add(respMessage{Type: "message", Role: "assistant", Content: it.Text})
 		case it.Type == item.TypeStructured:
@@ -187,9 +199,11 @@ type respOutputItem struct {
 	Arguments string `json:"arguments"`
 	Role      string `json:"role"`
 	Content   []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
+		Type        string            `json:"type"`
+		Text        string            `json:"text"`
+		Refusal     string            `json:"refusal"`
+		Annotations []json.RawMessage `json:"annotations"`
+		Logprobs    []json.RawMessage `json:"logprobs"`
 	} `json:"content"`
 	Summary []struct {
 		Text string `json:"text"`
@@ -206,13 +220,20 @@ func outputItems(raw json.RawMessage, args *string) ([]item.Item, *respOutputIte
 	switch oi.Type {
 	case "message":
 		var out []item.Item
-		for _, c := range oi.Content {
+		for i, c := range oi.Content {
+			var it item.Item
 			switch c.Type {
 			case "output_text":
-				out = append(out, item.AssistantText(c.Text))
+				it = item.AssistantText(c.Text)
 			case "refusal":
-				out = append(out, item.Item{Type: item.TypeRefusal, Role: item.RoleAssistant, Text: c.Refusal})
+				it = item.Item{Type: item.TypeRefusal, Role: item.RoleAssistant, Text: c.Refusal}
+			default:
+				continue
 			}
+			if len(c.Annotations) > 0 || len(c.Logprobs) > 0 {
+				it.Original = &item.Raw{Provider: ReasoningProvider, Value: messagePart(raw, i)}
+			}
+			out = append(out, it)
 		}
 		return out, &oi, true
 	case "function_call":
@@ -237,6 +258,27 @@ func outputItems(raw json.RawMessage, args *string) ([]item.Item, *respOutputIte
 			Summary: strings.Join(sum, "\n\n"), Provider: ReasoningProvider, Opaque: bytes.Clone(raw)}}}, &oi, true
 	}
 	return []item.Item{{Type: item.TypeRaw, Role: item.RoleAssistant, Raw: &item.Raw{Provider: ReasoningProvider, Value: compactJSON(raw)}}}, &oi, true
+}
+
+// messagePart is the output message raw holding only its content part i,
+// so that each text item can go back with its own annotations. Only the
+// first part keeps the message's id: two input items must not share one.
+func messagePart(raw json.RawMessage, i int) json.RawMessage {
+	var fields map[string]json.RawMessage
+	var parts []json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || json.Unmarshal(fields["content"], &parts) != nil || i >= len(parts) {
+		return compactJSON(raw)
+	}
+	enc, _ := json.Marshal([]json.RawMessage{parts[i]})
+	fields["content"] = enc
+	if i > 0 {
+		delete(fields, "id")
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return compactJSON(raw)
+	}
+	return b
 }
 
 func compactJSON(b []byte) []byte {
