@@ -133,7 +133,7 @@ func (a *AgentSpec) Validate() error {
 	case a.OutputSchema != nil && !json.Valid(a.OutputSchema):
 		return fmt.Errorf("actoviq: agent %s: OutputSchema is not JSON", a.ID)
 	}
-	return nil
+	return a.Limits.validate(a.ID)
 }
 
 // Digest is a stable hash of everything that defines the agent's behaviour:

@@ -13,7 +13,7 @@ import (
 // decision is one fenced CAS on its ledger entry, with who, when, why and
 // the evidence that was open. Resume then acts on them.
 func (e *Runtime) decide(ctx context.Context, runID string, decisions []Decision) error {
-	d := &drive{e: e, ledger: map[string]*store.LedgerEntry{}, rawArgs: nil}
+	d := e.bareDrive()
 	if err := d.load(ctx, runID); err != nil {
 		return err
 	}

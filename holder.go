@@ -3,9 +3,11 @@ package actoviq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/actoviq/actoviq-go/store"
@@ -47,4 +49,18 @@ func (e *Runtime) releaseDead(ctx context.Context, key string, held *store.Claim
 	err := e.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: e.tenant,
 		Fence: store.Fence{Key: key, Holder: held.Holder, Epoch: held.Epoch}})
 	return err == nil
+}
+
+// driveSeq numbers the drives of this process.
+var driveSeq atomic.Uint64
+
+// driveHolder names one drive: the worker's holder, the runtime's instance
+// token and a process-wide sequence number. Two drives are two holders
+// whatever Config.NewID returns (a claim held by the same holder is
+// renewed, not refused, so holder names must never collide): the sequence
+// keeps drives of one process apart, the instance token (random, made by
+// New) keeps runtimes that share a Config.Holder apart, in one process or
+// many.
+func (e *Runtime) driveHolder() string {
+	return fmt.Sprintf("%s/%s.%d", e.holder, e.instance, driveSeq.Add(1))
 }

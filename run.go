@@ -48,6 +48,11 @@ type drive struct {
 
 	// mu serialises writes (parallel read calls commit concurrently).
 	mu sync.Mutex
+
+	// Sink panics recovered and not yet recorded (sinks.go).
+	panicMu         sync.Mutex
+	sinkPanics      []sinkPanic
+	recordingPanics bool
 }
 
 func (e *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
@@ -243,7 +248,14 @@ func (d *drive) claim(ctx context.Context) error {
 
 func (d *drive) claimSession(ctx context.Context, sessionID string) error {
 	f := &store.Fence{Key: "session:" + sessionID, Holder: d.e.driveHolder()}
-	c, err := d.e.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: d.e.tenant, Key: f.Key, Holder: f.Holder, TTL: d.e.ttl})
+	p := &store.ClaimAcquireParams{Tenant: d.e.tenant, Key: f.Key, Holder: f.Holder, TTL: d.e.ttl}
+	c, err := d.e.store.ClaimAcquire(ctx, p)
+	var held *store.ClaimHeldError
+	if errors.As(err, &held) && d.e.releaseDead(ctx, p.Key, held) {
+		// A dead holder's session claim is taken over at once, like its
+		// run claim.
+		c, err = d.e.store.ClaimAcquire(ctx, p)
+	}
 	if errors.Is(err, store.ErrClaimHeld) {
 		return fmt.Errorf("%w: %s: %v", ErrSessionBusy, sessionID, err)
 	}
@@ -297,16 +309,6 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 	return func() { close(done); <-finished }
 }
 
-// driveHolder names one drive: the worker's holder plus a short id, so two
-// drives in one process are two holders.
-func (e *Runtime) driveHolder() string {
-	id := e.newID()
-	if len(id) > 8 {
-		id = id[:8]
-	}
-	return e.holder + "/" + id
-}
-
 // release gives the run's claim up (detached: it must happen).
 func (d *drive) release(ctx context.Context) {
 	rctx, cancel := d.detached(ctx)
@@ -353,7 +355,7 @@ func (e *Runtime) Cancel(ctx context.Context, runID string) error {
 	if run.Status.Terminal() {
 		return nil
 	}
-	d := &drive{e: e, ledger: map[string]*store.LedgerEntry{}}
+	d := e.bareDrive()
 	if err := d.load(ctx, runID); err != nil {
 		return err
 	}

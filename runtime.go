@@ -25,7 +25,7 @@ type Config struct {
 	// so two drives in one process are two holders too.
 	Holder string
 	// LeaseTTL is how long a run claim lives without a heartbeat; zero
-	// means 30 s. Heartbeats run every LeaseTTL/3.
+	// means 30 s, otherwise at least 1 ms. Heartbeats run every LeaseTTL/3.
 	LeaseTTL time.Duration
 	// Clock gives the time; nil means time.Now.
 	Clock func() time.Time
@@ -37,7 +37,8 @@ type Config struct {
 	// RedactKeys adds secret-looking keys to the default list.
 	RedactKeys []string
 	// CommitTimeout bounds writes that record an outcome; they run on a
-	// context detached from the caller's cancellation. Zero means 30 s.
+	// context detached from the caller's cancellation. Zero means 30 s;
+	// negative is refused.
 	CommitTimeout time.Duration
 }
 
@@ -48,6 +49,7 @@ type Runtime struct {
 	store    store.Store
 	tenant   string
 	holder   string
+	instance string // random per runtime: see driveHolder
 	ttl      time.Duration
 	clock    func() time.Time
 	newID    func() string
@@ -71,14 +73,14 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 	if cfg != nil {
 		c = *cfg
 	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
 	if c.Tenant == "" {
 		c.Tenant = "default"
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 30 * time.Second
-	}
-	if c.LeaseTTL < 0 {
-		return nil, errors.New("actoviq: Config.LeaseTTL is negative")
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -90,11 +92,11 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 		host, _ := os.Hostname()
 		c.Holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomID()[:8])
 	}
-	if c.CommitTimeout <= 0 {
+	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 30 * time.Second
 	}
 	return &Runtime{
-		store: s, tenant: c.Tenant, holder: c.Holder, ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
+		store: s, tenant: c.Tenant, holder: c.Holder, instance: randomID()[:12], ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
 		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
 		cancels: map[string]context.CancelCauseFunc{},
 	}, nil

@@ -81,6 +81,7 @@ func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*stor
 		d.ledger[en.CallID] = en
 	}
 	d.emitStored(ctx, res.Events)
+	d.recordSinkPanics(wctx, p.Fence)
 	return res, nil
 }
 
@@ -106,9 +107,7 @@ func (d *drive) emitEphemeral(ctx context.Context, typ string, data any) {
 }
 
 func (d *drive) emit(ctx context.Context, ev Event) {
-	for _, s := range d.sinks {
-		s.Emit(ctx, ev)
-	}
+	d.emitSafe(ctx, ev)
 }
 
 // saveRun writes the checkpoint with a new status, plus ledger writes and

@@ -206,7 +206,11 @@ func (r *Runner) check(ctx context.Context, call *Call) (*entry, json.RawMessage
 		return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: v}
 	}
 	// 3. Policy.
-	verdict := r.policy.Decide(ctx, e.spec, args)
+	verdict, perr := r.decide(ctx, e.spec, args)
+	if perr != nil {
+		// A policy that panics has not allowed anything: fail closed.
+		return nil, nil, &Error{Kind: KindDenied, Tool: name, Err: perr}
+	}
 	switch verdict.Decision {
 	case Allow:
 	case Ask:
@@ -217,6 +221,16 @@ func (r *Runner) check(ctx context.Context, call *Call) (*entry, json.RawMessage
 		return nil, nil, &Error{Kind: KindDenied, Tool: name, Err: reasonErr(verdict.Reason)}
 	}
 	return e, args, nil
+}
+
+// decide asks the policy, recovering a panic in it as an error.
+func (r *Runner) decide(ctx context.Context, spec Spec, args json.RawMessage) (v Verdict, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the approval policy panicked: %v", p)
+		}
+	}()
+	return r.policy.Decide(ctx, spec, args), nil
 }
 
 func reasonErr(reason string) error {

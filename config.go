@@ -1,0 +1,64 @@
+package actoviq
+
+import (
+	"fmt"
+	"time"
+)
+
+// minLeaseTTL is the shortest lease a runtime accepts: heartbeats run
+// every LeaseTTL/3, and a lease shorter than a store round trip would
+// expire while it is being renewed.
+const minLeaseTTL = time.Millisecond
+
+// validate reports the first Config field whose value cannot work, by
+// name. Zero values mean defaults and are always valid.
+func (c *Config) validate() error {
+	switch {
+	case c.LeaseTTL < 0:
+		return fmt.Errorf("actoviq: Config.LeaseTTL is %v; it must be positive (zero means 30s)", c.LeaseTTL)
+	case c.LeaseTTL > 0 && c.LeaseTTL < minLeaseTTL:
+		return fmt.Errorf("actoviq: Config.LeaseTTL is %v; it must be at least %v (heartbeats run every LeaseTTL/3)", c.LeaseTTL, minLeaseTTL)
+	case c.CommitTimeout < 0:
+		return fmt.Errorf("actoviq: Config.CommitTimeout is %v; it must be positive (zero means 30s)", c.CommitTimeout)
+	}
+	if err := checkControl("Config.Tenant", c.Tenant); err != nil {
+		return err
+	}
+	for i, s := range c.Sinks {
+		if s == nil {
+			return fmt.Errorf("actoviq: Config.Sinks[%d] is nil", i)
+		}
+	}
+	return nil
+}
+
+// validate reports the first limit that cannot work, by field name.
+func (l Limits) validate(agentID string) error {
+	bad := func(field string, v any, zero string) error {
+		return fmt.Errorf("actoviq: agent %s: Limits.%s is %v; it must not be negative (zero means %s)", agentID, field, v, zero)
+	}
+	switch {
+	case l.MaxTurns < 0:
+		return bad("MaxTurns", l.MaxTurns, "16")
+	case l.RunTimeout < 0:
+		return bad("RunTimeout", l.RunTimeout, "no deadline")
+	case l.ModelTimeout < 0:
+		return bad("ModelTimeout", l.ModelTimeout, "10m")
+	case l.ToolTimeout < 0:
+		return bad("ToolTimeout", l.ToolTimeout, "5m")
+	case l.ReadParallelism < 0:
+		return bad("ReadParallelism", l.ReadParallelism, "4")
+	}
+	return nil
+}
+
+// checkControl refuses a name with control characters: it would be
+// ambiguous in keys, logs and the CLI's output.
+func checkControl(field, id string) error {
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("actoviq: %s %q contains a control character", field, id)
+		}
+	}
+	return nil
+}
