@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
 	"github.com/actoviq/actoviq-go/item"
@@ -353,52 +352,17 @@ func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
 			}
 		}
 	}
-	// Then run every prepared call. Reads run in parallel; the others run
-	// one at a time, in order.
-	var reads, others []*store.LedgerEntry
-	for _, id := range d.cp.Pending {
-		en := d.ledger[id]
-		if en.State != store.LedgerPrepared {
-			continue
-		}
-		if en.Effect == tool.Read.String() {
-			reads = append(reads, en)
-		} else {
-			others = append(others, en)
-		}
+	// Then run the prepared calls in the model's order; a call waits
+	// while any call before it is unsettled.
+	blocked := map[string]bool{}
+	for _, in := range interrupts {
+		blocked[in.CallID] = true
 	}
-	var mu sync.Mutex
-	collect := func(in *Interruption, err error) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if in != nil {
-			interrupts = append(interrupts, *in)
-		}
-		return err
+	more, err := d.runBatch(ctx, blocked)
+	if err != nil {
+		return nil, err
 	}
-	if len(reads) > 0 {
-		sem := make(chan struct{}, d.limits.ReadParallelism)
-		var wg sync.WaitGroup
-		errs := make([]error, len(reads))
-		for i, en := range reads {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				errs[i] = collect(d.runCall(ctx, en))
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
-		}
-	}
-	for _, en := range others {
-		if err := collect(d.runCall(ctx, en)); err != nil {
-			return nil, err
-		}
-	}
+	interrupts = append(interrupts, more...)
 	// Report interruptions in call order.
 	order := map[string]int{}
 	for i, id := range d.cp.Pending {

@@ -295,14 +295,22 @@ func TestBatchInterruptionKeepsOtherCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || look.count() != 2 || pay.count() != 0 {
+	// The reads come after the call that waits for approval: they wait
+	// too (SPEC §3: calls run in the model's order).
+	if res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || look.count() != 0 || pay.count() != 0 {
 		t.Fatalf("batch: %+v reads %d pays %d", res, look.count(), pay.count())
+	}
+	info, _ := s.rt.Get(s.ctx, "r1")
+	for _, en := range info.Ledger[1:] {
+		if en.State != store.LedgerPrepared {
+			t.Fatalf("a call after the interrupted one is %s, want prepared", en.State)
+		}
 	}
 	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
-	info, _ := s.rt.Get(s.ctx, "r1")
+	info, _ = s.rt.Get(s.ctx, "r1")
 	var order []string
 	for _, it := range info.Transcript {
 		if it.Type == item.TypeToolResult {
