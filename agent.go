@@ -52,6 +52,16 @@ type Limits struct {
 	// an unattended worker does not hammer a dead server. A committed
 	// model response resets the count. 0 means 5.
 	MaxProviderInterruptions int
+	// MaxToolOutput bounds one tool result (content plus structured data)
+	// in bytes; 0 means [DefaultMaxToolOutput] (1 MiB). A larger result is
+	// truncated with a note the model sees, and its full size is recorded
+	// in the ledger entry's Error under "output".
+	MaxToolOutput int
+	// MaxMalformedCalls bounds the tool calls per run whose arguments are
+	// not a JSON object; 0 means 3. Each one is recorded, never executed,
+	// and answered with an error result so the model can correct itself;
+	// one more ends the run failed with code model_behavior.
+	MaxMalformedCalls int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -69,6 +79,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxProviderInterruptions <= 0 {
 		l.MaxProviderInterruptions = 5
+	}
+	if l.MaxToolOutput <= 0 {
+		l.MaxToolOutput = DefaultMaxToolOutput
+	}
+	if l.MaxMalformedCalls <= 0 {
+		l.MaxMalformedCalls = 3
 	}
 	return l
 }

@@ -401,6 +401,7 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 // model sees).
 func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledger.Event, evType string, r tool.Result, mutate func(*store.LedgerEntry)) error {
 	next := cloneEntry(en)
+	r, notice := d.boundResult(r)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("actoviq: encode result of %s: %w", en.CallID, err)
@@ -410,6 +411,7 @@ func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledg
 	if mutate != nil {
 		mutate(next)
 	}
+	next.Error = withOutputNotice(next.Error, notice)
 	return d.transition(ctx, en, next, ev, evType)
 }
 
