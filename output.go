@@ -47,6 +47,9 @@ func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 		r.Data = d.redactJSON(r.Data)
 	}
 	limit := d.limits.MaxToolOutput
+	if limit <= 0 { // a drive without an agent (Decide)
+		limit = DefaultMaxToolOutput
+	}
 	if size := len(r.Content) + len(r.Data); size > limit {
 		changed = true
 		n.Truncated, n.Size, n.Limit = true, size, limit

@@ -21,7 +21,9 @@ type rawTool struct {
 	calls  int
 }
 
-func (r *rawTool) Spec() tool.Spec { return tool.Spec{Name: r.name, Description: "raw", Effect: r.effect} }
+func (r *rawTool) Spec() tool.Spec {
+	return tool.Spec{Name: r.name, Description: "raw", Effect: r.effect}
+}
 func (r *rawTool) Call(context.Context, json.RawMessage) (tool.Result, error) {
 	r.calls++
 	return r.res, nil
