@@ -15,6 +15,7 @@ import (
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/anthropic"
 	"github.com/actoviq/actoviq-go/llm/openai"
+	"github.com/actoviq/actoviq-go/llm/transport"
 	"github.com/actoviq/actoviq-go/store/storemem"
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -37,7 +38,7 @@ func TestProvidersEndToEnd(t *testing.T) {
 		{
 			name: "openai chat", turn1: "llm/openai/testdata/chat_tool.sse", turn2: "llm/openai/testdata/chat_text.sse", callID: "call_pay1",
 			provider: func(u string, hc *http.Client) (llm.Provider, error) {
-				return openai.NewChat(&openai.Config{APIKey: "sk-e2e-000000", BaseURL: u + "/v1", HTTPClient: hc})
+				return openai.NewChat(&openai.Config{APIKey: "sk-e2e-000000", BaseURL: u + "/v1", Options: transport.Options{HTTPClient: hc}})
 			},
 			check: func(t *testing.T, body map[string]any) {
 				msgs := body["messages"].([]any)
@@ -55,7 +56,7 @@ func TestProvidersEndToEnd(t *testing.T) {
 		{
 			name: "openai responses", turn1: "llm/openai/testdata/resp_tool.sse", turn2: "llm/openai/testdata/resp_text.sse", callID: "call_pay1",
 			provider: func(u string, hc *http.Client) (llm.Provider, error) {
-				return openai.NewResponses(&openai.Config{APIKey: "sk-e2e-000000", BaseURL: u + "/v1", HTTPClient: hc})
+				return openai.NewResponses(&openai.Config{APIKey: "sk-e2e-000000", BaseURL: u + "/v1", Options: transport.Options{HTTPClient: hc}})
 			},
 			check: func(t *testing.T, body map[string]any) {
 				in := body["input"].([]any)
@@ -75,7 +76,7 @@ func TestProvidersEndToEnd(t *testing.T) {
 		{
 			name: "anthropic", turn1: "llm/anthropic/testdata/tool.sse", turn2: "llm/anthropic/testdata/text.sse", callID: "toolu_pay1",
 			provider: func(u string, hc *http.Client) (llm.Provider, error) {
-				return anthropic.New(&anthropic.Config{APIKey: "sk-ant-e2e-000000", BaseURL: u, HTTPClient: hc})
+				return anthropic.New(&anthropic.Config{APIKey: "sk-ant-e2e-000000", BaseURL: u, Options: transport.Options{HTTPClient: hc}})
 			},
 			check: func(t *testing.T, body map[string]any) {
 				msgs := body["messages"].([]any)

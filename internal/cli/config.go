@@ -131,6 +131,7 @@ type runConfig struct {
 	MaxRetries *int   `json:"max_retries,omitempty"`
 	Timeout    string `json:"timeout,omitempty"`
 	DemoBank   string `json:"demo_bank,omitempty"`
+	NoStream   bool   `json:"no_stream,omitempty"`
 }
 
 // agentFlags are the flags that define the agent, shared by run and resume.
@@ -144,6 +145,7 @@ type agentFlags struct {
 	maxRetries int
 	timeout    time.Duration
 	demoBank   string
+	noStream   bool
 }
 
 func (f *agentFlags) register(cmd *cobra.Command) {
@@ -156,6 +158,7 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.recover, "recover", "none", "re-run started reads and keyed idempotent writes on resume: safe or none")
 	fl.IntVar(&f.maxRetries, "max-retries", 2, "provider retries per model call (0 turns retries off)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "run deadline from its start (0: none)")
+	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for whole responses instead of streaming them (remembered by resume; --no-stream=false turns streaming back on)")
 	fl.StringVar(&f.demoBank, "demo-bank", "", "add the demo's tools (lookup_invoice, pay_invoice with a probe) paying into this file")
 }
 
@@ -203,6 +206,9 @@ func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, er
 	if changed("max-retries") {
 		n := f.maxRetries
 		c.MaxRetries = &n
+	}
+	if changed("no-stream") {
+		c.NoStream = f.noStream
 	}
 	if changed("demo-bank") {
 		c.DemoBank = absPath(f.demoBank)

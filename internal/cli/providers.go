@@ -5,6 +5,7 @@ import (
 	"github.com/actoviq/actoviq-go/llm/anthropic"
 	"github.com/actoviq/actoviq-go/llm/openai"
 	"github.com/actoviq/actoviq-go/llm/scripted"
+	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
 // provider builds the model provider. API keys come from the environment
@@ -18,7 +19,7 @@ func (e *env) provider(c *runConfig) (llm.Provider, error) {
 		}
 		return p, nil
 	case "openai", "openai-responses":
-		cfg := &openai.Config{APIKey: e.getenv("OPENAI_API_KEY"), BaseURL: c.BaseURL, MaxRetries: c.MaxRetries}
+		cfg := &openai.Config{APIKey: e.getenv("OPENAI_API_KEY"), BaseURL: c.BaseURL, NoStreaming: c.NoStream, Options: transport.Options{MaxRetries: c.MaxRetries}}
 		if cfg.BaseURL == "" {
 			cfg.BaseURL = e.getenv("OPENAI_BASE_URL")
 		}
@@ -34,7 +35,7 @@ func (e *env) provider(c *runConfig) (llm.Provider, error) {
 		}
 		return p, nil
 	case "anthropic":
-		cfg := &anthropic.Config{APIKey: e.getenv("ANTHROPIC_API_KEY"), BaseURL: c.BaseURL, MaxRetries: c.MaxRetries}
+		cfg := &anthropic.Config{APIKey: e.getenv("ANTHROPIC_API_KEY"), BaseURL: c.BaseURL, NoStreaming: c.NoStream, Options: transport.Options{MaxRetries: c.MaxRetries}}
 		if cfg.BaseURL == "" {
 			cfg.BaseURL = e.getenv("ANTHROPIC_BASE_URL")
 		}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/transport"
@@ -72,6 +71,12 @@ type Config struct {
 	// signature. Zero means thinking off. Negative is invalid.
 	ThinkingBudget int
 
+	// NoStreaming makes every model report Capabilities.Streaming false,
+	// so the runtime asks with Generate instead of Stream. One model alone
+	// is switched off by listing it in Models with Streaming false. Zero
+	// (false) means stream.
+	NoStreaming bool
+
 	// Header holds extra headers sent on every request (for example
 	// anthropic-beta). Nil means none.
 	Header http.Header
@@ -81,26 +86,11 @@ type Config struct {
 	// positive). StructuredOutput is always reported false.
 	Models map[string]llm.Capabilities
 
-	// HTTPClient sends the requests. Nil means http.DefaultClient.
-	HTTPClient *http.Client
-
-	// MaxRetries is how many times the transport may retry a failed
-	// attempt. Nil means 2; transport.Retries(0) turns retrying off.
-	MaxRetries *int
-
-	// InitialBackoff and MaxBackoff shape the transport's backoff. Zero
-	// means the transport defaults (250ms and 30s).
-	InitialBackoff, MaxBackoff time.Duration
-
-	// Clock and Jitter are injected into the transport. Nil means the
-	// wall clock and the default jitter.
-	Clock  transport.Clock
-	Jitter func(time.Duration) time.Duration
-
-	// OnAttempt is called after every transport attempt, with secrets
-	// scrubbed. Stream also reports each retried attempt as an
-	// llm.EventAttempt. Nil means no observer.
-	OnAttempt func(transport.Attempt)
+	// Options are the transport settings: HTTP client, retries, backoff,
+	// clock, jitter and the attempt observer (see [transport.Options] for
+	// each default). Stream also reports each retried attempt as an
+	// llm.EventAttempt.
+	transport.Options
 }
 
 func (c *Config) validate() error {

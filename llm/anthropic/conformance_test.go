@@ -9,6 +9,7 @@ import (
 	"github.com/actoviq/actoviq-go/llm/anthropic"
 	"github.com/actoviq/actoviq-go/llm/internal/providertest"
 	"github.com/actoviq/actoviq-go/llm/internal/wiretest"
+	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
 // textJSON is the non-streaming body of the answer in text.sse: same text,
@@ -29,13 +30,10 @@ func TestConformance(t *testing.T) {
 		RequestIDHeader: "Request-Id",
 		New: func(t *testing.T, env providertest.Env) llm.Provider {
 			p, err := anthropic.New(&anthropic.Config{
-				APIKey:     env.APIKey,
-				BaseURL:    env.BaseURL,
-				HTTPClient: env.HTTPClient,
-				MaxRetries: &env.MaxRetries,
-				Clock:      wiretest.NewFakeClock(),
-				Jitter:     func(d time.Duration) time.Duration { return d },
-				Models:     map[string]llm.Capabilities{"no-tools": {Streaming: true}},
+				APIKey:  env.APIKey,
+				BaseURL: env.BaseURL,
+				Models:  map[string]llm.Capabilities{"no-tools": {Streaming: true}},
+				Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: wiretest.NewFakeClock(), Jitter: func(d time.Duration) time.Duration { return d }},
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/anthropic"
+	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
 // A streamed tool call: the input fragments are joined and parsed once.
@@ -33,7 +34,7 @@ func ExampleNew() {
 	}))
 	defer srv.Close()
 
-	claude, err := anthropic.New(&anthropic.Config{APIKey: "sk-ant-example", BaseURL: srv.URL, HTTPClient: srv.Client()})
+	claude, err := anthropic.New(&anthropic.Config{APIKey: "sk-ant-example", BaseURL: srv.URL, Options: transport.Options{HTTPClient: srv.Client()}})
 	if err != nil {
 		panic(err)
 	}

@@ -54,19 +54,16 @@ func (b *bundle) Attempts() []transport.Attempt {
 func (b *bundle) config() *anthropic.Config {
 	tr := &http.Transport{}
 	return &anthropic.Config{
-		APIKey:     testKey,
-		BaseURL:    b.srv.URL,
-		HTTPClient: &http.Client{Transport: tr},
-		Clock:      b.clock,
-		Jitter:     func(d time.Duration) time.Duration { return d },
-		OnAttempt: func(a transport.Attempt) {
-			b.mu.Lock()
-			b.attempts = append(b.attempts, a)
-			b.mu.Unlock()
-		},
+		APIKey:  testKey,
+		BaseURL: b.srv.URL,
 		Models: map[string]llm.Capabilities{
 			"no-tools": {Streaming: true},
 		},
+		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a transport.Attempt) {
+			b.mu.Lock()
+			b.attempts = append(b.attempts, a)
+			b.mu.Unlock()
+		}},
 	}
 }
 

@@ -26,6 +26,7 @@ type Messages struct {
 	models    map[string]llm.Capabilities
 	maxTokens int
 	thinking  int
+	noStream  bool
 	tcfg      transport.Config
 	tr        *transport.Client
 }
@@ -83,15 +84,8 @@ func New(cfg *Config) (*Messages, error) {
 		models:    map[string]llm.Capabilities{},
 		maxTokens: c.MaxTokens,
 		thinking:  c.ThinkingBudget,
-		tcfg: transport.Config{
-			HTTPClient:     c.HTTPClient,
-			MaxRetries:     c.MaxRetries,
-			InitialBackoff: c.InitialBackoff,
-			MaxBackoff:     c.MaxBackoff,
-			Clock:          c.Clock,
-			Jitter:         c.Jitter,
-			OnAttempt:      c.OnAttempt,
-		},
+		noStream:  c.NoStreaming,
+		tcfg:      transport.Config{Options: c.Options},
 	}
 	for k, v := range c.Models {
 		m.models[k] = v
@@ -118,6 +112,9 @@ func (p *Messages) Capabilities(model string) llm.Capabilities {
 		caps.Reasoning = p.thinking > 0
 	}
 	caps.StructuredOutput = false
+	if p.noStream {
+		caps.Streaming = false
+	}
 	return caps
 }
 

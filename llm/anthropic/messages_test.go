@@ -348,7 +348,7 @@ func TestConfig(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", b.srv.URL)
 	cfg := b.config()
 	closeIdle(t, cfg)
-	p, err := anthropic.New(&anthropic.Config{HTTPClient: cfg.HTTPClient})
+	p, err := anthropic.New(&anthropic.Config{Options: transport.Options{HTTPClient: cfg.HTTPClient}})
 	if err != nil {
 		t.Fatal(err)
 	}

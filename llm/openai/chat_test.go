@@ -339,7 +339,7 @@ func TestChatConfig(t *testing.T) {
 	if _, err := openai.NewChat(&openai.Config{BaseURL: "localhost:11434"}); err == nil || !strings.Contains(err.Error(), "Config.BaseURL") {
 		t.Fatalf("bad BaseURL: err = %v", err)
 	}
-	if _, err := openai.NewChat(&openai.Config{MaxRetries: transport.Retries(-1), NoAuth: true}); err == nil || !strings.Contains(err.Error(), "Config.MaxRetries") {
+	if _, err := openai.NewChat(&openai.Config{NoAuth: true, Options: transport.Options{MaxRetries: transport.Retries(-1)}}); err == nil || !strings.Contains(err.Error(), "Config.MaxRetries") {
 		t.Fatalf("bad MaxRetries: err = %v", err)
 	}
 
@@ -362,7 +362,7 @@ func TestChatConfig(t *testing.T) {
 	// The environment supplies key and base URL; NoAuth suppresses the key.
 	t.Setenv("OPENAI_API_KEY", "sk-from-env-000000")
 	t.Setenv("OPENAI_BASE_URL", b.srv.URL+"/v1")
-	p, err = openai.NewChat(&openai.Config{HTTPClient: cfg.HTTPClient, Organization: "org-1", Project: "proj-1"})
+	p, err = openai.NewChat(&openai.Config{Organization: "org-1", Project: "proj-1", Options: transport.Options{HTTPClient: cfg.HTTPClient}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestChatConfig(t *testing.T) {
 	if h.Get("Authorization") != "Bearer sk-from-env-000000" || h.Get("OpenAI-Organization") != "org-1" || h.Get("OpenAI-Project") != "proj-1" {
 		t.Errorf("headers = %v", h)
 	}
-	p, err = openai.NewChat(&openai.Config{HTTPClient: cfg.HTTPClient, NoAuth: true})
+	p, err = openai.NewChat(&openai.Config{NoAuth: true, Options: transport.Options{HTTPClient: cfg.HTTPClient}})
 	if err != nil {
 		t.Fatal(err)
 	}

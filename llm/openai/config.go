@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/internal/wire"
@@ -89,28 +88,19 @@ type Config struct {
 	// NoStore adds, without duplicates. Nil means none. Chat ignores it.
 	Include []string
 
-	// HTTPClient sends the requests. Nil means http.DefaultClient.
-	HTTPClient *http.Client
+	// NoStreaming makes every model of this provider report
+	// Capabilities.Streaming false, so the runtime asks with Generate (one
+	// JSON response) instead of Stream. For servers whose streaming is
+	// broken or slower; one model alone is switched off by listing it in
+	// Models with Streaming false. Zero (false) means stream where the
+	// model's capabilities say it can.
+	NoStreaming bool
 
-	// MaxRetries is how many times the transport may retry a failed
-	// attempt (see package llm/transport). Nil means 2; use
-	// transport.Retries(0) to turn retrying off.
-	MaxRetries *int
-
-	// InitialBackoff and MaxBackoff shape the transport's backoff. Zero
-	// means the transport defaults (250ms and 30s).
-	InitialBackoff, MaxBackoff time.Duration
-
-	// Clock and Jitter are injected into the transport (tests use a fake
-	// clock so that retries do not sleep). Nil means the wall clock and
-	// the default jitter.
-	Clock  transport.Clock
-	Jitter func(time.Duration) time.Duration
-
-	// OnAttempt is called after every transport attempt of every call,
-	// with secrets scrubbed. Stream also reports each retried attempt as
-	// an llm.EventAttempt. Nil means no observer.
-	OnAttempt func(transport.Attempt)
+	// Options are the transport settings: HTTP client, retries, backoff,
+	// clock, jitter and the attempt observer (see [transport.Options] for
+	// each default). Stream also reports each retried attempt as an
+	// llm.EventAttempt.
+	transport.Options
 }
 
 // validate names the bad field.
@@ -138,6 +128,7 @@ type client struct {
 	legacy    bool
 	noStore   bool
 	include   []string
+	noStream  bool
 	tcfg      transport.Config
 	tr        *transport.Client
 }
@@ -200,15 +191,8 @@ func newClient(name string, cfg *Config) (*client, error) {
 		legacy:    c.LegacyMaxTokens,
 		noStore:   c.NoStore,
 		include:   includeList(c.NoStore, c.Include),
-		tcfg: transport.Config{
-			HTTPClient:     c.HTTPClient,
-			MaxRetries:     c.MaxRetries,
-			InitialBackoff: c.InitialBackoff,
-			MaxBackoff:     c.MaxBackoff,
-			Clock:          c.Clock,
-			Jitter:         c.Jitter,
-			OnAttempt:      c.OnAttempt,
-		},
+		noStream:  c.NoStreaming,
+		tcfg:      transport.Config{Options: c.Options},
 	}
 	if c.APIKey != "" {
 		cl.tcfg.Redact = []string{c.APIKey}
@@ -231,10 +215,14 @@ func isOpenAIHost(base string) bool {
 }
 
 func (c *client) capabilities(model string) llm.Capabilities {
-	if caps, ok := c.models[model]; ok {
-		return caps
+	caps, ok := c.models[model]
+	if !ok {
+		caps = DefaultCapabilities
 	}
-	return DefaultCapabilities
+	if c.noStream {
+		caps.Streaming = false
+	}
+	return caps
 }
 
 // stream runs one streaming call through the shared first-event rule.

@@ -82,7 +82,7 @@ func TestTransportErrorText(t *testing.T) {
 	srv := setup(t, func(w http.ResponseWriter, r *http.Request) {})
 	url := srv.srv.URL
 	srv.srv.Close() // connection refused from now on
-	cfg := &openai.Config{APIKey: testKey, BaseURL: url, MaxRetries: transport.Retries(0)}
+	cfg := &openai.Config{APIKey: testKey, BaseURL: url, Options: transport.Options{MaxRetries: transport.Retries(0)}}
 	p, err := openai.NewChat(cfg)
 	if err != nil {
 		t.Fatal(err)

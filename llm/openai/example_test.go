@@ -9,6 +9,7 @@ import (
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/openai"
+	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
 // An OpenAI-compatible local server (here a fake one) needs only a base URL.
@@ -22,7 +23,7 @@ func ExampleNewChat() {
 	}))
 	defer srv.Close()
 
-	chat, err := openai.NewChat(&openai.Config{BaseURL: srv.URL + "/v1", NoAuth: true, HTTPClient: srv.Client()})
+	chat, err := openai.NewChat(&openai.Config{BaseURL: srv.URL + "/v1", NoAuth: true, Options: transport.Options{HTTPClient: srv.Client()}})
 	if err != nil {
 		panic(err)
 	}

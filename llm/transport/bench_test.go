@@ -44,7 +44,7 @@ func BenchmarkTransportOverhead(b *testing.B) {
 		}
 	})
 	b.Run("transport", func(b *testing.B) {
-		c, err := transport.New(&transport.Config{HTTPClient: hc})
+		c, err := transport.New(&transport.Config{Options: transport.Options{HTTPClient: hc}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func BenchmarkStream1MDeltas(b *testing.B) {
 		}
 		_ = bw.Flush()
 	})
-	c, err := transport.New(&transport.Config{HTTPClient: hc})
+	c, err := transport.New(&transport.Config{Options: transport.Options{HTTPClient: hc}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,10 +32,10 @@ type Clock interface {
 // Retries returns a pointer to n, for Config.MaxRetries.
 func Retries(n int) *int { return &n }
 
-// Config configures a Client. The zero value is usable: every zero field
-// takes the default named in its comment. New copies the Config; changing
-// it afterwards has no effect on the Client.
-type Config struct {
+// Options are the transport settings every provider adapter takes
+// (openai.Config and anthropic.Config embed them). The zero value is
+// usable: every zero field takes the default named in its comment.
+type Options struct {
 	// HTTPClient sends the requests. Its own Timeout, if any, bounds each
 	// attempt, not the whole call; use the context for that.
 	// Zero (nil) means a client like http.DefaultClient that does not follow
@@ -72,6 +72,13 @@ type Config struct {
 	// successful or not, on the calling goroutine. Its text is scrubbed of
 	// secrets. Zero (nil) means no observer.
 	OnAttempt func(Attempt)
+}
+
+// Config configures a Client: the shared [Options] plus what only the
+// transport's own callers set. The zero value is usable. New copies the
+// Config; changing it afterwards has no effect on the Client.
+type Config struct {
+	Options
 
 	// Redact lists secrets (API keys, tokens) that must never appear in an
 	// error message or an Attempt. Values of the Authorization,

@@ -60,13 +60,10 @@ func ExampleClient_Do() {
 	defer tr.CloseIdleConnections()
 
 	c, err := transport.New(&transport.Config{
-		HTTPClient: &http.Client{Transport: tr},
-		Clock:      instantClock{},
-		Jitter:     func(d time.Duration) time.Duration { return d },
-		Redact:     []string{"sk-secret"},
-		OnAttempt: func(a transport.Attempt) {
+		Redact: []string{"sk-secret"},
+		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: instantClock{}, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a transport.Attempt) {
 			fmt.Printf("attempt %d: status %d, retry %v after %v\n", a.N, a.Status, a.Retry, a.Wait)
-		},
+		}},
 	})
 	if err != nil {
 		panic(err)
@@ -97,7 +94,7 @@ func ExampleClient_Stream() {
 	defer srv.Close()
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	c, _ := transport.New(&transport.Config{HTTPClient: &http.Client{Transport: tr}})
+	c, _ := transport.New(&transport.Config{Options: transport.Options{HTTPClient: &http.Client{Transport: tr}}})
 
 	// Breaking out of the loop closes the response body.
 	for ev, err := range c.Stream(context.Background(), &transport.Request{URL: srv.URL}) {

@@ -95,14 +95,11 @@ func setup(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request), 
 	t.Cleanup(tr.CloseIdleConnections)
 	b.hc = &http.Client{Transport: tr}
 	cfg := &transport.Config{
-		HTTPClient: b.hc,
-		Clock:      b.clock,
-		Jitter:     noJitter,
-		OnAttempt: func(a transport.Attempt) {
+		Options: transport.Options{HTTPClient: b.hc, Clock: b.clock, Jitter: noJitter, OnAttempt: func(a transport.Attempt) {
 			b.mu.Lock()
 			b.attempts = append(b.attempts, a)
 			b.mu.Unlock()
-		},
+		}},
 	}
 	if mod != nil {
 		mod(cfg)

@@ -288,7 +288,7 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // runs before the server closes
 	tr := &http.Transport{ResponseHeaderTimeout: 20 * time.Millisecond}
 	t.Cleanup(tr.CloseIdleConnections)
-	c, err := transport.New(&transport.Config{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock, Jitter: noJitter})
+	c, err := transport.New(&transport.Config{Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock, Jitter: noJitter}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,9 +452,9 @@ func TestNewValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for field, cfg := range map[string]*transport.Config{
-		"MaxRetries":     {MaxRetries: transport.Retries(-1)},
-		"InitialBackoff": {InitialBackoff: -1},
-		"MaxBackoff":     {InitialBackoff: time.Minute},
+		"MaxRetries":     {Options: transport.Options{MaxRetries: transport.Retries(-1)}},
+		"InitialBackoff": {Options: transport.Options{InitialBackoff: -1}},
+		"MaxBackoff":     {Options: transport.Options{InitialBackoff: time.Minute}},
 		"MaxEventSize":   {MaxEventSize: -1},
 		"MaxErrorBody":   {MaxErrorBody: -1},
 	} {
@@ -464,7 +464,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	// New copies the Config.
 	n := 5
-	cfg := &transport.Config{MaxRetries: &n}
+	cfg := &transport.Config{Options: transport.Options{MaxRetries: &n}}
 	b := setup(t, statusThen(503, 99), func(c *transport.Config) { c.MaxRetries = cfg.MaxRetries })
 	n = 0
 	_, _ = b.client.Do(context.Background(), b.req())

@@ -9,6 +9,7 @@ import (
 	"github.com/actoviq/actoviq-go/llm/internal/providertest"
 	"github.com/actoviq/actoviq-go/llm/internal/wiretest"
 	"github.com/actoviq/actoviq-go/llm/openai"
+	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
 // An adapter's test runs the whole suite. New builds the provider against
@@ -23,10 +24,10 @@ func ExampleRun() {
 			RequestIDHeader: "X-Request-Id",
 			New: func(t *testing.T, env providertest.Env) llm.Provider {
 				p, err := openai.NewChat(&openai.Config{
-					APIKey: env.APIKey, BaseURL: env.BaseURL + "/v1", HTTPClient: env.HTTPClient,
-					MaxRetries: &env.MaxRetries, Clock: wiretest.NewFakeClock(),
-					Jitter: func(d time.Duration) time.Duration { return d },
-					Models: map[string]llm.Capabilities{"no-tools": {Streaming: true}},
+					APIKey:  env.APIKey,
+					BaseURL: env.BaseURL + "/v1",
+					Models:  map[string]llm.Capabilities{"no-tools": {Streaming: true}},
+					Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: wiretest.NewFakeClock(), Jitter: func(d time.Duration) time.Duration { return d }},
 				})
 				if err != nil {
 					t.Fatal(err)
