@@ -14,6 +14,7 @@ import (
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm/openai"
+	"github.com/actoviq/actoviq-go/llm/transport"
 	"github.com/actoviq/actoviq-go/store/storesqlite"
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -169,8 +170,11 @@ func TestProviderOutageInterruptsAndResumes(t *testing.T) {
 			m := newFlakyModel(t)
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
-			p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1",
-				HTTPClient: &http.Client{Transport: tr}, Clock: noSleep{}})
+			p, err := openai.NewChat(&openai.Config{
+				APIKey:  "sk-test-000000",
+				BaseURL: "http://" + m.addr + "/v1",
+				Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: noSleep{}},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,8 +287,11 @@ func TestProviderFinalErrors(t *testing.T) {
 			})
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
-			p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1",
-				HTTPClient: &http.Client{Transport: tr}, Clock: noSleep{}})
+			p, err := openai.NewChat(&openai.Config{
+				APIKey:  "sk-test-000000",
+				BaseURL: "http://" + m.addr + "/v1",
+				Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: noSleep{}},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,7 +327,7 @@ func TestProviderFinalErrors(t *testing.T) {
 func TestProviderInterruptionsBounded(t *testing.T) {
 	m := newFlakyModel(t)
 	m.down()
-	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Clock: noSleep{}})
+	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Options: transport.Options{Clock: noSleep{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +384,7 @@ func TestBrokenStreamResumesAfresh(t *testing.T) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the connection breaks mid-stream
 	})
-	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Clock: noSleep{}})
+	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Options: transport.Options{Clock: noSleep{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
