@@ -14,7 +14,9 @@ import (
 
 type panicPolicy struct{}
 
-func (panicPolicy) Decide(context.Context, tool.Spec, json.RawMessage) tool.Verdict { panic("policy bug") }
+func (panicPolicy) Decide(context.Context, tool.Spec, json.RawMessage) tool.Verdict {
+	panic("policy bug")
+}
 
 type panicTool struct{ effect tool.Effect }
 
