@@ -8,25 +8,8 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// eventsInsert appends events: it advances the run's event counter (the
-// row lock serialises concurrent appenders of one run, so sequence numbers
-// are gapless) and inserts the events with the numbers it reserved. A
-// missing run inserts nothing. $3 is the number of events; the arrays hold
-// one element per event.
-const eventsInsert = `
-	WITH r AS (
-		UPDATE {{schema}}.runs SET event_seq = event_seq + $3
-		WHERE tenant = $1 AND id = $2
-		RETURNING event_seq
-	)
-	INSERT INTO {{schema}}.events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data)
-	SELECT $1, $2, r.event_seq - $3 + e.ord, e.id, e.parent_run_id, e.trace_id, e.span_id, e.type, e.time, e.data
-	FROM r, unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::text[])
-		WITH ORDINALITY AS e(id, parent_run_id, trace_id, span_id, type, time, data, ord)
-	RETURNING seq`
-
 // eventArgs returns the stored copies of evs (tenant, run, time filled in)
-// and the parameters of eventsInsert.
+// and the event columns of run_write at [3:10].
 func eventArgs(tenant, runID string, evs []*store.Event, now time.Time) ([]*store.Event, []any) {
 	n := len(evs)
 	out := make([]*store.Event, n)

@@ -122,37 +122,3 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 	}
 	return out, nil
 }
-
-// ledgerArgs are the parameters $1..$21 shared by the insert and the
-// update: every column except revision and created_at.
-func ledgerArgs(e *store.LedgerEntry, now time.Time) ([]any, error) {
-	approval, err := decisionArg(e.Approval)
-	if err != nil {
-		return nil, err
-	}
-	resolution, err := decisionArg(e.Resolution)
-	if err != nil {
-		return nil, err
-	}
-	return []any{e.Tenant, e.RunID, e.CallID, int64(e.Turn), int64(e.Index), e.Tool, e.Effect, string(e.State),
-		e.IdempotencyKey, int64(e.Attempt), e.ArgsDigest, jsonArg(e.Args), jsonArg(e.Result), jsonArg(e.Error),
-		approval, resolution, e.Holder, e.Epoch, now, timeArg(e.StartedAt), timeArg(e.CommittedAt)}, nil
-}
-
-// ledgerInsert creates an entry at revision 1; a row that exists already
-// makes it return nothing.
-const ledgerInsert = `
-	INSERT INTO {{schema}}.ledger (` + ledgerCols + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 1, $19, $19, $20, $21)
-	ON CONFLICT (tenant, run_id, call_id) DO NOTHING
-	RETURNING ` + ledgerCols
-
-// ledgerUpdate replaces an entry if its revision is still $22; created_at
-// is kept.
-const ledgerUpdate = `
-	UPDATE {{schema}}.ledger SET turn = $4, idx = $5, tool = $6, effect = $7, state = $8,
-		idempotency_key = $9, attempt = $10, args_digest = $11, args = $12, result = $13, error = $14,
-		approval = $15, resolution = $16, holder = $17, epoch = $18, revision = revision + 1,
-		updated_at = $19, started_at = $20, committed_at = $21
-	WHERE tenant = $1 AND run_id = $2 AND call_id = $3 AND revision = $22
-	RETURNING ` + ledgerCols

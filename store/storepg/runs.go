@@ -15,6 +15,15 @@ import (
 const runCols = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
 	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
 
+// runColsRead is runCols for reads of a stored run: the run's last event
+// seq is the largest stored seq (a write that changes only the ledger does
+// not rewrite the run row; see migrations/002_run_write.sql).
+const runColsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+	checkpoint, meta, deadline, revision,
+	greatest(event_seq, coalesce((SELECT max(ev.seq) FROM {{schema}}.events ev
+		WHERE ev.tenant = runs.tenant AND ev.run_id = runs.id), 0)),
+	created_at, updated_at`
+
 // runRow holds the nullable scan targets of one runs row.
 type runRow struct {
 	tenant, id, parentID, sessionID, agentID, agentDigest, status *string
@@ -133,7 +142,7 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	run, err := scanRun(s.pool.QueryRow(ctx, s.q(`SELECT `+runCols+` FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`),
+	run, err := scanRun(s.pool.QueryRow(ctx, s.q(`SELECT `+runColsRead+` FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`),
 		p.Tenant, p.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "run", ID: p.ID}
@@ -150,7 +159,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT `+runCols+` FROM {{schema}}.runs
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+runColsRead+` FROM {{schema}}.runs
 		WHERE tenant = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR parent_id = $3)
 		ORDER BY created_at DESC, id DESC
 		LIMIT $4`),
@@ -218,7 +227,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 			run, err = scanRun(tx.QueryRow(ctx, s.q(`
 				UPDATE {{schema}}.runs SET status = 'running', revision = revision + 1, updated_at = $3
 				WHERE tenant = $1 AND id = $2
-				RETURNING `+runCols), p.Tenant, id, now))
+				RETURNING `+runColsRead), p.Tenant, id, now))
 			return err
 		})
 		if errors.Is(err, errRace) && attempt < maxAttempts {

@@ -2,49 +2,76 @@ package storepg
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// runUpdate is the run CAS. It runs after eventsInsert in the same
-// transaction, so the returned event_seq includes this write's events.
-const runUpdate = `
-	UPDATE {{schema}}.runs SET status = $4, checkpoint = $5, meta = COALESCE($6, meta),
-		revision = revision + 1, updated_at = $7
-	WHERE tenant = $1 AND id = $2 AND revision = $3
-	RETURNING ` + runCols
+// runWriteCall is the whole run write: one statement, one round trip, one
+// autocommit transaction (see migrations/002_run_write.sql).
+const runWriteCall = `SELECT o_parent, o_session, o_agent, o_digest, o_meta, o_deadline, o_revision, o_created,
+	o_first_seq, o_ledger_created
+	FROM {{schema}}.run_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
+		$31, $32, $33, $34, $35, $36, $37)`
+
+// SQLSTATEs raised by run_write.
+const (
+	codeRunNotFound = "AVNF0"
+	codeFenced      = "AVFN0"
+	codeConflict    = "AVCF0"
+)
+
+// Stats counts what the store sent and wrote, for benchmarks: each run
+// write is one statement (one round trip once pgx has prepared it on the
+// connection) and writes RowsWritten rows (the run row when the write
+// updates it, one row per ledger write and one per event).
+type Stats struct {
+	RunWrites   int64
+	Statements  int64
+	RowsWritten int64
+}
+
+type counters struct {
+	runWrites, statements, rows atomic.Int64
+}
+
+// Stats returns the counters since the store was opened.
+func (s *Store) Stats() Stats {
+	return Stats{RunWrites: s.stats.runWrites.Load(), Statements: s.stats.statements.Load(), RowsWritten: s.stats.rows.Load()}
+}
 
 // RunWrite implements [store.Store].
 //
-// The write is one read-committed transaction of two round trips: one
-// pipelined batch that starts with BEGIN, then COMMIT. The batch holds, in
-// order:
+// The write is one call of the run_write function, sent as one statement
+// in autocommit: one round trip and one commit. Inside it, in order:
 //
-//  1. a read of the run's revision (the run must exist);
-//  2. with a fence, SELECT ... FOR SHARE of the claim row: while we hold that
+//  1. a transaction-scoped advisory lock on the run, which serialises the
+//     writers of one run so that event numbers are gapless;
+//  2. the run must exist;
+//  3. with a fence, SELECT ... FOR SHARE of the claim row: while we hold that
 //     share lock a takeover (which updates the row) waits for our commit or
 //     rollback, so no fenced write can commit after a takeover committed;
-//  3. the event append (gapless sequence numbers from the run row's counter);
 //  4. the run CAS (UPDATE ... WHERE revision = expected);
 //  5. one ledger insert (ON CONFLICT DO NOTHING) or ledger CAS per entry, in
-//     call-id order so that concurrent writers lock rows in the same order.
+//     call-id order so that concurrent writers lock rows in the same order;
+//     the first miss (in input order) is reported;
+//  6. the events, numbered after the run's largest stored seq.
 //
-// Statements 3 to 5 run speculatively: their results are only kept if 1 and
-// 2 passed and every CAS matched; otherwise the transaction is rolled back
-// and the first failure is reported (not found, fenced, then conflicts, in
-// that order). A CAS that matched no row reads the actual revision in the
-// same transaction for the ConflictError.
+// A failed check raises an error, which rolls the whole statement back;
+// the failure is reported in that order (not found, fenced, run conflict,
+// ledger conflict).
 func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	// Encode outside the retry loop; only the clock is read per attempt.
 	order := make([]int, len(p.Ledger))
 	for i := range order {
 		order[i] = i
@@ -52,201 +79,238 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	slices.SortFunc(order, func(a, b int) int {
 		return strings.Compare(p.Ledger[a].Entry.CallID, p.Ledger[b].Entry.CallID)
 	})
-
+	la, err := ledgerArrays(p.Ledger, order)
+	if err != nil {
+		return nil, err
+	}
 	var res *store.RunWriteResult
-	err := retryable(ctx, func() error {
+	err = retryable(ctx, func() error {
 		var err error
-		res, err = s.runWriteTx(ctx, p, order)
+		res, err = s.runWriteOnce(ctx, p, order, la)
 		return err
 	})
 	if err != nil {
 		return nil, mapErr("write run "+p.RunID, err)
 	}
+	s.stats.runWrites.Add(1)
+	rows := int64(len(p.Ledger) + len(p.Events))
+	if p.Run != nil {
+		rows++
+	}
+	s.stats.rows.Add(rows)
 	return res, nil
 }
 
-// runWriteTx is one attempt: BEGIN travels in the batch, so the write is
-// two round trips (the batch, then COMMIT or ROLLBACK). A connection whose
-// transaction state is in doubt is closed, never returned to the pool.
-func (s *Store) runWriteTx(ctx context.Context, p *store.RunWriteParams, order []int) (res *store.RunWriteResult, err error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-				_ = conn.Hijack().Close(context.WithoutCancel(ctx))
-				return
-			}
-		}
-		conn.Release()
-	}()
-	res, err = s.runWrite(ctx, conn, p, order)
-	if err != nil {
-		return nil, err
-	}
-	// COMMIT of a transaction that failed answers ROLLBACK, not an error.
-	tag, err := conn.Exec(ctx, "COMMIT")
-	if err != nil {
-		return nil, err
-	}
-	committed = true
-	if tag.String() != "COMMIT" {
-		return nil, fmt.Errorf("commit answered %q", tag.String())
-	}
-	return res, nil
+// ledgerArr holds the ledger writes as column arrays, in lock order, with
+// the stored form of each entry's decisions.
+type ledgerArr struct {
+	ord                                      []int32
+	call, tool, effect, state, key, digest   []string
+	holder                                   []string
+	exp, turn, idx, attempt, epoch           []int64
+	args, result, errs, approval, resolution []*string
+	started, committed                       []*time.Time
+	approvalBack, resolutionBack             []*store.Decision // by input index
 }
 
-// batcher is a connection or a transaction.
-type batcher interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// runWrite queues BEGIN and the write's statements in one batch and reads
-// their results; the caller commits or rolls back.
-func (s *Store) runWrite(ctx context.Context, tx batcher, p *store.RunWriteParams, order []int) (*store.RunWriteResult, error) {
-	now := s.clock.Now()
-	res := &store.RunWriteResult{}
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(s.q(`SELECT revision FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`), p.Tenant, p.RunID)
-	if f := p.Fence; f != nil {
-		b.Queue(s.q(`SELECT holder, epoch FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 FOR SHARE`), p.Tenant, f.Key)
-	}
-	if len(p.Events) > 0 {
-		var args []any
-		res.Events, args = eventArgs(p.Tenant, p.RunID, p.Events, now)
-		b.Queue(s.q(eventsInsert), args...)
-	}
-	if u := p.Run; u != nil {
-		cp := u.Checkpoint
-		if cp == nil {
-			cp = []byte("{}")
-		}
-		b.Queue(s.q(runUpdate), p.Tenant, p.RunID, u.ExpectedRevision, string(u.Status), string(cp), jsonArg(u.Meta), now)
-	}
+func ledgerArrays(ws []store.LedgerWrite, order []int) (*ledgerArr, error) {
+	n := len(ws)
+	c := &ledgerArr{ord: make([]int32, 0, n), approvalBack: make([]*store.Decision, n), resolutionBack: make([]*store.Decision, n)}
 	for _, i := range order {
-		w := p.Ledger[i]
-		args, err := ledgerArgs(w.Entry, now)
+		e := ws[i].Entry
+		approval, back, err := decisionStored(e.Approval)
 		if err != nil {
 			return nil, err
 		}
-		if w.ExpectedRevision == 0 {
-			b.Queue(s.q(ledgerInsert), args...)
-		} else {
-			b.Queue(s.q(ledgerUpdate), append(args, w.ExpectedRevision)...)
+		c.approvalBack[i] = back
+		resolution, back, err := decisionStored(e.Resolution)
+		if err != nil {
+			return nil, err
 		}
+		c.resolutionBack[i] = back
+		c.ord = append(c.ord, int32(i))
+		c.call = append(c.call, e.CallID)
+		c.exp = append(c.exp, ws[i].ExpectedRevision)
+		c.turn = append(c.turn, int64(e.Turn))
+		c.idx = append(c.idx, int64(e.Index))
+		c.tool = append(c.tool, e.Tool)
+		c.effect = append(c.effect, e.Effect)
+		c.state = append(c.state, string(e.State))
+		c.key = append(c.key, e.IdempotencyKey)
+		c.attempt = append(c.attempt, int64(e.Attempt))
+		c.digest = append(c.digest, e.ArgsDigest)
+		c.args = append(c.args, optText(e.Args))
+		c.result = append(c.result, optText(e.Result))
+		c.errs = append(c.errs, optText(e.Error))
+		c.approval = append(c.approval, approval)
+		c.resolution = append(c.resolution, resolution)
+		c.holder = append(c.holder, e.Holder)
+		c.epoch = append(c.epoch, e.Epoch)
+		c.started = append(c.started, optTimeArg(e.StartedAt))
+		c.committed = append(c.committed, optTimeArg(e.CommittedAt))
 	}
+	return c, nil
+}
 
-	// Read every result in queue order, remembering the first failure of
-	// each kind; decide after the batch is closed.
-	var (
-		notFound   bool
-		fenced     *store.FencedError
-		runCAS     bool // the run CAS matched no row
-		ledgerMiss = -1 // input index of the first ledger CAS that missed
-	)
-	br := tx.SendBatch(ctx, b)
-	err := func() error {
-		if _, err := br.Exec(); err != nil { // BEGIN
-			return err
-		}
-		var rev int64
-		if err := br.QueryRow().Scan(&rev); errors.Is(err, pgx.ErrNoRows) {
-			notFound = true
-		} else if err != nil {
-			return err
-		}
-		if f := p.Fence; f != nil {
-			var holder string
-			var epoch int64
-			err := br.QueryRow().Scan(&holder, &epoch)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				fenced = &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch}
-			case err != nil:
-				return err
-			case holder != f.Holder || epoch != f.Epoch:
-				fenced = &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch, CurrentHolder: holder, CurrentEpoch: epoch}
-			}
-		}
-		if len(p.Events) > 0 {
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-			if err != nil {
-				return err
-			}
-			if len(seqs) != len(p.Events) {
-				notFound = true // the run row was not there to count on
-			} else {
-				first := slices.Min(seqs)
-				for i, ev := range res.Events {
-					ev.Seq = first + int64(i)
-				}
-			}
-		}
-		if p.Run != nil {
-			run, err := scanRun(br.QueryRow())
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				runCAS = true
-			case err != nil:
-				return err
-			default:
-				res.Run = run
-			}
-		}
-		if len(order) > 0 {
-			res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
-		}
-		for _, i := range order {
-			e, err := scanLedger(br.QueryRow())
-			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				if ledgerMiss < 0 || i < ledgerMiss {
-					ledgerMiss = i
-				}
-			case err != nil:
-				return err
-			default:
-				res.Ledger[i] = e
-			}
-		}
-		return nil
-	}()
-	if cerr := br.Close(); err == nil {
-		err = cerr
+// decisionStored encodes a decision as it is stored and returns the value
+// a read gives back.
+func decisionStored(dec *store.Decision) (*string, *store.Decision, error) {
+	if dec == nil {
+		return nil, nil, nil
 	}
+	b, err := json.Marshal(dec)
 	if err != nil {
-		return nil, err
+		return nil, nil, &store.InvalidError{Field: "Decision", Reason: err.Error()}
 	}
+	var back store.Decision
+	if err := json.Unmarshal(b, &back); err != nil {
+		return nil, nil, &store.InvalidError{Field: "Decision", Reason: err.Error()}
+	}
+	t := string(b)
+	return &t, &back, nil
+}
 
-	switch {
-	case notFound:
-		return nil, &store.NotFoundError{Kind: "run", ID: p.RunID}
-	case fenced != nil:
-		return nil, fenced
-	case runCAS:
-		var actual int64
-		if err := tx.QueryRow(ctx, s.q(`SELECT revision FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`),
-			p.Tenant, p.RunID).Scan(&actual); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+func optText(b json.RawMessage) *string {
+	if b == nil {
+		return nil
+	}
+	t := string(b)
+	return &t
+}
+
+func optTimeArg(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := store.Time(t)
+	return &u
+}
+
+func (s *Store) runWriteOnce(ctx context.Context, p *store.RunWriteParams, order []int, la *ledgerArr) (*store.RunWriteResult, error) {
+	now := store.Time(s.clock.Now())
+	res := &store.RunWriteResult{}
+	var fenceKey, fenceHolder *string
+	var fenceEpoch *int64
+	if f := p.Fence; f != nil {
+		fenceKey, fenceHolder, fenceEpoch = &f.Key, &f.Holder, &f.Epoch
+	}
+	var runRev *int64
+	var status, checkpoint, meta *string
+	if u := p.Run; u != nil {
+		runRev = &u.ExpectedRevision
+		st := string(u.Status)
+		status = &st
+		cp := "{}"
+		if u.Checkpoint != nil {
+			cp = string(u.Checkpoint)
+		}
+		checkpoint, meta = &cp, optText(u.Meta)
+	}
+	var evArgs []any
+	res.Events, evArgs = eventArgs(p.Tenant, p.RunID, p.Events, now)
+
+	var (
+		parent, session, agent, digest, metaOut *string
+		deadline, created                       *time.Time
+		revision, firstSeq                      *int64
+		ledgerCreated                           []*time.Time
+	)
+	s.stats.statements.Add(1)
+	err := s.pool.QueryRow(ctx, s.q(runWriteCall),
+		p.Tenant, p.RunID, now, fenceKey, fenceHolder, fenceEpoch, runRev, status, checkpoint, meta,
+		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
+		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed,
+		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9],
+	).Scan(&parent, &session, &agent, &digest, &metaOut, &deadline, &revision, &created, &firstSeq, &ledgerCreated)
+	if err != nil {
+		return nil, runWriteErr(p, err)
+	}
+	if firstSeq == nil || len(ledgerCreated) != len(order) {
+		return nil, errors.New("run_write answered an unexpected shape")
+	}
+	for i, ev := range res.Events {
+		ev.Seq = *firstSeq + int64(i)
+	}
+	if u := p.Run; u != nil {
+		d := &decoder{kind: "run", id: p.RunID}
+		res.Run = &store.Run{
+			Tenant: p.Tenant, ID: p.RunID,
+			ParentID: d.str("parent_id", parent), SessionID: d.str("session_id", session),
+			AgentID: d.str("agent_id", agent), AgentDigest: d.str("agent_digest", digest),
+			Status: u.Status, Checkpoint: append(json.RawMessage(nil), *checkpoint...), Meta: d.optJSON("meta", metaOut),
+			Deadline: optTime(deadline), Revision: d.i64("revision", revision),
+			EventSeq: *firstSeq - 1 + int64(len(p.Events)), CreatedAt: d.tm("created_at", created), UpdatedAt: now,
+		}
+		if err := d.result(); err != nil {
 			return nil, err
 		}
-		return nil, &store.ConflictError{Kind: "run", ID: p.RunID, Expected: p.Run.ExpectedRevision, Actual: actual}
-	case ledgerMiss >= 0:
-		w := p.Ledger[ledgerMiss]
-		var actual int64
-		if err := tx.QueryRow(ctx, s.q(`SELECT revision FROM {{schema}}.ledger WHERE tenant = $1 AND run_id = $2 AND call_id = $3`),
-			p.Tenant, p.RunID, w.Entry.CallID).Scan(&actual); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return nil, err
+	}
+	if len(order) > 0 {
+		res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
+		for k, i := range order {
+			w := p.Ledger[i]
+			out := *w.Entry
+			out.Args, out.Result, out.Error = cloneRaw(out.Args), cloneRaw(out.Result), cloneRaw(out.Error)
+			out.Approval, out.Resolution = la.approvalBack[i], la.resolutionBack[i]
+			out.StartedAt, out.CommittedAt = store.Time(out.StartedAt), store.Time(out.CommittedAt)
+			out.Revision = w.ExpectedRevision + 1
+			out.UpdatedAt = now
+			if ledgerCreated[k] == nil {
+				return nil, errors.New("run_write answered no created_at for a ledger write")
+			}
+			out.CreatedAt = store.Time(*ledgerCreated[k])
+			res.Ledger[i] = &out
 		}
-		return nil, &store.ConflictError{Kind: "ledger", ID: p.RunID + "/" + w.Entry.CallID, Expected: w.ExpectedRevision, Actual: actual}
 	}
 	return res, nil
+}
+
+func cloneRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+// runWriteErr turns run_write's own SQLSTATEs into the store's errors.
+func runWriteErr(p *store.RunWriteParams, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case codeRunNotFound:
+		return &store.NotFoundError{Kind: "run", ID: p.RunID}
+	case codeFenced:
+		var d struct {
+			Holder *string `json:"holder"`
+			Epoch  *int64  `json:"epoch"`
+		}
+		_ = json.Unmarshal([]byte(pe.Detail), &d)
+		f := p.Fence
+		fe := &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch}
+		if d.Holder != nil {
+			fe.CurrentHolder = *d.Holder
+		}
+		if d.Epoch != nil {
+			fe.CurrentEpoch = *d.Epoch
+		}
+		return fe
+	case codeConflict:
+		var d struct {
+			Kind     string `json:"kind"`
+			ID       string `json:"id"`
+			Expected int64  `json:"expected"`
+			Actual   int64  `json:"actual"`
+		}
+		if json.Unmarshal([]byte(pe.Detail), &d) != nil {
+			return err
+		}
+		id := p.RunID
+		if d.Kind == "ledger" {
+			id = p.RunID + "/" + d.ID
+		}
+		return &store.ConflictError{Kind: d.Kind, ID: id, Expected: d.Expected, Actual: d.Actual}
+	}
+	return err
 }

@@ -70,6 +70,7 @@ type Store struct {
 	clock     store.Clock
 	queries   sync.Map // query template → text with the schema substituted
 	closeOnce sync.Once
+	stats     counters
 }
 
 var _ store.Store = (*Store)(nil)
