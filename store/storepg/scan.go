@@ -108,13 +108,3 @@ func (d *decoder) decision(col string, v *string) *store.Decision {
 	return &dec
 }
 
-func decisionArg(dec *store.Decision) (any, error) {
-	if dec == nil {
-		return nil, nil
-	}
-	b, err := json.Marshal(dec)
-	if err != nil {
-		return nil, &store.InvalidError{Field: "Decision", Reason: err.Error()}
-	}
-	return string(b), nil
-}
