@@ -107,4 +107,3 @@ func (d *decoder) decision(col string, v *string) *store.Decision {
 	}
 	return &dec
 }
-
