@@ -14,9 +14,15 @@
 //
 // A tool ([tool.Tool], or [tool.Func] for typed Go functions) declares its
 // effect: read, idempotent-write or side-effect; the zero value is
-// side-effect. Every call gets the idempotency key "<runID>:<callID>"
-// ([tool.IdempotencyKey]), the same on every attempt of that call; hand it
-// to the system you call. A tool that cannot tell whether its effect
+// side-effect. Every call gets an idempotency key ([tool.IdempotencyKey]):
+// "<runID>:<callID>" in the tenant "default" and "<tenant>/<runID>:<callID>"
+// in any other, so two logical calls never share one, across runs and
+// tenants. Run ids containing ':' or '/' are refused ([ErrInvalidID]); a
+// provider's call id containing one is replaced by a ledger-assigned id. The
+// key is persisted with the call's ledger entry before it starts and is the
+// same on every attempt of that call (a re-run or re-execute bumps only the
+// attempt), also after an upgrade that would format a new call's key
+// differently. Hand it to the system you call. A tool that cannot tell whether its effect
 // happened returns an error wrapping [tool.ErrOutcomeUnknown]. A tool may
 // implement [tool.Reconciler], a read-back probe asked after a crash.
 //

@@ -126,7 +126,7 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 	}
 	specs := d.runner.Specs()
 	req := &llm.Request{Model: d.agent.Model, System: d.agent.Instructions, Items: d.cp.Items,
-		OutputSchema: d.agent.OutputSchema, IdempotencyKey: fmt.Sprintf("%s:turn-%d", d.run.ID, d.cp.Turn+1)}
+		OutputSchema: d.agent.OutputSchema, IdempotencyKey: idempotencyKey(d.e.tenant, d.run.ID, fmt.Sprintf("turn-%d", d.cp.Turn+1))}
 	for _, s := range specs {
 		req.Tools = append(req.Tools, llm.ToolDef{Name: s.Name, Description: s.Description, InputSchema: s.InputSchema})
 	}
@@ -206,7 +206,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 			return d.end(ctx, store.RunFailed, EvRunFailed)
 		}
 		providerID := tc.ID
-		if tc.ID == "" || used[tc.ID] {
+		if !usableCallID(tc.ID) || used[tc.ID] {
 			tc.ProviderID = "" // the provider's item id names the original call id
 			tc.ID = fmt.Sprintf("call_t%d_%d", turn, i)
 			for n := 2; used[tc.ID]; n++ {
@@ -230,7 +230,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 			effect = t.Spec().Effect
 		}
 		calls = append(calls, &store.LedgerEntry{Tenant: d.e.tenant, RunID: d.run.ID, CallID: tc.ID, Turn: turn, Index: len(calls),
-			Tool: tc.Name, Effect: effect.String(), State: store.LedgerPrepared, IdempotencyKey: d.run.ID + ":" + tc.ID,
+			Tool: tc.Name, Effect: effect.String(), State: store.LedgerPrepared, IdempotencyKey: idempotencyKey(d.e.tenant, d.run.ID, tc.ID),
 			ArgsDigest: argsDigest(raw), Args: persisted.ToolCall.Arguments})
 	}
 	d.cp.Items = append(d.cp.Items, items...)

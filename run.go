@@ -84,9 +84,12 @@ func (e *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Eve
 			return nil, fmt.Errorf("actoviq: input item %d: %w", i, err)
 		}
 	}
-	runID := in.RunID
+	runID, field := in.RunID, "Input.RunID"
 	if runID == "" {
-		runID = e.newID()
+		runID, field = e.newID(), "Config.NewID"
+	}
+	if err := checkRunID(field, runID); err != nil {
+		return nil, err
 	}
 	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: e.driveHolder()}
 	cp := &checkpoint{V: 1, TraceID: e.newID(), PolicyVersion: d.pv}

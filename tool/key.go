@@ -18,6 +18,13 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // there is none. The key is the same on every attempt of one logical call;
 // tools hand it to the systems they call (for HTTP, as the Idempotency-Key
 // header) so those systems can dedupe.
+//
+// The actoviq runtime gives a new call the key "<runID>:<callID>" in the
+// tenant "default" and "<tenant>/<runID>:<callID>" in any other; run ids and
+// call ids never contain ':' or '/', so two logical calls never share a key.
+// The key is persisted with the call before it starts and never recomputed:
+// a call recorded by an earlier build keeps the key that build gave it.
+// Treat it as an opaque string of at most a few hundred bytes.
 func IdempotencyKey(ctx context.Context) string {
 	k, _ := ctx.Value(keyIdempotency).(string)
 	return k

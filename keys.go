@@ -1,0 +1,84 @@
+package actoviq
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Idempotency keys (SPEC §2). Every tool call gets one when its ledger entry
+// is prepared, and the entry keeps it forever: a re-run or a re-execute
+// reuses the persisted key and bumps the attempt, and a later build never
+// recomputes it, whatever format that build would give a new call. The
+// format of a new call's key is
+//
+//	<runID>:<callID>            in the tenant "default"
+//	<tenant>/<runID>:<callID>   in any other tenant
+//
+// Run ids and call ids never contain ':' or '/', so a key names one logical
+// call of one run of one tenant: two tenants that pick the same run id get
+// different keys, and run "acct:7" call "c1" cannot meet run "acct" call
+// "7:c1" (the first run id is refused, the second call id replaced).
+
+// keySeparators may not appear in run ids and call ids.
+const keySeparators = ":/"
+
+// defaultTenant is the tenant whose keys carry no prefix.
+const defaultTenant = "default"
+
+// ErrInvalidID: a run id cannot be used (it contains a key separator or a
+// control character, or is empty). Nothing was stored.
+var ErrInvalidID = errors.New("actoviq: invalid id")
+
+// IDError reports an id the runtime refuses, and why.
+type IDError struct {
+	// Field names where the id came from: "Input.RunID" or "Config.NewID".
+	Field  string
+	ID     string
+	Reason string
+}
+
+func (e *IDError) Error() string {
+	return fmt.Sprintf("actoviq: %s %q: %s", e.Field, e.ID, e.Reason)
+}
+
+// Is reports whether target is [ErrInvalidID].
+func (e *IDError) Is(target error) bool { return target == ErrInvalidID }
+
+// idempotencyKey is the key of a call prepared now (see above).
+func idempotencyKey(tenant, runID, callID string) string {
+	if tenant == defaultTenant || tenant == "" {
+		return runID + ":" + callID
+	}
+	return tenant + "/" + runID + ":" + callID
+}
+
+// checkRunID refuses a new run's id that would make keys ambiguous.
+func checkRunID(field, id string) error {
+	switch {
+	case id == "":
+		return &IDError{Field: field, ID: id, Reason: "empty"}
+	case strings.ContainsAny(id, keySeparators):
+		return &IDError{Field: field, ID: id, Reason: "run ids may not contain ':' or '/' (they separate the parts of an idempotency key: <tenant>/<runID>:<callID>)"}
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return &IDError{Field: field, ID: id, Reason: "contains a control character"}
+		}
+	}
+	return nil
+}
+
+// usableCallID reports whether a provider's tool-call id can be the call's
+// id in its key; one that cannot is replaced by a ledger-assigned id.
+func usableCallID(id string) bool {
+	if id == "" || strings.ContainsAny(id, keySeparators) {
+		return false
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
