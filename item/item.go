@@ -48,20 +48,28 @@ const (
 // Item is one entry of a transcript. Exactly the field that matches Type is set
 // (Text for text and refusal items).
 type Item struct {
+	// Type says which payload field is set.
 	Type Type `json:"type"`
+	// Role is who produced the item; empty for items that have none.
 	Role Role `json:"role,omitempty"`
 
 	// Text is the content of a text or refusal item.
 	Text string `json:"text,omitempty"`
 
-	Image      *Image      `json:"image,omitempty"`
-	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
+	// Image is set for an image item.
+	Image *Image `json:"image,omitempty"`
+	// ToolCall is set for a tool_call item.
+	ToolCall *ToolCall `json:"tool_call,omitempty"`
+	// ToolResult is set for a tool_result item.
 	ToolResult *ToolResult `json:"tool_result,omitempty"`
-	Reasoning  *Reasoning  `json:"reasoning,omitempty"`
+	// Reasoning is set for a reasoning item.
+	Reasoning *Reasoning `json:"reasoning,omitempty"`
 	// Structured is a JSON value produced under an output schema.
 	Structured json.RawMessage `json:"structured,omitempty"`
-	Error      *Error          `json:"error,omitempty"`
-	Raw        *Raw            `json:"raw,omitempty"`
+	// Error is set for an error item.
+	Error *Error `json:"error,omitempty"`
+	// Raw is set for a raw item: a provider value with no canonical form.
+	Raw *Raw `json:"raw,omitempty"`
 
 	// Original is the provider's own form of a text or refusal item, kept
 	// when it carries more than Text holds: citations on an Anthropic text
@@ -73,9 +81,12 @@ type Item struct {
 
 // Image is an image given either by URL or by its bytes.
 type Image struct {
-	URL       string `json:"url,omitempty"`
+	// URL locates the image; empty when Data holds it.
+	URL string `json:"url,omitempty"`
+	// MediaType is the MIME type of Data, such as "image/png".
 	MediaType string `json:"media_type,omitempty"`
-	Data      []byte `json:"data,omitempty"`
+	// Data is the image itself, when it is not given by URL.
+	Data []byte `json:"data,omitempty"`
 	// Detail is a provider hint such as "low" or "high"; empty means default.
 	Detail string `json:"detail,omitempty"`
 }
@@ -84,7 +95,8 @@ type Image struct {
 type ToolCall struct {
 	// ID is the provider's call id (for OpenAI Responses, the call_id, not
 	// the item id). It may be empty; the runtime then assigns one.
-	ID   string `json:"id"`
+	ID string `json:"id"`
+	// Name is the tool the model asks for.
 	Name string `json:"name"`
 	// Arguments is the JSON object the model produced.
 	Arguments json.RawMessage `json:"arguments"`
@@ -95,6 +107,7 @@ type ToolCall struct {
 
 // ToolResult is the outcome of a tool call as the model will see it.
 type ToolResult struct {
+	// CallID is the id of the tool call this result answers.
 	CallID string `json:"call_id"`
 	// Content is the text shown to the model.
 	Content string `json:"content"`
@@ -107,22 +120,29 @@ type ToolResult struct {
 // Reasoning is model reasoning. Opaque holds the provider's own value
 // (a signature, encrypted content, a whole provider item), kept byte for byte.
 type Reasoning struct {
-	Summary  string `json:"summary,omitempty"`
+	// Summary is the readable reasoning summary, when the provider gives one.
+	Summary string `json:"summary,omitempty"`
+	// Provider names the adapter that produced Opaque; only it can send Opaque back.
 	Provider string `json:"provider,omitempty"`
-	Opaque   []byte `json:"opaque,omitempty"`
+	// Opaque is the provider's own value, sent back unchanged.
+	Opaque []byte `json:"opaque,omitempty"`
 }
 
 // Error is an error reported inside a transcript (a model-behaviour error, a
 // provider error shown to a person).
 type Error struct {
-	Code    string `json:"code"`
+	// Code is a stable machine-readable code.
+	Code string `json:"code"`
+	// Message says what went wrong, for a person.
 	Message string `json:"message"`
 }
 
 // Raw carries a provider value that has no canonical form.
 type Raw struct {
-	Provider string          `json:"provider"`
-	Value    json.RawMessage `json:"value"`
+	// Provider names the adapter the value came from.
+	Provider string `json:"provider"`
+	// Value is the provider's JSON, byte for byte.
+	Value json.RawMessage `json:"value"`
 }
 
 // ErrUnknownType matches an [*UnknownTypeError].
@@ -133,7 +153,10 @@ var ErrInvalid = errors.New("item: invalid item")
 
 // UnknownTypeError is returned when decoding an item whose type this version
 // does not know.
-type UnknownTypeError struct{ Type string }
+type UnknownTypeError struct {
+	// Type is the type found.
+	Type string
+}
 
 func (e *UnknownTypeError) Error() string {
 	return fmt.Sprintf("item: unknown type %q", e.Type)
@@ -144,7 +167,9 @@ func (e *UnknownTypeError) Is(target error) bool { return target == ErrUnknownTy
 
 // InvalidError is returned for an item whose payload does not match its type.
 type InvalidError struct {
-	Type   Type
+	// Type is the item type the payload was checked against.
+	Type Type
+	// Reason says what is wrong with the payload.
 	Reason string
 }
 
@@ -343,12 +368,18 @@ func NewToolResult(callID, content string, isError bool) Item {
 // Usage counts tokens. Cached and reasoning tokens are included in the input
 // and output counts respectively, as the providers report them.
 type Usage struct {
-	InputTokens       int64 `json:"input_tokens"`
-	OutputTokens      int64 `json:"output_tokens"`
+	// InputTokens counts prompt tokens, cached ones included.
+	InputTokens int64 `json:"input_tokens"`
+	// OutputTokens counts generated tokens, reasoning included.
+	OutputTokens int64 `json:"output_tokens"`
+	// CachedInputTokens is the part of InputTokens read from the provider's prompt cache.
 	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
-	CacheWriteTokens  int64 `json:"cache_write_tokens,omitempty"`
-	ReasoningTokens   int64 `json:"reasoning_tokens,omitempty"`
-	Requests          int64 `json:"requests,omitempty"`
+	// CacheWriteTokens counts input tokens written to the prompt cache (Anthropic).
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// ReasoningTokens is the part of OutputTokens spent on reasoning.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
+	// Requests counts the model calls summed into this usage.
+	Requests int64 `json:"requests,omitempty"`
 }
 
 // Add returns the sum of u and v.

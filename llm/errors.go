@@ -50,6 +50,7 @@ const (
 // DanglingToolCallError reports a transcript whose tool calls and results do
 // not pair up one to one.
 type DanglingToolCallError struct {
+	// CallID is the call that has no partner.
 	CallID string
 	// Problem is one of the Problem constants.
 	Problem string
@@ -76,8 +77,7 @@ type ProviderError struct {
 	// Status is the HTTP status, or 0 when no response arrived.
 	Status int
 	// Code and Type are the provider's error code and type, when given.
-	Code string
-	Type string
+	Code, Type string
 	// Message is the provider's message.
 	Message string
 	// RequestID is the provider's request id, for support tickets.
@@ -163,10 +163,12 @@ func RedactSecrets(s string) string {
 // had been delivered to the caller. The stream is never replayed; Partial
 // holds what arrived, as evidence.
 type StreamInterruptedError struct {
+	// Provider names the adapter whose stream broke.
 	Provider string
 	// Partial is the output received before the break; it may be nil.
 	Partial *Response
-	Err     error
+	// Err is the failure that broke the stream.
+	Err error
 }
 
 func (e *StreamInterruptedError) Error() string {

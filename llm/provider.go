@@ -68,7 +68,9 @@ type Request struct {
 
 // ToolDef describes a tool to the model.
 type ToolDef struct {
-	Name        string
+	// Name is the tool's name as the model must call it.
+	Name string
+	// Description tells the model what the tool does.
 	Description string
 	// InputSchema is the JSON Schema of the tool's arguments object.
 	InputSchema json.RawMessage

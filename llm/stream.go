@@ -38,6 +38,7 @@ const (
 // StreamEvent is one event of a model stream. Which fields are set depends
 // on Type.
 type StreamEvent struct {
+	// Type says which of the fields below are set.
 	Type StreamEventType
 	// Delta is the text of a delta event.
 	Delta string

@@ -6,11 +6,12 @@ import "fmt"
 // the caller asked for, usually because two call sites use one key with
 // different result types. The record is left as it is and fn is not run.
 type DecodeError struct {
-	Tenant string
-	Key    string
+	// Tenant and Key identify the record.
+	Tenant, Key string
 	// Type is the Go type the value was to be decoded into.
 	Type string
-	Err  error
+	// Err is the decoding error.
+	Err error
 }
 
 func (e *DecodeError) Error() string {

@@ -55,7 +55,9 @@ var kindSentinels = map[Kind]error{
 // acted without reporting a result (it timed out, was cancelled, panicked,
 // or said so): such a call is never run again on the runtime's own.
 type Error struct {
+	// Kind classifies the failure.
 	Kind Kind
+	// Tool is the tool's name.
 	Tool string
 	// Started is true when the tool was invoked.
 	Started bool

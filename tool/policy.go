@@ -17,6 +17,7 @@ const (
 
 // Verdict is a policy decision with its reason.
 type Verdict struct {
+	// Decision is Allow, Deny or Ask.
 	Decision Decision
 	// Reason explains a Deny or Ask to the model or the approver.
 	Reason string
@@ -26,6 +27,7 @@ type Verdict struct {
 // and must not block on a person: [Ask] makes the runner stop with
 // [KindApprovalRequired] until the call comes back approved.
 type Policy interface {
+	// Decide judges one call of the tool described by spec with args.
 	Decide(ctx context.Context, spec Spec, args json.RawMessage) Verdict
 }
 

@@ -70,6 +70,7 @@ func (o *ProbeOutcome) UnmarshalText(b []byte) error {
 
 // Probe is a [Reconciler]'s answer.
 type Probe struct {
+	// Outcome is committed, not_executed or unknown.
 	Outcome ProbeOutcome `json:"outcome"`
 	// Result is the call's result when Outcome is ProbeCommitted.
 	Result *Result `json:"result,omitempty"`

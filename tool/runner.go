@@ -101,6 +101,7 @@ func (r *Runner) Specs() []Spec {
 
 // Call is one tool call to run.
 type Call struct {
+	// Name is the tool to run.
 	Name string
 	// Args is the arguments object; empty means {}.
 	Args json.RawMessage

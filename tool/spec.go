@@ -14,7 +14,8 @@ import (
 // Spec describes a tool to the model and to the runtime.
 type Spec struct {
 	// Name is unique within a runner and matches ^[a-zA-Z0-9_.-]{1,128}$.
-	Name        string
+	Name string
+	// Description tells the model what the tool does and when to use it.
 	Description string
 	// InputSchema is the JSON Schema of the arguments object; empty means
 	// any JSON object.

@@ -19,6 +19,7 @@ var ErrMalformedToolCall = errors.New("openai: malformed tool call arguments")
 // fragment was joined, are not a JSON object. The response is rejected as a
 // whole: none of its calls may be executed.
 type MalformedToolCallError struct {
+	// Provider names the adapter: "openai.chat" or "openai.responses".
 	Provider string
 	// CallID and Name identify the call.
 	CallID, Name string

@@ -25,8 +25,11 @@ type Turn struct {
 
 // ToolCall is one scripted tool call.
 type ToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
+	// ID is the call id the provider reports; empty lets the runtime assign one.
+	ID string `json:"id"`
+	// Name is the tool to call.
+	Name string `json:"name"`
+	// Arguments is the JSON the model "produces"; it need not be valid, to test bad output.
 	Arguments json.RawMessage `json:"arguments"`
 }
 

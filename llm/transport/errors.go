@@ -129,6 +129,7 @@ func (e *StreamInterruptedError) Is(target error) bool { return target == ErrStr
 // EventTooLargeError reports an SSE line, or the data of one event, longer
 // than Limit bytes. The decoder stops; it never buffers more than Limit.
 type EventTooLargeError struct {
+	// Limit is the configured bound (Config.MaxEventSize).
 	Limit int
 }
 
