@@ -22,16 +22,23 @@ type AgentSpec struct {
 	ID string
 	// Instructions are the system instructions.
 	Instructions string
-	// Provider and Model are the model to call; required.
+	// Provider is the model provider to call; required.
 	Provider llm.Provider
-	Model    string
+	// Model is the model's name at that provider; required.
+	Model string
 	// Tools the model may call.
 	Tools []tool.Tool
 	// OutputSchema, when set, asks for structured output.
 	OutputSchema json.RawMessage
-	Limits       Limits
-	Approval     ApprovalPolicy
-	Recovery     RecoveryPolicy
+	// Limits bound the run; zero fields take their defaults.
+	Limits Limits
+	// Approval says which calls wait for a person before they start; the
+	// zero value asks for none.
+	Approval ApprovalPolicy
+	// Recovery says which started reads and idempotent writes may run
+	// again after a crash; the zero value re-runs nothing. Side effects
+	// never are.
+	Recovery RecoveryPolicy
 }
 
 // Limits bound a run. Zero values mean the documented defaults.

@@ -14,23 +14,42 @@ import (
 // RunInfo is a run as an operator sees it: status, transcript, ledger and
 // the interruptions still open, with their evidence.
 type RunInfo struct {
-	ID          string
-	ParentID    string
-	SessionID   string
-	AgentID     string
+	// ID is the run's id.
+	ID string
+	// ParentID is the parent run's id for a child run; empty otherwise.
+	ParentID string
+	// SessionID is the session the run continues; empty for none.
+	SessionID string
+	// AgentID is the AgentSpec.ID the run was started with.
+	AgentID string
+	// AgentDigest is the digest of the agent definition last driven.
 	AgentDigest string
-	Status      Status
-	Meta        json.RawMessage
-	Deadline    time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	Revision    int64
-	Turn        int
-	Transcript  []item.Item
-	Output      []item.Item
-	Usage       item.Usage
-	Error       *RunError
-	Ledger      []*store.LedgerEntry
+	// Status is the run's status.
+	Status Status
+	// Meta is the caller's JSON given in Input.Meta.
+	Meta json.RawMessage
+	// Deadline is the run's deadline; zero means none.
+	Deadline time.Time
+	// CreatedAt and UpdatedAt are the store's times of the first and the
+	// latest write.
+	CreatedAt, UpdatedAt time.Time
+	// Revision is the run's compare-and-swap revision.
+	Revision int64
+	// Turn counts committed model responses. Get fills it; List does not.
+	Turn int
+	// Transcript is the conversation so far, committed results included,
+	// tool-call arguments redacted. Get fills it; List does not.
+	Transcript []item.Item
+	// Output is the final answer of a completed run.
+	Output []item.Item
+	// Usage is the run's total token usage.
+	Usage item.Usage
+	// Error says why a failed run failed.
+	Error *RunError
+	// Ledger holds one entry per tool call, in order: state, effect,
+	// idempotency key, attempt, times, holder and epoch, decisions. Get
+	// fills it; List does not.
+	Ledger []*store.LedgerEntry
 	// Interruptions are the open ones: those whose call is still in the
 	// state that stopped the run.
 	Interruptions []Interruption
@@ -87,8 +106,10 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 
 // ListParams filters [Runtime.List].
 type ListParams struct {
-	Status Status // empty: any
-	Limit  int
+	// Status keeps only runs in this status; empty means any.
+	Status Status
+	// Limit bounds how many runs are returned; 0 means no limit.
+	Limit int
 }
 
 // List lists the tenant's runs, newest first. When a stored run cannot be

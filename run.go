@@ -19,7 +19,9 @@ type Input struct {
 	RunID string
 	// SessionID continues a conversation: its history is prepended and the
 	// run's items are appended (CAS) when it completes.
-	SessionID   string
+	SessionID string
+	// ParentRunID links the run to a parent run (recorded with the run and
+	// in every event envelope); empty means a root run.
 	ParentRunID string
 	// Items are the new input (usually one user text item).
 	Items []item.Item

@@ -47,19 +47,29 @@ const (
 // Interruption is one open question a person (or a probe) must answer
 // before the run can go on. It carries the evidence to answer it.
 type Interruption struct {
-	Kind           InterruptionKind `json:"kind"`
-	CallID         string           `json:"call_id"`
-	Tool           string           `json:"tool"`
-	Effect         string           `json:"effect"`
-	State          string           `json:"state"`
-	IdempotencyKey string           `json:"idempotency_key"`
+	// Kind says what the run waits for.
+	Kind   InterruptionKind `json:"kind"`
+	CallID string           `json:"call_id"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool"`
+	// Effect is the tool's declared effect.
+	Effect string `json:"effect"`
+	// State is the call's ledger state: awaiting_approval, started or unknown.
+	State string `json:"state"`
+	// IdempotencyKey is the call's stable key, the one the target system saw.
+	IdempotencyKey string `json:"idempotency_key"`
 	// Args are the call's arguments as persisted (secrets redacted).
-	Args       json.RawMessage `json:"args,omitempty"`
-	ArgsDigest string          `json:"args_digest"`
-	Attempt    int             `json:"attempt"`
-	StartedAt  time.Time       `json:"started_at,omitzero"`
-	Holder     string          `json:"holder,omitempty"`
-	Epoch      int64           `json:"epoch,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// ArgsDigest is the digest of the unredacted arguments; approvals bind to it.
+	ArgsDigest string `json:"args_digest"`
+	// Attempt counts the times the call was started.
+	Attempt int `json:"attempt"`
+	// StartedAt is when the last attempt was recorded started.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// Holder is the worker that started the last attempt.
+	Holder string `json:"holder,omitempty"`
+	// Epoch is that worker's claim epoch (fencing token).
+	Epoch int64 `json:"epoch,omitempty"`
 	// Reason explains why the run stopped here.
 	Reason string `json:"reason"`
 	// Probe is the tool's probe answer, when it has a probe.
@@ -72,9 +82,12 @@ type Interruption struct {
 
 // ProbeAnswer is what a tool's Reconcile probe said.
 type ProbeAnswer struct {
-	Outcome  string `json:"outcome"`
+	// Outcome is committed, not_executed or unknown.
+	Outcome string `json:"outcome"`
+	// Evidence is what the probe saw.
 	Evidence string `json:"evidence,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// Error is set when the probe itself failed.
+	Error string `json:"error,omitempty"`
 }
 
 // DecisionKind is what a person decided about an interrupted call.
@@ -92,8 +105,10 @@ const (
 // Decision answers one interruption. It is recorded with who, when and why
 // and the evidence that was shown.
 type Decision struct {
-	CallID string       `json:"call_id"`
-	Kind   DecisionKind `json:"kind"`
+	// CallID is the interrupted call decided on.
+	CallID string `json:"call_id"`
+	// Kind is what was decided.
+	Kind DecisionKind `json:"kind"`
 	// By names who decided; required.
 	By string `json:"by"`
 	// Reason is why. For reject it is what the model is told; for the
@@ -102,8 +117,9 @@ type Decision struct {
 	// Note is an operator's note, recorded and never shown to the model.
 	Note string `json:"note,omitempty"`
 	// Result is the tool result an operator records with committed: the
-	// content the model sees. ResultData is optional structured data.
-	Result     string          `json:"result,omitempty"`
+	// content the model sees.
+	Result string `json:"result,omitempty"`
+	// ResultData is optional structured data with Result; it must be JSON.
 	ResultData json.RawMessage `json:"result_data,omitempty"`
 	// Message is what the model sees for failed.
 	Message string `json:"message,omitempty"`
@@ -135,10 +151,15 @@ func (d *Decision) Validate() error {
 
 // RunResult is what driving a run produced.
 type RunResult struct {
-	RunID         string
-	Status        Status
-	Output        []item.Item
-	Usage         item.Usage
+	// RunID is the run's id (generated when Input.RunID was empty).
+	RunID string
+	// Status is where the drive left the run.
+	Status Status
+	// Output is the final answer of a completed run.
+	Output []item.Item
+	// Usage is the run's total token usage.
+	Usage item.Usage
+	// Interruptions are the open questions of an interrupted run.
 	Interruptions []Interruption
 	// Error is set for failed and cancelled runs.
 	Error *RunError
@@ -146,7 +167,9 @@ type RunResult struct {
 
 // RunError is why a run failed, in a persisted shape.
 type RunError struct {
-	Code    string `json:"code"`
+	// Code is stable: model_behavior, provider_error, max_turns, ….
+	Code string `json:"code"`
+	// Message says what happened.
 	Message string `json:"message"`
 	// Hint says what to do next, when the runtime knows.
 	Hint string `json:"hint,omitempty"`
@@ -182,7 +205,9 @@ var (
 
 // DecisionError reports a decision that does not fit.
 type DecisionError struct {
+	// CallID is the call the decision named.
 	CallID string
+	// Reason says why it does not fit, for a person.
 	Reason string
 }
 
@@ -208,7 +233,9 @@ func (e *DigestMismatchError) Is(target error) bool { return target == ErrDigest
 
 // RunHeldError reports a run claimed by another live worker.
 type RunHeldError struct {
+	// RunID is the run asked for.
 	RunID string
+	// Claim names the holder, its epoch and when its lease expires.
 	Claim *store.ClaimHeldError
 }
 
@@ -226,6 +253,7 @@ func (e *RunHeldError) Unwrap() error { return e.Claim }
 // they happen (deltas, attempts). Data is already redacted. Emit must not
 // block for long; it is called on the run's goroutine.
 type EventSink interface {
+	// Emit receives one event; ev and its Data are the sink's to keep.
 	Emit(ctx context.Context, ev Event)
 }
 
@@ -235,18 +263,32 @@ type EventSinkFunc func(ctx context.Context, ev Event)
 // Emit implements [EventSink].
 func (f EventSinkFunc) Emit(ctx context.Context, ev Event) { f(ctx, ev) }
 
-// Event is the stable envelope of SPEC §9.
+// Event is one run event in the stable envelope: the same shape on the
+// wire (JSON), in the store and in every sink, versioned by Schema, so
+// events stored by older builds still decode. [Event.Payload] gives Data
+// as a typed value.
 type Event struct {
-	Schema      int             `json:"schema"`
-	ID          string          `json:"id"`
-	Seq         int64           `json:"seq"` // 0 for ephemeral events (deltas, attempts)
-	RunID       string          `json:"run_id"`
-	ParentRunID string          `json:"parent_run_id,omitempty"`
-	TraceID     string          `json:"trace_id"`
-	SpanID      string          `json:"span_id"`
-	Type        string          `json:"type"`
-	Time        time.Time       `json:"time"`
-	Data        json.RawMessage `json:"data,omitempty"`
+	// Schema is the envelope's version, EventSchema.
+	Schema int `json:"schema"`
+	// ID is unique per event.
+	ID string `json:"id"`
+	// Seq orders a run's stored events from 1; 0 for ephemeral events
+	// (text deltas, attempts, model requests), which are never stored.
+	Seq int64 `json:"seq"`
+	// RunID is the run the event belongs to.
+	RunID string `json:"run_id"`
+	// ParentRunID is the parent run's id for a child run.
+	ParentRunID string `json:"parent_run_id,omitempty"`
+	// TraceID is the run's trace id, stable across drives.
+	TraceID string `json:"trace_id"`
+	// SpanID is deterministic: the run's span, or one call's span in it.
+	SpanID string `json:"span_id"`
+	// Type is one of the Ev constants, such as EvToolStarted.
+	Type string `json:"type"`
+	// Time is the runtime's clock at the event.
+	Time time.Time `json:"time"`
+	// Data is the payload's JSON, secret-looking values redacted.
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // EventSchema is the envelope's schema version.

@@ -17,10 +17,14 @@ import (
 // encoded as the result's Data, and its JSON text is the Content, except
 // that a string Out is the Content as it is.
 //
-// An error from fn is a runtime error, not a result the model sees; wrap
-// [ErrOutcomeUnknown] when fn cannot tell whether its effect happened. If a
-// schema cannot be derived from the types, [NewRunner] rejects the tool and
-// Call returns the error.
+// An error from fn means the call ran and failed: the runtime commits it as
+// an error result that the model sees (with the error's text), so the
+// model can correct itself; the call is not run again. The exception is an
+// error wrapping [ErrOutcomeUnknown], which fn returns when it cannot tell
+// whether its effect happened (a timeout after the request was sent): the
+// call's outcome is then unknown and, for a side effect, a person or a
+// probe settles it. If a schema cannot be derived from the types,
+// [NewRunner] rejects the tool and Call returns the error.
 func Func[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, error)) Tool {
 	t := &funcTool[In, Out]{spec: spec, fn: fn}
 	if len(t.spec.InputSchema) == 0 {

@@ -26,11 +26,11 @@ type Tool interface {
 	// input schema. ctx carries the deadline, [IdempotencyKey] and
 	// [Attempt]; a tool should stop when ctx is done.
 	//
-	// A failure the model should see is returned as a Result with IsError.
-	// An error means the tool could not do its job; a tool that cannot
-	// tell whether its effect happened (a timeout after sending a request,
-	// a dropped connection) must return an error wrapping
-	// [ErrOutcomeUnknown], so that the call is reconciled rather than run
-	// again.
+	// A failure the model should see is returned as a Result with IsError,
+	// or as an error: both are committed as an error result the model
+	// sees, and the call is not run again. A tool that cannot tell whether
+	// its effect happened (a timeout after sending a request, a dropped
+	// connection) must return an error wrapping [ErrOutcomeUnknown], so
+	// that the call is reconciled rather than reported as failed.
 	Call(ctx context.Context, args json.RawMessage) (Result, error)
 }
