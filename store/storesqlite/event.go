@@ -60,23 +60,32 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 }
 
 // insertEvents stores evs with Seq first, first+1, ... inside tx and
-// returns the stored copies. A zero Time is set to now.
+// returns the stored copies. A zero Time is set to now. The rows go in
+// multi-row INSERTs of up to eventChunk rows.
 func insertEvents(ctx context.Context, tx querier, tenant, runID string, first, now int64, evs []*store.Event) ([]*store.Event, error) {
 	out := make([]*store.Event, len(evs))
-	for i, ev := range evs {
-		e := *ev
-		e.Tenant, e.RunID, e.Seq = tenant, runID, first+int64(i)
-		e.Data = cloneJSON(ev.Data)
-		if e.Time.IsZero() {
-			e.Time = fromMicros(now)
-		} else {
-			e.Time = store.Time(e.Time)
+	for start := 0; start < len(evs); start += eventChunk {
+		chunk := evs[start:min(start+eventChunk, len(evs))]
+		args := make([]any, 0, 10*len(chunk))
+		for i, ev := range chunk {
+			e := *ev
+			e.Tenant, e.RunID, e.Seq = tenant, runID, first+int64(start+i)
+			e.Data = cloneJSON(ev.Data)
+			if e.Time.IsZero() {
+				e.Time = fromMicros(now)
+			} else {
+				e.Time = store.Time(e.Time)
+			}
+			args = append(args, e.Tenant, e.RunID, e.Seq, e.ID, e.ParentRunID, e.TraceID, e.SpanID, e.Type, micros(e.Time), optJSON(e.Data))
+			out[start+i] = &e
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.Tenant, e.RunID, e.Seq, e.ID, e.ParentRunID, e.TraceID, e.SpanID, e.Type, micros(e.Time), optJSON(e.Data)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventColumns+`) VALUES `+insertValues(len(chunk), 10), args...); err != nil {
 			return nil, err
 		}
-		out[i] = &e
 	}
 	return out, nil
 }
+
+// eventChunk bounds the rows of one event INSERT (and so the number of
+// distinct statement texts the statement cache holds for it).
+const eventChunk = 16

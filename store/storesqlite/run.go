@@ -12,6 +12,14 @@ import (
 const runColumns = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
 	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
 
+// runColumnsRead is runColumns for reads: the run's last event seq is the
+// largest stored seq, since a write that changes only the ledger does not
+// rewrite the run row (see RunWrite).
+const runColumnsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+	checkpoint, meta, deadline, revision,
+	MAX(event_seq, COALESCE((SELECT MAX(ev.seq) FROM events ev WHERE ev.tenant = runs.tenant AND ev.run_id = runs.id), 0)),
+	created_at, updated_at`
+
 func scanRun(sc scanner) (*store.Run, error) {
 	var (
 		r                   store.Run
@@ -77,7 +85,7 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 		return nil, err
 	}
 	var out *store.Run
-	found, err := queryOne(one(s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM runs WHERE tenant = ? AND id = ?`, p.Tenant, p.ID)),
+	found, err := queryOne(one(s.db.QueryContext(ctx, `SELECT `+runColumnsRead+` FROM runs WHERE tenant = ? AND id = ?`, p.Tenant, p.ID)),
 		func(sc scanner) (err error) { out, err = scanRun(sc); return err })
 	if err != nil {
 		return nil, wrap("get run "+p.ID, mapErr(ctx, err))
@@ -106,7 +114,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 		where = append(where, "parent_id = ?")
 		args = append(args, p.ParentID)
 	}
-	q := `SELECT ` + runColumns + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
+	q := `SELECT ` + runColumnsRead + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
 	if p.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, p.Limit)
@@ -165,8 +173,9 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 		if err != nil {
 			return err
 		}
-		_, err = queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = 'running', revision = revision + 1, updated_at = ?
-			WHERE tenant = ? AND id = ? RETURNING `+runColumns, micros(now), p.Tenant, id)),
+		_, err = queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = 'running', revision = revision + 1, updated_at = ?,
+				event_seq = MAX(event_seq, COALESCE((SELECT MAX(seq) FROM events WHERE tenant = ? AND run_id = ?), 0))
+			WHERE tenant = ? AND id = ? RETURNING `+runColumns, micros(now), p.Tenant, id, p.Tenant, id)),
 			func(sc scanner) (err error) { run, err = scanRun(sc); return err })
 		return err
 	})

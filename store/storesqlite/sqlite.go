@@ -49,10 +49,13 @@ func (c *Config) validate() error {
 type Store struct {
 	db    *sql.DB
 	clock store.Clock
-	// wlock serialises this handle's write transactions, so that its own
-	// goroutines queue here instead of polling SQLite's busy handler.
-	// Other handles and processes are serialised by BEGIN IMMEDIATE.
-	wlock chan struct{}
+	// commits is the commit queue of this handle's write transactions (see
+	// write): its own goroutines queue here instead of polling SQLite's
+	// busy handler, and the writes queued while one commit is syncing
+	// share the next one. Other handles and processes are serialised by
+	// BEGIN IMMEDIATE.
+	commits commitQueue
+	stats   counters
 	// stmts caches prepared statements by query text; database/sql
 	// prepares each once per pooled connection. Parsing SQL costs more CPU
 	// than executing these short statements.
@@ -81,7 +84,7 @@ func Open(path string, cfg *Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
 	}
-	s := &Store{db: db, clock: c.Clock, wlock: make(chan struct{}, 1)}
+	s := &Store{db: db, clock: c.Clock}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
@@ -137,6 +140,18 @@ type querier interface {
 type ptx struct {
 	s  *Store
 	tx *sql.Tx
+	// ctx, when set, replaces the context of every statement: a write that
+	// shares its transaction with others must not be interrupted half-way
+	// by its own caller's context, because SQLite rolls back the whole
+	// transaction when a statement of it is interrupted.
+	ctx context.Context
+}
+
+func (t ptx) c(ctx context.Context) context.Context {
+	if t.ctx != nil {
+		return t.ctx
+	}
+	return ctx
 }
 
 func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -155,6 +170,7 @@ func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 func (t ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = t.c(ctx)
 	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -163,6 +179,7 @@ func (t ptx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 }
 
 func (t ptx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = t.c(ctx)
 	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -171,6 +188,7 @@ func (t ptx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 }
 
 func (t ptx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = t.c(ctx)
 	st, err := t.s.stmt(ctx, query)
 	if err != nil {
 		// Let the driver report the error through a Row.
@@ -181,39 +199,6 @@ func (t ptx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 
 func (s *Store) now() time.Time { return s.clock.Now() }
 
-// write runs fn in one write transaction (BEGIN IMMEDIATE ... COMMIT).
-// Every check a write depends on is made inside fn, so no decision crosses
-// a transaction boundary. An error from fn rolls everything back.
-func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
-	select {
-	case s.wlock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-s.wlock }()
-	// A connection of our own: when COMMIT fails (a busy or full
-	// database), SQLite may keep the transaction open, and the connection
-	// must not go back to the pool like that.
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return mapErr(ctx, err)
-	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return mapErr(ctx, err)
-	}
-	if err := fn(ptx{s, tx}); err != nil {
-		_ = tx.Rollback()
-		return mapErr(ctx, err)
-	}
-	if err := tx.Commit(); err != nil {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") // no-op when SQLite already ended it
-		return mapErr(ctx, err)
-	}
-	return nil
-}
-
 // read runs fn in one read transaction, so that its statements see one
 // snapshot of the database (WAL readers do not block the writer).
 func (s *Store) read(ctx context.Context, fn func(tx querier) error) error {
@@ -222,7 +207,7 @@ func (s *Store) read(ctx context.Context, fn func(tx querier) error) error {
 		return mapErr(ctx, err)
 	}
 	defer tx.Rollback()
-	if err := fn(ptx{s, tx}); err != nil {
+	if err := fn(ptx{s: s, tx: tx}); err != nil {
 		return mapErr(ctx, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package storesqlite
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -18,6 +19,10 @@ import (
 // whole transaction, and a ledger transition is a single UPDATE. When a
 // conditional statement changes nothing, the cause (fence, missing run,
 // revision) is read in the same transaction for the error.
+//
+// Events are numbered after the run's largest stored seq (the write lock
+// serialises writers): a write that changes only the ledger does not
+// rewrite the run row, whose checkpoint can be large.
 func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	if err := validate(p); err != nil {
 		return nil, err
@@ -38,17 +43,31 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			return orElse()
 		}
 		n := int64(len(p.Events))
-		var lastSeq int64 // the run's event_seq after this write
-		switch {
-		case p.Run != nil:
-			u := p.Run
-			args := append([]any{string(u.Status), optJSON(u.Checkpoint), u.Meta != nil, optJSON(u.Meta), n, now,
+		var lastSeq int64 // the run's largest event seq before this write
+		if n > 0 || p.Run != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE tenant = ? AND run_id = ?`,
+				p.Tenant, p.RunID).Scan(&lastSeq); err != nil {
+				return err
+			}
+		}
+		if u := p.Run; u != nil {
+			args := append([]any{string(u.Status), optJSON(u.Checkpoint), u.Meta != nil, optJSON(u.Meta), lastSeq + n, now,
 				p.Tenant, p.RunID, u.ExpectedRevision}, fargs...)
+			var (
+				run      store.Run
+				meta     sql.NullString
+				deadline sql.NullInt64
+				created  int64
+			)
 			found, err := queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = ?, checkpoint = ?,
 				meta = CASE WHEN ? THEN ? ELSE meta END, revision = revision + 1,
-				event_seq = event_seq + ?, updated_at = ?
-				WHERE tenant = ? AND id = ? AND revision = ?`+cond+` RETURNING `+runColumns, args...)),
-				func(sc scanner) (err error) { res.Run, err = scanRun(sc); return err })
+				event_seq = MAX(event_seq, ?), updated_at = ?
+				WHERE tenant = ? AND id = ? AND revision = ?`+cond+`
+				RETURNING parent_id, session_id, agent_id, agent_digest, meta, deadline, revision, created_at`, args...)),
+				func(sc scanner) error {
+					return sc.Scan(&run.ParentID, &run.SessionID, &run.AgentID, &run.AgentDigest, &meta, &deadline,
+						&run.Revision, &created)
+				})
 			if err != nil {
 				return err
 			}
@@ -65,22 +84,21 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 					return &store.ConflictError{Kind: "run", ID: p.RunID, Expected: u.ExpectedRevision, Actual: actual}
 				})
 			}
-			lastSeq, fence = res.Run.EventSeq, nil
-		case n > 0:
-			args := append([]any{n, p.Tenant, p.RunID}, fargs...)
-			err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ?
-				WHERE tenant = ? AND id = ?`+cond+` RETURNING event_seq`, args...).Scan(&lastSeq)
-			if err == sql.ErrNoRows {
-				return whyNot(func() error { return &store.NotFoundError{Kind: "run", ID: p.RunID} })
-			}
-			if err != nil {
+			d := decoder{kind: "run", id: p.RunID}
+			run.Tenant, run.ID, run.Status = p.Tenant, p.RunID, u.Status
+			run.Checkpoint = cloneJSON(u.Checkpoint)
+			run.Meta = d.json("meta", meta)
+			run.Deadline = fromOptMicros(deadline)
+			run.EventSeq = lastSeq + n
+			run.CreatedAt, run.UpdatedAt = fromMicros(created), fromMicros(now)
+			if err := d.result(); err != nil {
 				return err
 			}
-			fence = nil
+			res.Run, fence = &run, nil
 		}
-		// Ledger writes only: the first one carries the fence; the run's
-		// existence follows from the ledger row (foreign key) or is checked
-		// when a write fails.
+		// The first ledger write carries the fence; the run's existence
+		// follows from the ledger row (foreign key) or is checked when a
+		// write fails.
 		if len(p.Ledger) > 0 {
 			res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
 			for i := range p.Ledger {
@@ -92,7 +110,17 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			}
 		}
 		if n > 0 {
-			evs, err := insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq-n+1, now, p.Events)
+			if fence != nil {
+				// An events-only write: check the fence; the run's
+				// existence follows from the foreign key.
+				if _, err := checkFence(ctx, tx, p.Tenant, fence); err != nil {
+					return err
+				}
+			}
+			evs, err := insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq+1, now, p.Events)
+			if isForeignKey(err) {
+				return &store.NotFoundError{Kind: "run", ID: p.RunID}
+			}
 			if err != nil {
 				return err
 			}
@@ -103,6 +131,12 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	if err != nil {
 		return nil, wrap("write run "+p.RunID, err)
 	}
+	rows := int64(len(p.Ledger) + len(p.Events))
+	if p.Run != nil {
+		rows++
+	}
+	s.stats.runWrites.Add(1)
+	s.stats.rows.Add(rows)
 	return &res, nil
 }
 
@@ -125,4 +159,10 @@ func runExists(ctx context.Context, tx querier, tenant, id string) error {
 		return &store.NotFoundError{Kind: "run", ID: id}
 	}
 	return err
+}
+
+// insertValues returns "(?, ..., ?), (...)" for rows rows of cols columns.
+func insertValues(rows, cols int) string {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
 }

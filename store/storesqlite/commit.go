@@ -1,0 +1,247 @@
+package storesqlite
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Group commit.
+//
+// Every write of a Store goes through its commit queue. A writer that finds
+// no commit in progress leads: it takes every write queued so far, runs
+// them one after the other in one BEGIN IMMEDIATE transaction, each inside
+// its own SAVEPOINT, and commits once. Writes that arrive while a commit is
+// syncing wait for the next batch, so N concurrent writers pay about one
+// fsync per batch instead of N.
+//
+// Nothing is weaker than a transaction of its own:
+//   - a write returns only after the COMMIT that holds it is durable
+//     (synchronous=FULL), and its error if that COMMIT failed;
+//   - every check a write makes (revision, fence) runs inside the batch's
+//     transaction under the write lock, after the writes queued before it,
+//     exactly as if they had committed one by one in queue order;
+//   - a write that fails is rolled back to its savepoint and returns its
+//     error; the others are unaffected;
+//   - if the transaction itself is lost (an I/O error, or SQLite rolled it
+//     back), the writes of the batch that had not failed are run again in a
+//     new batch; nothing of the lost transaction was committed.
+//
+// A batch of one write is a plain transaction, without savepoints, and its
+// statements run on the caller's context as before.
+
+// counters count what the store did, for benchmarks.
+type counters struct {
+	runWrites, rows, commits, batched atomic.Int64
+}
+
+// Stats counts a Store's work since it was opened.
+type Stats struct {
+	// RunWrites is the number of successful [Store.RunWrite] calls.
+	RunWrites int64
+	// RowsWritten is the number of rows those writes inserted or updated:
+	// the run row when the write updates it, one per ledger write, one per
+	// event.
+	RowsWritten int64
+	// Commits is the number of write transactions committed (all writes,
+	// not only run writes); Batched is the number of writes they held.
+	Commits int64
+	Batched int64
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{RunWrites: s.stats.runWrites.Load(), RowsWritten: s.stats.rows.Load(),
+		Commits: s.stats.commits.Load(), Batched: s.stats.batched.Load()}
+}
+
+type writeReq struct {
+	ctx  context.Context
+	fn   func(tx querier) error
+	err  error
+	done chan struct{}
+	lead chan struct{} // signalled when this write's goroutine is to lead
+}
+
+type commitQueue struct {
+	mu      sync.Mutex
+	queue   []*writeReq
+	leading bool
+}
+
+// maxBatch bounds the writes of one transaction.
+const maxBatch = 256
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE ... COMMIT),
+// possibly shared with other writes of this Store (see the group commit
+// above). Every check a write depends on is made inside fn, so no decision
+// crosses a transaction boundary. An error from fn rolls fn's writes back.
+// fn may run more than once (when a shared transaction is lost); each run
+// starts from nothing.
+func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	q := &s.commits
+	q.mu.Lock()
+	q.queue = append(q.queue, req)
+	lead := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	if !lead {
+		select {
+		case <-req.done:
+			return req.err
+		case <-req.lead:
+		}
+	}
+	s.lead(req)
+	<-req.done
+	return req.err
+}
+
+// lead runs batches until self is done, then hands the lead to the oldest
+// queued write, or ends it when the queue is empty. A leader's caller so
+// waits for at most the batches up to its own.
+func (s *Store) lead(self *writeReq) {
+	q := &s.commits
+	for {
+		q.mu.Lock()
+		select {
+		case <-self.done:
+			if len(q.queue) > 0 {
+				q.queue[0].lead <- struct{}{}
+			} else {
+				q.leading = false
+			}
+			q.mu.Unlock()
+			return
+		default:
+		}
+		n := min(len(q.queue), maxBatch)
+		batch := q.queue[:n:n]
+		q.queue = append([]*writeReq(nil), q.queue[n:]...)
+		q.mu.Unlock()
+		retry := s.runBatch(batch)
+		if len(retry) > 0 {
+			q.mu.Lock()
+			q.queue = append(retry, q.queue...)
+			q.mu.Unlock()
+		}
+	}
+}
+
+func finish(r *writeReq, err error) {
+	r.err = err
+	close(r.done)
+}
+
+// runBatch runs the writes of one transaction and finishes them, except
+// those it returns: they must run again in a new transaction.
+func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			finish(r, err) // never started
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	if len(live) == 1 {
+		r := live[0]
+		finish(r, s.writeOne(r.ctx, r.fn))
+		return nil
+	}
+	// The transaction belongs to the whole batch: no caller's context may
+	// interrupt it.
+	bctx := context.WithoutCancel(live[0].ctx)
+	conn, err := s.db.Conn(bctx)
+	if err != nil {
+		for _, r := range live {
+			finish(r, mapErr(r.ctx, err))
+		}
+		return nil
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(bctx, nil)
+	if err != nil {
+		for _, r := range live {
+			finish(r, mapErr(r.ctx, err))
+		}
+		return nil
+	}
+	q := ptx{s: s, tx: tx, ctx: bctx}
+	var ok []*writeReq
+	for i, r := range live {
+		if _, err := tx.ExecContext(bctx, "SAVEPOINT w"); err != nil {
+			_ = tx.Rollback()
+			return append(ok, live[i:]...)
+		}
+		ferr := r.fn(q)
+		if ferr == nil {
+			if _, err := tx.ExecContext(bctx, "RELEASE w"); err != nil {
+				_ = tx.Rollback()
+				return append(ok, live[i:]...)
+			}
+			ok = append(ok, r)
+			continue
+		}
+		// Undo this write only. If that is impossible, the transaction is
+		// gone: this write failed, the others run again.
+		if _, err := tx.ExecContext(bctx, "ROLLBACK TO w"); err != nil {
+			_ = tx.Rollback()
+			finish(r, mapErr(r.ctx, ferr))
+			return append(ok, live[i+1:]...)
+		}
+		if _, err := tx.ExecContext(bctx, "RELEASE w"); err != nil {
+			_ = tx.Rollback()
+			finish(r, mapErr(r.ctx, ferr))
+			return append(ok, live[i+1:]...)
+		}
+		finish(r, mapErr(r.ctx, ferr))
+	}
+	if err := tx.Commit(); err != nil {
+		_, _ = conn.ExecContext(bctx, "ROLLBACK") // no-op when SQLite already ended it
+		for _, r := range ok {
+			finish(r, mapErr(r.ctx, err))
+		}
+		return nil
+	}
+	s.stats.commits.Add(1)
+	s.stats.batched.Add(int64(len(ok)))
+	for _, r := range ok {
+		finish(r, nil)
+	}
+	return nil
+}
+
+// writeOne runs fn alone in one write transaction on the caller's context.
+func (s *Store) writeOne(ctx context.Context, fn func(tx querier) error) error {
+	// A connection of our own: when COMMIT fails (a busy or full
+	// database), SQLite may keep the transaction open, and the connection
+	// must not go back to the pool like that.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr(ctx, err)
+	}
+	if err := fn(ptx{s: s, tx: tx}); err != nil {
+		_ = tx.Rollback()
+		return mapErr(ctx, err)
+	}
+	if err := tx.Commit(); err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") // no-op when SQLite already ended it
+		return mapErr(ctx, err)
+	}
+	s.stats.commits.Add(1)
+	s.stats.batched.Add(1)
+	return nil
+}
