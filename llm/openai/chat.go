@@ -105,13 +105,23 @@ func (p *Chat) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Strea
 // chatErrorEvent classifies a chunk carrying an "error" object (OpenAI and
 // compatible servers report failures inside a 200 stream that way).
 func chatErrorEvent(ev transport.Event) (int, bool) {
-	if !bytes.Contains(ev.Data, []byte(`"error"`)) {
+	if !bytes.Contains(ev.Data, []byte(`"error`)) {
 		return 0, false
 	}
 	var doc struct {
-		Error *apiError `json:"error"`
+		Error  *apiError `json:"error"`
+		Object string    `json:"object"`
+		apiError
 	}
-	if json.Unmarshal(ev.Data, &doc) != nil || doc.Error == nil {
+	if json.Unmarshal(ev.Data, &doc) != nil {
+		return 0, false
+	}
+	if doc.Error == nil && doc.Object == "error" {
+		// Some compatible servers (vLLM) put the error object itself in
+		// the chunk: {"object":"error","message","type","code"}.
+		doc.Error = &doc.apiError
+	}
+	if doc.Error == nil {
 		return 0, false
 	}
 	return errorStatus(doc.Error.Type, doc.Error.code()), true

@@ -171,6 +171,7 @@ func TestChatErrorChunks(t *testing.T) {
 	}{
 		{"chat_error_compat.sse", 400, "BadRequestError"},
 		{"chat_error_quota.sse", 429, "insufficient_quota"},
+		{"chat_error_toplevel.sse", 404, "NotFoundError"},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
