@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/anthropic"
 	"github.com/actoviq/actoviq-go/llm/openai"
@@ -19,7 +21,7 @@ func (e *env) provider(c *runConfig) (llm.Provider, error) {
 		}
 		return p, nil
 	case "openai", "openai-responses":
-		cfg := &openai.Config{APIKey: e.getenv("OPENAI_API_KEY"), BaseURL: c.BaseURL, NoStreaming: c.NoStream, Options: transport.Options{MaxRetries: c.MaxRetries}}
+		cfg := &openai.Config{APIKey: e.getenv("OPENAI_API_KEY"), APIKeySource: "OPENAI_API_KEY", BaseURL: c.BaseURL, NoStreaming: c.NoStream, Options: transport.Options{MaxRetries: c.MaxRetries}}
 		if cfg.BaseURL == "" {
 			cfg.BaseURL = e.getenv("OPENAI_BASE_URL")
 		}
@@ -30,16 +32,22 @@ func (e *env) provider(c *runConfig) (llm.Provider, error) {
 		} else {
 			p, err = openai.NewResponses(cfg)
 		}
+		if errors.Is(err, openai.ErrMissingAPIKey) {
+			return nil, usageErr("no OpenAI API key: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at a server that needs none")
+		}
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
 		return p, nil
 	case "anthropic":
-		cfg := &anthropic.Config{APIKey: e.getenv("ANTHROPIC_API_KEY"), BaseURL: c.BaseURL, NoStreaming: c.NoStream, Options: transport.Options{MaxRetries: c.MaxRetries}}
+		cfg := &anthropic.Config{APIKey: e.getenv("ANTHROPIC_API_KEY"), APIKeySource: "ANTHROPIC_API_KEY", BaseURL: c.BaseURL, NoStreaming: c.NoStream, Options: transport.Options{MaxRetries: c.MaxRetries}}
 		if cfg.BaseURL == "" {
 			cfg.BaseURL = e.getenv("ANTHROPIC_BASE_URL")
 		}
 		p, err := anthropic.New(cfg)
+		if errors.Is(err, anthropic.ErrMissingAPIKey) {
+			return nil, usageErr("no Anthropic API key: set ANTHROPIC_API_KEY, or point --base-url (or ANTHROPIC_BASE_URL) at a server that needs none")
+		}
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
