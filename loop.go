@@ -591,7 +591,13 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolProbed, en.CallID, &ToolProbedData{CallID: en.CallID, Outcome: ans.Outcome, Evidence: ans.Evidence, Error: ans.Error})}}); err != nil {
 		return nil, err
 	}
-	in := d.interruption(InterruptReconciliation, en, reason+"; the probe could not confirm it", ans)
+	why := "; the probe could not confirm it"
+	if ans.Outcome == tool.ProbeNotExecuted.String() {
+		// Finding nothing is not proof: a request sent just before the
+		// crash may still land. Only a person can take that risk.
+		why = "; the probe found no trace of it, which does not prove it will not still land (a request may be in flight), so a person decides"
+	}
+	in := d.interruption(InterruptReconciliation, en, reason+why, ans)
 	return &in, nil
 }
 

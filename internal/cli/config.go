@@ -132,20 +132,27 @@ type runConfig struct {
 	Timeout    string `json:"timeout,omitempty"`
 	DemoBank   string `json:"demo_bank,omitempty"`
 	NoStream   bool   `json:"no_stream,omitempty"`
+	// DemoNoProbe leaves the demo bank's probe out.
+	DemoNoProbe bool `json:"demo_no_probe,omitempty"`
+	// demoCrash is never remembered: a resume does not crash again unless
+	// asked.
+	demoCrash string
 }
 
 // agentFlags are the flags that define the agent, shared by run and resume.
 type agentFlags struct {
-	model      string
-	baseURL    string
-	mcpConfig  string
-	system     string
-	approve    string
-	recover    string
-	maxRetries int
-	timeout    time.Duration
-	demoBank   string
-	noStream   bool
+	model       string
+	baseURL     string
+	mcpConfig   string
+	system      string
+	approve     string
+	recover     string
+	maxRetries  int
+	timeout     time.Duration
+	demoBank    string
+	demoCrash   string
+	demoNoProbe bool
+	noStream    bool
 }
 
 func (f *agentFlags) register(cmd *cobra.Command) {
@@ -160,6 +167,8 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.timeout, "timeout", 0, "run deadline from its start (0: none)")
 	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for whole responses instead of streaming them (remembered by resume; --no-stream=false turns streaming back on)")
 	fl.StringVar(&f.demoBank, "demo-bank", "", "add the demo's tools (lookup_invoice, pay_invoice with a probe) paying into this file")
+	fl.StringVar(&f.demoCrash, "demo-crash", "", "with --demo-bank: the process SIGKILLs itself before-pay or after-pay, to try a crash (not remembered)")
+	fl.BoolVar(&f.demoNoProbe, "demo-no-probe", false, "with --demo-bank: the bank has no probe, so a crash mid-payment needs a person's decision")
 }
 
 // config merges flags over a remembered config: a flag given on the
@@ -213,6 +222,16 @@ func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, er
 	if changed("demo-bank") {
 		c.DemoBank = absPath(f.demoBank)
 	}
+	if changed("demo-no-probe") {
+		c.DemoNoProbe = f.demoNoProbe
+	}
+	if err := checkCrash("--demo-crash", f.demoCrash); err != nil {
+		return nil, err
+	}
+	if f.demoCrash != "" && c.DemoBank == "" {
+		return nil, usageErr("--demo-crash goes with --demo-bank FILE")
+	}
+	c.demoCrash = f.demoCrash
 	if changed("timeout") {
 		if f.timeout < 0 {
 			return nil, usageErr("--timeout must not be negative (0 means no deadline)")
@@ -297,7 +316,7 @@ func (e *env) agent(ctx context.Context, c *runConfig) (*actoviq.AgentSpec, io.C
 		a.Tools, closer = tools, cl
 	}
 	if c.DemoBank != "" {
-		a.Tools = append(a.Tools, lookupInvoiceTool(), &bankTool{path: c.DemoBank, out: e.stdout, hang: e.getenv("ACTOVIQ_DEMO_BANK_HANG")})
+		a.Tools = append(a.Tools, demoTools(&bankTool{path: c.DemoBank, out: e.stdout, crash: c.demoCrash}, c.DemoNoProbe)...)
 	}
 	if e.extraTools != nil {
 		a.Tools = append(a.Tools, e.extraTools...)

@@ -21,22 +21,42 @@ import (
 )
 
 func (e *env) demoCmd() *cobra.Command {
-	var dir string
+	var o demoOpts
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole story on a temporary SQLite file: approval, a crash mid-payment, reconciliation",
-		Args:  cobra.NoArgs,
+		Long: "demo runs an agent that pays an invoice through a file-backed bank, on a new SQLite store:\n" +
+			"the payment waits for approval; a child process resumes the run and is SIGKILLed mid-payment;\n" +
+			"the next resume settles the call (with the bank's probe, or by a person's decision) and the\n" +
+			"run completes with one payment. It ends with the commands to do the same by hand.\n\n" +
+			"  --crash after-pay   the child dies after the bank took the payment (the default)\n" +
+			"  --crash before-pay  the child dies before paying: the probe finds nothing, which proves\n" +
+			"                      nothing, so a person decides (here: re-execute with the same key)\n" +
+			"  --no-probe          the bank has no probe: every crash mid-payment needs a person",
+		Example: "  actoviq demo\n  actoviq demo --crash before-pay\n  actoviq demo --no-probe --dir ./demo-files",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.demo(cmd.Context(), dir)
+			if err := checkCrash("--crash", o.crash); err != nil {
+				return err
+			}
+			return e.demo(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "", "directory for the demo's files (default: a new temporary directory)")
+	cmd.Flags().StringVar(&o.dir, "dir", "", "directory for the demo's files (default: a new temporary directory)")
+	cmd.Flags().StringVar(&o.crash, "crash", crashAfterPay, "where the child process dies: after-pay or before-pay")
+	cmd.Flags().BoolVar(&o.noProbe, "no-probe", false, "the bank has no probe, so a person settles the crashed call")
 	return cmd
+}
+
+type demoOpts struct {
+	dir, crash string
+	noProbe    bool
 }
 
 // demoChildCmd is the process the demo kills. It is not for people.
 func (e *env) demoChildCmd() *cobra.Command {
-	var storePath, bankPath, runID string
+	var storePath, bankPath, runID, crash string
+	var noProbe bool
 	cmd := &cobra.Command{
 		Use:    "demo-child",
 		Hidden: true,
@@ -52,14 +72,16 @@ func (e *env) demoChildCmd() *cobra.Command {
 				return err
 			}
 			defer rt.Close()
-			bank := &bankTool{path: bankPath, crash: true, out: e.stdout}
-			_, err = rt.ResumeWith(cmd.Context(), demoAgent(bank), runID, nil, newPrinter(e.stdout, e.stderr, false))
+			bank := &bankTool{path: bankPath, crash: crash, out: e.stdout}
+			_, err = rt.ResumeWith(cmd.Context(), demoAgent(bank, noProbe), runID, nil, newPrinter(e.stdout, e.stderr, false))
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&storePath, "store-path", "", "")
 	cmd.Flags().StringVar(&bankPath, "bank", "", "")
 	cmd.Flags().StringVar(&runID, "run-id", "", "")
+	cmd.Flags().StringVar(&crash, "crash", crashAfterPay, "")
+	cmd.Flags().BoolVar(&noProbe, "no-probe", false, "")
 	return cmd
 }
 
@@ -81,8 +103,31 @@ func (n *demoNarrator) say(format string, args ...any) {
 	fmt.Fprintf(n.w, "   "+format+"\n", args...)
 }
 
-func (e *env) demo(ctx context.Context, dir string) error {
+// selfCommand is how a person runs this program again from here: the
+// name on the PATH when that is this program, "go run ./cmd/actoviq" when
+// it was built by go run (its binary lives in a temporary build
+// directory), else its absolute path.
+func (e *env) selfCommand() string {
+	exe, err := e.executable()
+	if err != nil {
+		return "actoviq"
+	}
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		return "go run ./cmd/actoviq"
+	}
+	if p, err := exec.LookPath("actoviq"); err == nil {
+		a, errA := os.Stat(p)
+		b, errB := os.Stat(exe)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return "actoviq"
+		}
+	}
+	return shellQuote(exe)
+}
+
+func (e *env) demo(ctx context.Context, o demoOpts) error {
 	start := time.Now()
+	dir := o.dir
 	if dir == "" {
 		var err error
 		if dir, err = os.MkdirTemp("", "actoviq-demo-"); err != nil {
@@ -100,6 +145,9 @@ func (e *env) demo(ctx context.Context, dir string) error {
 	n := &demoNarrator{w: e.stdout}
 	fmt.Fprintf(e.stdout, "actoviq demo: an agent pays an invoice. Its store is the SQLite file %s;\n", dbPath)
 	fmt.Fprintf(e.stdout, "the bank is the file %s, one line per payment, keyed by idempotency key.\n", bankPath)
+	if o.noProbe {
+		fmt.Fprintln(e.stdout, "This time the bank has no probe: nothing but a person can say what happened to a payment.")
+	}
 
 	open := func() (*actoviq.Runtime, func(), error) {
 		st, err := storesqlite.Open(dbPath, nil)
@@ -114,7 +162,10 @@ func (e *env) demo(ctx context.Context, dir string) error {
 		return rt, func() { rt.Close(); st.Close() }, nil
 	}
 	bank := &bankTool{path: bankPath, out: e.stdout}
-	agent := demoAgent(bank)
+	agent := demoAgent(bank, o.noProbe)
+	self := e.selfCommand()
+	s := "sqlite:" + dbPath
+	sq := shellQuote(s)
 
 	// 1. Run until the payment needs approval.
 	n.step_("start the run",
@@ -144,7 +195,7 @@ func (e *env) demo(ctx context.Context, dir string) error {
 	// 2. Approve.
 	n.step_("approve the payment",
 		"The approval is recorded durably, with who, when and why, and bound to these exact",
-		"arguments and this policy version. (By hand: actoviq approve "+runID+" "+in.CallID+" --store sqlite:"+dbPath+")")
+		"arguments and this policy version. (By hand: "+self+" approve "+runID+" "+in.CallID+" --store "+sq+")")
 	if err := rt.Decide(ctx, runID, actoviq.Decision{CallID: in.CallID, Kind: actoviq.DecideApprove, By: "demo-operator", Reason: "invoice INV-42 checked"}); err != nil {
 		done()
 		return fail("approve: %v", err)
@@ -152,16 +203,23 @@ func (e *env) demo(ctx context.Context, dir string) error {
 	n.say("approved by demo-operator")
 	done()
 
-	// 3. Resume in a child process and kill it in the middle of the payment.
-	n.step_("resume in another process, and kill it mid-payment",
-		"A child process resumes the run. The ledger records `started` (and that write returns)",
-		"before the bank is called. The bank takes the payment; then, before the child can record",
-		"the result, we SIGKILL it. The payment happened, but the ledger cannot know that.")
+	// 3. Resume in a child process that dies in the middle of the payment.
+	if o.crash == crashBeforePay {
+		n.step_("resume in another process, and kill it just before the payment",
+			"A child process resumes the run. The ledger records `started` (and that write returns)",
+			"before the bank is called; then, before the bank sees anything, the child is SIGKILLed.",
+			"Nothing was paid, but the ledger cannot know that: it only knows the call started.")
+	} else {
+		n.step_("resume in another process, and kill it mid-payment",
+			"A child process resumes the run. The ledger records `started` (and that write returns)",
+			"before the bank is called. The bank takes the payment; then, before the child can record",
+			"the result, it is SIGKILLed. The payment happened, but the ledger cannot know that.")
+	}
 	exe, err := e.executable()
 	if err != nil {
 		return fail("find my own executable: %v", err)
 	}
-	if err := killChildMidPayment(ctx, e.stdout, exe, dbPath, bankPath, runID); err != nil {
+	if err := killChildMidPayment(ctx, e.stdout, exe, dbPath, bankPath, runID, o); err != nil {
 		return fail("%v", err)
 	}
 	rt, done, err = open()
@@ -182,18 +240,71 @@ func (e *env) demo(ctx context.Context, dir string) error {
 	n.say("bank: %d payment(s)", len(entries))
 
 	// 4. Resume: the recovery rules find a started side effect.
-	n.step_("resume after the crash",
-		"A started side effect is never run again on the runtime's own initiative. pay_invoice",
-		"has a probe, so the runtime asks the bank about the idempotency key first. The bank",
-		"has the payment, so the call is settled as committed, with the probe's evidence, and",
-		"the run goes on. (Without a probe, or with an unsure answer, the run would stop with a",
-		"reconciliation interruption for a person: actoviq resolve ... --committed / --failed / --reexecute.)")
+	switch {
+	case o.noProbe:
+		n.step_("resume after the crash",
+			"A started side effect is never run again on the runtime's own initiative. This bank has",
+			"no probe, so nothing can tell the runtime whether the payment happened: the run stops",
+			"with a reconciliation interruption, and a person decides.")
+	case o.crash == crashBeforePay:
+		n.step_("resume after the crash",
+			"A started side effect is never run again on the runtime's own initiative. pay_invoice",
+			"has a probe, so the runtime asks the bank about the idempotency key first. The bank has",
+			"no such payment, so the probe answers not_executed. That is not proof: a request sent",
+			"just before the crash may still be in flight and land later. So the run stops with a",
+			"reconciliation interruption, and a person decides.")
+	default:
+		n.step_("resume after the crash",
+			"A started side effect is never run again on the runtime's own initiative. pay_invoice",
+			"has a probe, so the runtime asks the bank about the idempotency key first. The bank",
+			"has the payment, so the call is settled as committed, with the probe's evidence, and",
+			"the run goes on. (With no probe (demo --no-probe), or a probe that finds nothing (demo",
+			"--crash before-pay), the run would stop with a reconciliation interruption for a person.)")
+	}
 	p = newPrinter(e.stdout, e.stderr, false)
 	res, err = rt.ResumeWith(ctx, agent, runID, nil, p)
 	p.stop()
 	p.newline()
 	if err != nil {
 		return fail("resume: %v", err)
+	}
+	if res.Status == actoviq.StatusInterrupted {
+		if len(res.Interruptions) != 1 || res.Interruptions[0].Kind != actoviq.InterruptReconciliation {
+			return fail("expected one reconciliation interruption, got %d", len(res.Interruptions))
+		}
+		rin := res.Interruptions[0]
+		n.say("run %s: interrupted, call %s needs a decision:", runID, rin.CallID)
+		printInterruption(indent(e.stdout), &rin)
+		entries, _ = bank.entries()
+		d := actoviq.Decision{CallID: rin.CallID, By: "demo-operator"}
+		var by string
+		if e, ok := bank.find(rin.IdempotencyKey); ok {
+			d.Kind, d.Result, d.Reason = actoviq.DecideCommitted, "payment "+e.Payment, "found "+e.Payment+" in the bank under the key"
+			by = self + " resolve " + runID + " " + rin.CallID + " --committed --result '\"payment " + e.Payment + "\"' --store " + sq
+			n.step_("a person decides: it happened",
+				"The operator looks the key up in the bank and finds payment "+e.Payment+". They record",
+				"the call as committed with that result; it is not run again.",
+				"(By hand: "+by+")")
+		} else {
+			d.Kind, d.Reason = actoviq.DecideReexecute, "the bank has no payment with this key, and it dedupes on the key"
+			by = self + " resolve " + runID + " " + rin.CallID + " --reexecute --store " + sq
+			n.step_("a person decides: run it again, with the same key",
+				"The operator finds no payment with this key in the bank. They could record it as failed",
+				"(the model would be told); since the bank dedupes on the key, they choose to re-execute:",
+				"attempt 2 sends the same key, so a request still in flight could not pay twice.",
+				"(By hand: "+by+")")
+		}
+		if err := rt.Decide(ctx, runID, d); err != nil {
+			return fail("decide: %v", err)
+		}
+		n.say("recorded %s by demo-operator; resuming", d.Kind)
+		p = newPrinter(e.stdout, e.stderr, false)
+		res, err = rt.ResumeWith(ctx, agent, runID, nil, p)
+		p.stop()
+		p.newline()
+		if err != nil {
+			return fail("resume: %v", err)
+		}
 	}
 	if res.Status != actoviq.StatusCompleted {
 		return fail("expected the run to complete, got %s", res.Status)
@@ -207,26 +318,33 @@ func (e *env) demo(ctx context.Context, dir string) error {
 	entries, _ = bank.entries()
 	pay = ledgerEntry(info, in.CallID)
 	n.step_("the result",
-		fmt.Sprintf("The run completed. The bank has %d payment; the ledger has the payment committed at", len(entries)),
-		fmt.Sprintf("attempt %d, settled by %s. No payment was made twice.", pay.Attempt, pay.Resolution.By))
-	showRun(&env{stdout: indent(e.stdout)}, info)
-	if len(entries) != 1 || pay.Attempt != 1 || pay.State != store.LedgerCommitted {
-		return fail("expected exactly one payment, committed at attempt 1")
+		fmt.Sprintf("The run completed. The bank has %d payment; the ledger has the payment %s at", len(entries), pay.State),
+		fmt.Sprintf("attempt %d (outcome: %s). No payment was made twice.", pay.Attempt, outcome(pay)))
+	showRun(&env{stdout: indent(e.stdout)}, info, nil)
+	if len(entries) != 1 || pay.State != store.LedgerCommitted {
+		return fail("expected exactly one payment, committed")
 	}
 
-	s := "sqlite:" + dbPath
 	script := filepath.Join(dir, "script.json")
 	if err := os.WriteFile(script, []byte(demoScript), 0o644); err != nil {
 		return fail("%v", err)
 	}
+	bq, scq := shellQuote(bankPath), shellQuote("scripted:"+script)
 	fmt.Fprintf(e.stdout, "\nDone in %s. To do the same by hand (files kept in %s):\n\n", time.Since(start).Round(10*time.Millisecond), dir)
-	fmt.Fprintf(e.stdout, "  actoviq runs list --store %s\n", s)
-	fmt.Fprintf(e.stdout, "  actoviq runs show %s --store %s\n", runID, s)
-	fmt.Fprintf(e.stdout, "  actoviq run --store %s --run-id by-hand --model scripted:%s --demo-bank %s \"Please pay invoice INV-42.\"   # exits 3\n", s, script, bankPath)
-	fmt.Fprintf(e.stdout, "  actoviq approve by-hand call_pay --store %s --note \"checked\"\n", s)
-	fmt.Fprintf(e.stdout, "  actoviq resume by-hand --store %s   # exits 0\n", s)
-	fmt.Fprintf(e.stdout, "  # after a crash mid-call, with no probe: actoviq resolve RUN CALL --store %s --committed --result '\"payment pay_001\"'\n", s)
-	fmt.Fprintf(e.stdout, "\nRemove the files with: rm -rf %s\n", dir)
+	if strings.HasPrefix(self, "go run ") {
+		fmt.Fprintf(e.stdout, "  # from the checkout's root; or install the command first (go install ./cmd/actoviq) and type actoviq\n")
+	}
+	fmt.Fprintf(e.stdout, "  %s runs list --store %s\n", self, sq)
+	fmt.Fprintf(e.stdout, "  %s runs show %s --store %s\n", self, runID, sq)
+	fmt.Fprintf(e.stdout, "  %s run --store %s --run-id by-hand --model %s --demo-bank %s \"Please pay invoice INV-42.\"   # exits 3\n", self, sq, scq, bq)
+	fmt.Fprintf(e.stdout, "  %s approve by-hand call_pay --store %s --note \"checked\"\n", self, sq)
+	fmt.Fprintf(e.stdout, "  %s resume by-hand --store %s   # exits 0\n", self, sq)
+	fmt.Fprintf(e.stdout, "\nA crash by hand (the process SIGKILLs itself before the bank is called):\n\n")
+	fmt.Fprintf(e.stdout, "  %s run --store %s --run-id crash-1 --approve none --model %s --demo-bank %s --demo-crash before-pay \"Please pay invoice INV-42.\"\n", self, sq, scq, bq)
+	fmt.Fprintf(e.stdout, "  %s resume crash-1 --store %s   # exits 3: the probe found nothing, which proves nothing\n", self, sq)
+	fmt.Fprintf(e.stdout, "  %s resolve crash-1 call_pay --reexecute --store %s   # or --failed --message TEXT\n", self, sq)
+	fmt.Fprintf(e.stdout, "  %s resume crash-1 --store %s   # exits 0, one payment\n", self, sq)
+	fmt.Fprintf(e.stdout, "\nRemove the files with: rm -rf %s\n", shellQuote(dir))
 	return nil
 }
 
@@ -239,12 +357,16 @@ func ledgerEntry(info *actoviq.RunInfo, callID string) *store.LedgerEntry {
 	return nil
 }
 
-// killChildMidPayment runs the demo child and SIGKILLs it once the bank has
-// taken the payment.
-func killChildMidPayment(ctx context.Context, w io.Writer, exe, dbPath, bankPath, runID string) error {
+// killChildMidPayment runs the demo child, which SIGKILLs itself at its
+// crash point; the demo SIGKILLs it too as soon as it says so, in case.
+func killChildMidPayment(ctx context.Context, w io.Writer, exe, dbPath, bankPath, runID string, o demoOpts) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "demo-child", "--store-path", dbPath, "--bank", bankPath, "--run-id", runID)
+	args := []string{"demo-child", "--store-path", dbPath, "--bank", bankPath, "--run-id", runID, "--crash", o.crash}
+	if o.noProbe {
+		args = append(args, "--no-probe")
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -259,7 +381,7 @@ func killChildMidPayment(ctx context.Context, w io.Writer, exe, dbPath, bankPath
 	for sc.Scan() {
 		line := sc.Text()
 		fmt.Fprintf(w, "   [child] %s\n", line)
-		if strings.Contains(line, demoPaymentMarker) {
+		if strings.Contains(line, demoHangMarker) {
 			seen = true
 			break
 		}
@@ -267,11 +389,12 @@ func killChildMidPayment(ctx context.Context, w io.Writer, exe, dbPath, bankPath
 	if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("kill the child: %w", err)
 	}
+	_, _ = io.Copy(io.Discard, out)
 	_ = cmd.Wait()
 	if !seen {
-		return errors.New("the child ended before it paid")
+		return errors.New("the child ended before it reached the bank")
 	}
-	fmt.Fprintf(w, "   SIGKILL sent to process %d: it is gone\n", cmd.Process.Pid)
+	fmt.Fprintf(w, "   process %d was SIGKILLed: it is gone\n", cmd.Process.Pid)
 	return nil
 }
 

@@ -17,8 +17,6 @@ import (
 // The demo's world: an invoice lookup (a read) and a bank whose payments
 // (a side effect) are lines in a file, keyed by the idempotency key.
 
-const demoPaymentMarker = "DEMO: payment sent to the bank, the process is about to record it"
-
 type invoiceQuery struct {
 	Invoice string `json:"invoice" jsonschema:"the invoice number"`
 }
@@ -39,19 +37,59 @@ func lookupInvoiceTool() tool.Tool {
 // bankTool pays invoices into a file-backed bank and can probe it.
 type bankTool struct {
 	path string
-	// crash makes the tool stop dead after the bank took the payment,
-	// before it returns: the demo kills the process there.
-	crash bool
-	// hang makes the bank hang "before-pay" or "after-pay", so that a
-	// person (or a test) can kill the process at that point. It comes from
-	// ACTOVIQ_DEMO_BANK_HANG.
-	hang string
-	out  io.Writer
-	mu   sync.Mutex
+	// crash is "before-pay" or "after-pay": the process that runs the
+	// tool SIGKILLs itself at that point, as a crash would, so that the
+	// demo, a test or a person can resume after it. Empty means no crash.
+	crash string
+	out   io.Writer
+	mu    sync.Mutex
 }
 
-// demoHangMarker is printed when the bank hangs on purpose.
-const demoHangMarker = "DEMO: the bank hangs"
+// Crash points of the demo bank (run --demo-crash, demo --crash).
+const (
+	crashBeforePay = "before-pay"
+	crashAfterPay  = "after-pay"
+)
+
+func checkCrash(flag, v string) error {
+	switch v {
+	case "", crashBeforePay, crashAfterPay:
+		return nil
+	}
+	return usageErr("%s %q: want before-pay or after-pay", flag, v)
+}
+
+// demoHangMarker starts the line the bank prints just before its process
+// kills itself.
+const demoHangMarker = "DEMO: the bank crashes"
+
+// die prints the marker and SIGKILLs this process: nothing after this
+// point is recorded, exactly as if the machine had died.
+func (b *bankTool) die(when string) {
+	fmt.Fprintf(b.out, "%s %s (process %d SIGKILLs itself now)\n", demoHangMarker, when, os.Getpid())
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = p.Kill()
+	}
+	select {} // the kill is on its way
+}
+
+// noProbeBank is the bank without its probe: after a crash, only a person
+// can say what happened.
+type noProbeBank struct{ b *bankTool }
+
+func (n noProbeBank) Spec() tool.Spec { return n.b.Spec() }
+func (n noProbeBank) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	return n.b.Call(ctx, args)
+}
+
+// demoTools are the demo's tools: the invoice lookup and the bank, with or
+// without its probe.
+func demoTools(bank *bankTool, noProbe bool) []tool.Tool {
+	if noProbe {
+		return []tool.Tool{lookupInvoiceTool(), noProbeBank{bank}}
+	}
+	return []tool.Tool{lookupInvoiceTool(), bank}
+}
 
 func (b *bankTool) Spec() tool.Spec {
 	return tool.Spec{Name: "pay_invoice", Description: "Pay an invoice through the bank", Effect: tool.SideEffect,
@@ -76,9 +114,8 @@ func (b *bankTool) Call(ctx context.Context, args json.RawMessage) (tool.Result,
 	if e, ok := b.find(key); ok {
 		return tool.Result{Content: "payment " + e.Payment + " (already made with this key)"}, nil
 	}
-	if b.hang == "before-pay" {
-		fmt.Fprintln(b.out, demoHangMarker, "before paying; kill this process now")
-		select {}
+	if b.crash == crashBeforePay {
+		b.die("before paying")
 	}
 	entries, _ := b.entries()
 	e := bankEntry{Key: key, Payment: fmt.Sprintf("pay_%03d", len(entries)+1), Invoice: in}
@@ -95,13 +132,8 @@ func (b *bankTool) Call(ctx context.Context, args json.RawMessage) (tool.Result,
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("bank write: %w", tool.ErrOutcomeUnknown)
 	}
-	if b.crash {
-		fmt.Fprintln(b.out, demoPaymentMarker)
-		select {} // the demo SIGKILLs this process here
-	}
-	if b.hang == "after-pay" {
-		fmt.Fprintln(b.out, demoHangMarker, "after paying; kill this process now")
-		select {}
+	if b.crash == crashAfterPay {
+		b.die("after paying, before the result is recorded")
 	}
 	return tool.Result{Content: fmt.Sprintf("payment %s: %d EUR to %s for %s", e.Payment, in.AmountEUR, in.Payee, in.Invoice)}, nil
 }
@@ -159,12 +191,12 @@ const demoScript = `{"turns": [
 
 // demoAgent is the demo's agent; the parent and the child build the same
 // one, so the run's digest matches.
-func demoAgent(bank *bankTool) *actoviq.AgentSpec {
+func demoAgent(bank *bankTool, noProbe bool) *actoviq.AgentSpec {
 	model, err := scripted.Parse([]byte(demoScript))
 	if err != nil {
 		panic(err)
 	}
 	return &actoviq.AgentSpec{ID: "demo-payments", Instructions: "Pay the invoices you are asked to pay.",
-		Provider: model, Model: "scripted", Tools: []tool.Tool{lookupInvoiceTool(), bank},
+		Provider: model, Model: "scripted", Tools: demoTools(bank, noProbe),
 		Approval: actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}}
 }

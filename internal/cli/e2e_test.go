@@ -76,7 +76,7 @@ func wantExit(t *testing.T, r cliRun, code int, what string) {
 func TestBinaryDemo(t *testing.T) {
 	r := actoviqBin(t, nil, "demo", "--dir", t.TempDir())
 	wantExit(t, r, 0, "demo")
-	for _, s := range []string{"SIGKILL sent", "started (attempt 1", "bank: 1 payment", "settled by probe:pay_invoice", "actoviq resume"} {
+	for _, s := range []string{"was SIGKILLed", "started (attempt 1", "bank: 1 payment", "settled by probe", "probe by probe:pay_invoice", "actoviq resume"} {
 		if !strings.Contains(r.stdout, s) {
 			t.Fatalf("demo output lacks %q:\n%s", s, r.stdout)
 		}
@@ -166,14 +166,15 @@ func (x *e2e) runUntil(env []string, marker string, args ...string) {
 // re-execute pays once, with the same key.
 func TestBinaryCrashReconcileReexecute(t *testing.T) {
 	x := newE2E(t)
-	x.runUntil([]string{"ACTOVIQ_DEMO_BANK_HANG=before-pay"}, demoHangMarker,
-		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "pay INV-42")
+	x.runUntil(nil, demoHangMarker,
+		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "--demo-crash", "before-pay", "pay INV-42")
 	if len(x.payments()) != 0 {
 		t.Fatal("paid before the kill")
 	}
 	r := actoviqBin(t, nil, "resume", "r1", "--store", x.store)
 	wantExit(t, r, 3, "resume after crash")
-	for _, s := range []string{"reconciliation", "probe answered not_executed", "r1:call_pay", "actoviq resolve r1 call_pay"} {
+	for _, s := range []string{"reconciliation", "? probe for call call_pay answered not_executed", "probe answered not_executed",
+		"cannot prove the call will not land later", "r1:call_pay", "actoviq resolve r1 call_pay"} {
 		if !strings.Contains(r.stdout, s) {
 			t.Fatalf("resume output lacks %q:\n%s", s, r.stdout)
 		}
@@ -187,7 +188,7 @@ func TestBinaryCrashReconcileReexecute(t *testing.T) {
 		t.Fatalf("payments %v", p)
 	}
 	r = actoviqBin(t, nil, "runs", "show", "r1", "--store", x.store)
-	if !strings.Contains(r.stdout, "re-execute by") {
+	if !strings.Contains(r.stdout, "re-execute by") || !strings.Contains(r.stdout, "committed (re-executed)") {
 		t.Fatalf("runs show:\n%s", r.stdout)
 	}
 }
@@ -195,8 +196,8 @@ func TestBinaryCrashReconcileReexecute(t *testing.T) {
 // A crash after the payment: the probe finds it by its key.
 func TestBinaryCrashAfterPaymentProbeSettles(t *testing.T) {
 	x := newE2E(t)
-	x.runUntil([]string{"ACTOVIQ_DEMO_BANK_HANG=after-pay"}, demoHangMarker,
-		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "pay INV-42")
+	x.runUntil(nil, demoHangMarker,
+		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "--demo-crash", "after-pay", "pay INV-42")
 	if len(x.payments()) != 1 {
 		t.Fatal("the bank did not take the payment")
 	}
@@ -206,5 +207,56 @@ func TestBinaryCrashAfterPaymentProbeSettles(t *testing.T) {
 	wantExit(t, r, 0, "resume after crash")
 	if n := len(x.payments()); n != 1 {
 		t.Fatalf("%d payments", n)
+	}
+}
+
+// After resolve --failed, the ledger row reads committed (the model was
+// told) and says failed beside it.
+func TestBinaryResolveFailedShowsOutcome(t *testing.T) {
+	x := newE2E(t)
+	x.runUntil(nil, demoHangMarker,
+		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--model", "scripted:"+x.sc, "--demo-bank", x.bank, "--demo-crash", "before-pay", "pay INV-42")
+	wantExit(t, actoviqBin(t, nil, "resume", "r1", "--store", x.store), 3, "resume after crash")
+	wantExit(t, actoviqBin(t, nil, "resolve", "r1", "call_pay", "--store", x.store, "--failed", "--message", "not sent"), 0, "resolve")
+	wantExit(t, actoviqBin(t, nil, "resume", "r1", "--store", x.store), 0, "resume")
+	r := actoviqBin(t, nil, "runs", "show", "r1", "--store", x.store)
+	var row string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(l, "pay_invoice") {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "committed") || !strings.Contains(row, "failed") {
+		t.Fatalf("ledger row %q, want committed and failed:\n%s", row, r.stdout)
+	}
+}
+
+// The demo's variants: a crash before the payment (the probe finds
+// nothing, a person re-executes) and a bank without a probe (a person
+// finds the payment and records it). Each ends with one payment.
+func TestBinaryDemoVariants(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--crash", "before-pay"}, []string{"bank: 0 payment", "answered not_executed", "cannot prove the call will not land later",
+			"run it again, with the same key", "resolve demo-run call_pay --reexecute", "committed (re-executed)"}},
+		{[]string{"--no-probe"}, []string{"bank: 1 payment", "no probe", "a person decides: it happened",
+			"resolve demo-run call_pay --committed --result", "attempt 1"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			r := actoviqBin(t, nil, append([]string{"demo", "--dir", dir}, tc.args...)...)
+			wantExit(t, r, 0, "demo")
+			for _, s := range tc.want {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("demo output lacks %q:\n%s", s, r.stdout)
+				}
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, "bank.jsonl"))
+			if n := strings.Count(string(b), "\n"); n != 1 {
+				t.Errorf("the bank has %d payments, want 1", n)
+			}
+		})
 	}
 }

@@ -135,25 +135,7 @@ func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error)
 		fmt.Fprintf(w, "run %s completed (%d input, %d output tokens)\n", res.RunID, res.Usage.InputTokens, res.Usage.OutputTokens)
 	case actoviq.StatusInterrupted:
 		fmt.Fprintf(w, "run %s is interrupted and needs a decision:\n", res.RunID)
-		for _, in := range res.Interruptions {
-			printInterruption(w, &in)
-			if in.Kind == actoviq.InterruptProvider {
-				fmt.Fprintln(w, "  nothing to decide: when the provider is back, resume makes one new model call (flags such as --base-url take effect and are recorded)")
-				continue
-			}
-			fmt.Fprintln(w, "  decide with:")
-			flags := storeFlags(c)
-			switch in.Kind {
-			case actoviq.InterruptApproval:
-				fmt.Fprintf(w, "    actoviq approve %s %s%s\n", res.RunID, in.CallID, flags)
-				fmt.Fprintf(w, "    actoviq reject %s %s --reason TEXT%s\n", res.RunID, in.CallID, flags)
-			default:
-				fmt.Fprintf(w, "    actoviq resolve %s %s --committed --result JSON%s\n", res.RunID, in.CallID, flags)
-				fmt.Fprintf(w, "    actoviq resolve %s %s --failed --message TEXT%s\n", res.RunID, in.CallID, flags)
-				fmt.Fprintf(w, "    actoviq resolve %s %s --reexecute%s\n", res.RunID, in.CallID, flags)
-			}
-		}
-		fmt.Fprintf(w, "  then: actoviq resume %s%s\n", res.RunID, storeFlags(c))
+		printOpenQuestions(w, res.RunID, res.Interruptions, storeFlags(c))
 	default:
 		msg := ""
 		if res.Error != nil {
@@ -201,6 +183,29 @@ func short(digest string) string {
 	return digest
 }
 
+// printOpenQuestions prints each interruption with the commands that answer
+// it, then the command that continues the run.
+func printOpenQuestions(w io.Writer, runID string, ins []actoviq.Interruption, flags string) {
+	for _, in := range ins {
+		printInterruption(w, &in)
+		if in.Kind == actoviq.InterruptProvider {
+			fmt.Fprintln(w, "  nothing to decide: when the provider is back, resume makes one new model call (flags such as --base-url take effect and are recorded)")
+			continue
+		}
+		fmt.Fprintln(w, "  decide with:")
+		switch in.Kind {
+		case actoviq.InterruptApproval:
+			fmt.Fprintf(w, "    actoviq approve %s %s%s\n", runID, in.CallID, flags)
+			fmt.Fprintf(w, "    actoviq reject %s %s --reason TEXT%s\n", runID, in.CallID, flags)
+		default:
+			fmt.Fprintf(w, "    actoviq resolve %s %s --committed --result JSON%s\n", runID, in.CallID, flags)
+			fmt.Fprintf(w, "    actoviq resolve %s %s --failed --message TEXT%s\n", runID, in.CallID, flags)
+			fmt.Fprintf(w, "    actoviq resolve %s %s --reexecute%s\n", runID, in.CallID, flags)
+		}
+	}
+	fmt.Fprintf(w, "  then: actoviq resume %s%s\n", runID, flags)
+}
+
 func printInterruption(w io.Writer, in *actoviq.Interruption) {
 	if in.Kind == actoviq.InterruptProvider {
 		printProviderFailure(w, in)
@@ -225,6 +230,10 @@ func printInterruption(w io.Writer, in *actoviq.Interruption) {
 			fmt.Fprintf(w, " (error: %s)", in.Probe.Error)
 		}
 		fmt.Fprintln(w)
+		if in.Probe.Outcome == "not_executed" {
+			fmt.Fprintln(w, "  a probe that finds nothing cannot prove the call will not land later (a request may still be in flight),")
+			fmt.Fprintln(w, "  so a person decides: --failed if it did not happen, --reexecute to send it again with the same key")
+		}
 	}
 	if len(in.LastError) > 0 {
 		fmt.Fprintf(w, "  last error: %s\n", in.LastError)

@@ -12,6 +12,7 @@ import (
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
 )
 
 func (e *env) runsCmd() *cobra.Command {
@@ -46,20 +47,7 @@ func (e *env) runsListCmd() *cobra.Command {
 			}
 			var werr error
 			if jsonOut {
-				type row struct {
-					ID        string    `json:"id"`
-					Status    string    `json:"status"`
-					AgentID   string    `json:"agent_id"`
-					SessionID string    `json:"session_id,omitempty"`
-					ParentID  string    `json:"parent_id,omitempty"`
-					CreatedAt time.Time `json:"created_at"`
-					UpdatedAt time.Time `json:"updated_at"`
-				}
-				rows := []row{}
-				for _, r := range runs {
-					rows = append(rows, row{r.ID, string(r.Status), r.AgentID, r.SessionID, r.ParentID, r.CreatedAt, r.UpdatedAt})
-				}
-				werr = writeJSON(e, rows)
+				werr = writeJSON(e, runRows(runs))
 			} else {
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED")
@@ -113,9 +101,9 @@ func (e *env) runsShowCmd() *cobra.Command {
 				return lookupErr(args[0], err)
 			}
 			if jsonOut {
-				return writeJSON(e, info)
+				return writeJSON(e, runView(info))
 			}
-			showRun(e, info)
+			showRun(e, info, &c)
 			return nil
 		},
 	}
@@ -124,7 +112,9 @@ func (e *env) runsShowCmd() *cobra.Command {
 	return cmd
 }
 
-func showRun(e *env, info *actoviq.RunInfo) {
+// showRun prints a run for a person. With c, open interruptions come with
+// the commands that answer them (c gives the store flags to repeat).
+func showRun(e *env, info *actoviq.RunInfo, c *common) {
 	w := e.stdout
 	fmt.Fprintf(w, "run %s  status %s  agent %s  turn %d  revision %d\n", info.ID, info.Status, info.AgentID, info.Turn, info.Revision)
 	fmt.Fprintf(w, "created %s  updated %s", info.CreatedAt.Format(time.RFC3339), info.UpdatedAt.Format(time.RFC3339))
@@ -150,7 +140,7 @@ func showRun(e *env, info *actoviq.RunInfo) {
 		fmt.Fprintln(w, "  (no tool calls)")
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CALL\tTOOL\tEFFECT\tSTATE\tATTEMPT\tKEY\tSTARTED\tCOMMITTED\tDECIDED")
+	fmt.Fprintln(tw, "  CALL\tTOOL\tEFFECT\tSTATE\tOUTCOME\tATTEMPT\tKEY\tSTARTED\tCOMMITTED\tDECIDED")
 	for _, en := range info.Ledger {
 		decided := "-"
 		if en.Resolution != nil {
@@ -158,17 +148,60 @@ func showRun(e *env, info *actoviq.RunInfo) {
 		} else if en.Approval != nil {
 			decided = en.Approval.Kind + " by " + en.Approval.By
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", en.CallID, en.Tool, en.Effect, en.State, en.Attempt,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", en.CallID, en.Tool, en.Effect, en.State, outcome(en), en.Attempt,
 			en.IdempotencyKey, stamp(en.StartedAt), stamp(en.CommittedAt), decided)
 	}
 	tw.Flush()
 
 	if len(info.Interruptions) > 0 {
 		fmt.Fprintln(w, "\nopen interruptions:")
-		for _, in := range info.Interruptions {
-			printInterruption(w, &in)
+		if c == nil {
+			for _, in := range info.Interruptions {
+				printInterruption(w, &in)
+			}
+		} else {
+			printOpenQuestions(w, info.ID, info.Interruptions, storeFlags(c))
 		}
 	}
+}
+
+// outcome says what became of a call, beside its ledger state: a
+// committed entry holds whatever settled it, which may be a rejection, a
+// failure a person recorded, a tool's error result or a probe's finding.
+func outcome(en *store.LedgerEntry) string {
+	if r := en.Resolution; r != nil && en.State == store.LedgerCommitted {
+		switch r.Kind {
+		case "probe":
+			return "settled by probe"
+		case string(actoviq.DecideFailed):
+			return "failed"
+		case string(actoviq.DecideCommitted):
+			return "committed"
+		case string(actoviq.DecideReject):
+			return "rejected"
+		case "not-started":
+			return "not run"
+		case string(actoviq.DecideReexecute):
+			if !resultIsError(en.Result) {
+				return "committed (re-executed)"
+			}
+		}
+	}
+	if a := en.Approval; a != nil && a.Kind == string(actoviq.DecideReject) && en.State == store.LedgerCommitted {
+		return "rejected"
+	}
+	switch en.State {
+	case store.LedgerCommitted:
+		if resultIsError(en.Result) {
+			return "tool error"
+		}
+		return "committed"
+	case store.LedgerStarted, store.LedgerUnknown:
+		return "unknown"
+	case store.LedgerAwaitingApproval:
+		return "awaiting approval"
+	}
+	return "-"
 }
 
 func stamp(t time.Time) string {
@@ -199,4 +232,11 @@ func summarize(it item.Item) string {
 		return fmt.Sprintf("%s [%s]: %s", prefix, it.ToolResult.CallID, clip(it.ToolResult.Content))
 	}
 	return string(it.Type)
+}
+
+func resultIsError(result json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"is_error"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
 }

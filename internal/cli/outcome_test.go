@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// A rejected call's ledger row reads committed (the model got its answer),
+// so the row says what the outcome was beside the state; runs show --json
+// has one documented style: snake_case, zero values left out, a schema.
+func TestRejectedOutcomeAndJSONStyle(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
+	h.want(ExitCompleted, "reject", "r1", "call_pay", "--store", h.store, "--reason", "wrong payee")
+	h.want(ExitCompleted, "resume", "r1", "--store", h.store)
+	h.want(ExitCompleted, "runs", "show", "r1", "--store", h.store)
+	var row string
+	for _, l := range strings.Split(h.stdout.String(), "\n") {
+		if strings.Contains(l, "call_pay") && strings.Contains(l, "pay_invoice") {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "committed") || !strings.Contains(row, "rejected") {
+		t.Fatalf("ledger row %q: want the state (committed) and the outcome (rejected)\n%s", row, h.stdout)
+	}
+
+	h.want(ExitCompleted, "runs", "show", "r1", "--store", h.store, "--json")
+	raw := h.stdout.String()
+	for _, bad := range []string{`"ID"`, `"Deadline"`, `"0001-01-01T00:00:00Z"`, `"deadline"`, `"Ledger"`} {
+		if strings.Contains(raw, bad) {
+			t.Errorf("runs show --json has %s:\n%s", bad, raw)
+		}
+	}
+	var v struct {
+		Schema int    `json:"schema"`
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Ledger []struct {
+			CallID  string `json:"call_id"`
+			State   string `json:"state"`
+			Outcome string `json:"outcome"`
+		} `json:"ledger"`
+	}
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Schema != 1 || v.ID != "r1" || v.Status != "completed" || len(v.Ledger) != 2 {
+		t.Fatalf("runs show --json = %+v", v)
+	}
+	if l := v.Ledger[1]; l.CallID != "call_pay" || l.State != "committed" || l.Outcome != "rejected" {
+		t.Errorf("ledger[1] = %+v, want call_pay committed, outcome rejected", l)
+	}
+
+	h.want(ExitCompleted, "runs", "list", "--store", h.store, "--json")
+	var list struct {
+		Schema int `json:"schema"`
+		Runs   []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(h.stdout.Bytes(), &list); err != nil || list.Schema != 1 || len(list.Runs) != 1 || list.Runs[0].ID != "r1" {
+		t.Fatalf("runs list --json: %v\n%s", err, h.stdout)
+	}
+	if strings.Contains(h.stdout.String(), `"session_id"`) {
+		t.Errorf("runs list --json prints an empty session id:\n%s", h.stdout)
+	}
+}
+
+// runs show on an interrupted run prints the commands that answer it, as
+// run and resume do.
+func TestRunsShowPrintsDecideWith(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
+	h.want(ExitCompleted, "runs", "show", "r1", "--store", h.store)
+	for _, s := range []string{"decide with:", "actoviq approve r1 call_pay --store " + h.store, "then: actoviq resume r1 --store " + h.store} {
+		if !strings.Contains(h.stdout.String(), s) {
+			t.Errorf("runs show lacks %q:\n%s", s, h.stdout)
+		}
+	}
+}
