@@ -97,6 +97,9 @@ func (e *env) rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = versionText()
+	root.SetVersionTemplate("{{.Version}}")
+	root.AddCommand(e.versionCmd())
 	root.AddCommand(e.runCmd(), e.resumeCmd(), e.runsCmd(), e.approveCmd(), e.rejectCmd(), e.resolveCmd(),
 		e.demoCmd(), e.demoChildCmd())
 	return root

@@ -80,3 +80,15 @@ func TestRunsShowPrintsDecideWith(t *testing.T) {
 		}
 	}
 }
+
+// version and --version print the build's version and toolchain.
+func TestVersion(t *testing.T) {
+	h := newHarness(t)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		h.want(ExitCompleted, args...)
+		out := h.stdout.String()
+		if !strings.HasPrefix(out, "actoviq ") || !strings.Contains(out, "go1.") {
+			t.Errorf("actoviq %s printed %q", args[0], out)
+		}
+	}
+}
