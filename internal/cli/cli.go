@@ -101,7 +101,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(e.versionCmd())
 	root.AddCommand(e.runCmd(), e.resumeCmd(), e.runsCmd(), e.approveCmd(), e.rejectCmd(), e.resolveCmd(),
-		e.demoCmd(), e.demoChildCmd())
+		e.demoCmd(), e.demoChildCmd(), e.consoleCmd())
 	return root
 }
 

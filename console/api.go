@@ -1,0 +1,479 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+)
+
+// Error is the body of every JSON error response.
+type Error struct {
+	// Code is stable and meant for programs: unauthorized, csrf,
+	// too_many_failures, bad_request, bad_json, operator_required,
+	// operator_mismatch, not_found, unknown_call, decision_conflict,
+	// run_finished, run_held, resume_elsewhere, internal.
+	Code string `json:"code"`
+	// Message is for people: what was looked at and what to do next.
+	Message string `json:"message"`
+	// CallID names the decision that did not fit, when one did not.
+	CallID string `json:"call_id,omitempty"`
+	// Command is how to resume the run elsewhere (resume_elsewhere).
+	Command string `json:"command,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, &Error{Code: code, Message: msg})
+}
+
+const maxBody = 1 << 20
+
+// decodeBody reads a JSON body strictly: one object, known fields only.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, "bad_request", "send the body as application/json")
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_json", "the request body is not the JSON this endpoint takes: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "bad_json", "the request body has more than one JSON value")
+		return false
+	}
+	return true
+}
+
+// notFound answers for an unknown run, and for another tenant's run in the
+// same words: nothing says whether the id exists elsewhere.
+func (c *Console) notFound(w http.ResponseWriter, id string) {
+	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %q in tenant %q", id, c.rt.Tenant()))
+}
+
+func (c *Console) storeError(w http.ResponseWriter, id string, err error) {
+	if errors.Is(err, actoviq.ErrNotFound) {
+		c.notFound(w, id)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal", err.Error())
+}
+
+var statuses = []string{"running", "stalled", "interrupted", "completed", "failed", "cancelled"}
+
+func validStatus(s string) bool {
+	for _, v := range statuses {
+		if s == v {
+			return true
+		}
+	}
+	return s == ""
+}
+
+// listRuns lists runs with a status filter and a search over run id and
+// agent id (substring, case-insensitive).
+func (c *Console) listRuns(ctx context.Context, status, q string, limit int) ([]*actoviq.RunInfo, error) {
+	p := &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit}
+	if q != "" {
+		p.Limit = 0 // search looks at every run
+	}
+	if status == "stalled" {
+		// Derived from claims where the runtime supports it: filter here
+		// rather than pass a status the store may not know.
+		p.Status = ""
+	}
+	runs, err := c.rt.List(ctx, p)
+	if err != nil && !errors.Is(err, actoviq.ErrData) {
+		return nil, err
+	}
+	q = strings.ToLower(q)
+	out := runs[:0]
+	for _, r := range runs {
+		if status != "" && string(r.Status) != status {
+			continue
+		}
+		if q != "" && !strings.Contains(strings.ToLower(r.ID), q) && !strings.Contains(strings.ToLower(r.AgentID), q) {
+			continue
+		}
+		out = append(out, r)
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	status := q.Get("status")
+	if !validStatus(status) {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("status %q: want one of %s", status, strings.Join(statuses, ", ")))
+		return
+	}
+	limit := 100
+	if s := q.Get("limit"); s != "" {
+		if _, err := fmt.Sscanf(s, "%d", &limit); err != nil || limit < 0 {
+			writeError(w, http.StatusBadRequest, "bad_request", "limit must be a number ≥ 0 (0: all)")
+			return
+		}
+	}
+	runs, err := c.listRuns(r.Context(), status, q.Get("q"), limit)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	out := make([]RunSummary, 0, len(runs))
+	for _, ri := range runs {
+		out = append(out, summary(ri))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+// runView reads everything the run page shows.
+func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
+	info, err := c.rt.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := c.rt.Events(ctx, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	all, err := c.rt.List(ctx, &actoviq.ListParams{})
+	if err != nil && !errors.Is(err, actoviq.ErrData) {
+		return nil, err
+	}
+	v := &Run{RunSummary: summary(info), Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
+		Transcript: info.Transcript, Output: info.Output, Usage: info.Usage, Error: info.Error, Ledger: callsOf(info),
+		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
+		Resume: ResumeInfo{Available: c.cfg.Resume != nil, Command: c.cfg.ResumeCommand(info.ID)}}
+	if v.Transcript == nil {
+		v.Transcript = []item.Item{}
+	}
+	if v.Interruptions == nil {
+		v.Interruptions = []actoviq.Interruption{}
+	}
+	if v.Audit == nil {
+		v.Audit = []AuditEntry{}
+	}
+	if v.Events == nil {
+		v.Events = []actoviq.Event{}
+	}
+	return v, nil
+}
+
+func (c *Console) apiRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	v, err := c.runView(r.Context(), id)
+	if err != nil {
+		c.storeError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// DecisionRequest is one decision in POST /api/v1/runs/{id}/decisions.
+type DecisionRequest struct {
+	CallID string `json:"call_id"`
+	// Kind is approve, reject, committed, failed or reexecute.
+	Kind string `json:"kind"`
+	// Note is recorded and never shown to the model.
+	Note string `json:"note,omitempty"`
+	// Reason: for reject, what the model is told (required).
+	Reason string `json:"reason,omitempty"`
+	// Result: for committed, the call's result as a JSON value (required).
+	// A JSON string is the text the model sees; any other value is shown
+	// to the model as JSON and kept as structured data.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Message: for failed, what the model sees (required).
+	Message string `json:"message,omitempty"`
+	// By names the operator. Only for a bearer token bound to no name;
+	// otherwise the session's or the token's name is recorded.
+	By string `json:"by,omitempty"`
+}
+
+type decisionsBody struct {
+	DecisionRequest
+	Decisions []DecisionRequest `json:"decisions,omitempty"`
+}
+
+// DecisionsResponse answers a recorded set of decisions.
+type DecisionsResponse struct {
+	RunID    string   `json:"run_id"`
+	Recorded []string `json:"recorded"` // call ids, in order
+	By       string   `json:"by"`
+	// Next says what happens now.
+	Next   string     `json:"next"`
+	Resume ResumeInfo `json:"resume"`
+}
+
+func toDecision(d *DecisionRequest, by string) (actoviq.Decision, error) {
+	out := actoviq.Decision{CallID: d.CallID, By: by, Note: d.Note}
+	if d.CallID == "" {
+		return out, errors.New("call_id is required")
+	}
+	switch d.Kind {
+	case "approve":
+		out.Kind, out.Reason = actoviq.DecideApprove, d.Reason
+	case "reject":
+		if strings.TrimSpace(d.Reason) == "" {
+			return out, errors.New("reject needs a reason (the model sees it)")
+		}
+		out.Kind, out.Reason = actoviq.DecideReject, d.Reason
+	case "committed":
+		res := bytes.TrimSpace(d.Result)
+		if len(res) == 0 || bytes.Equal(res, []byte("null")) {
+			return out, errors.New(`committed needs a result: the call's result as JSON, e.g. "payment p-77" or {"payment_id":"p-77"}`)
+		}
+		var s string
+		if json.Unmarshal(res, &s) == nil {
+			out.Result = s
+		} else {
+			out.Result, out.ResultData = string(res), json.RawMessage(res)
+		}
+		out.Kind, out.Reason = actoviq.DecideCommitted, d.Reason
+	case "failed":
+		if strings.TrimSpace(d.Message) == "" {
+			return out, errors.New("failed needs a message (the model sees it)")
+		}
+		out.Kind, out.Message, out.Reason = actoviq.DecideFailed, d.Message, d.Reason
+	case "reexecute", "re-execute":
+		out.Kind, out.Reason = actoviq.DecideReexecute, d.Reason
+	default:
+		return out, fmt.Errorf("kind %q: want approve, reject, committed, failed or reexecute", d.Kind)
+	}
+	if d.Kind != "committed" && len(d.Result) > 0 {
+		return out, errors.New("result goes with committed only")
+	}
+	if d.Kind != "failed" && d.Message != "" {
+		return out, errors.New("message goes with failed only")
+	}
+	return out, out.Validate()
+}
+
+func (c *Console) operatorFor(w http.ResponseWriter, r *http.Request, by []string) (string, bool) {
+	p := principalOf(r.Context())
+	given := ""
+	for _, b := range by {
+		if b != "" {
+			if given != "" && b != given {
+				writeError(w, http.StatusBadRequest, "bad_request", "all decisions of one request are made by one operator")
+				return "", false
+			}
+			given = b
+		}
+	}
+	if p.operator != "" {
+		if given != "" && given != p.operator {
+			writeError(w, http.StatusForbidden, "operator_mismatch", fmt.Sprintf("you are signed in as %q; decisions are recorded under that name", p.operator))
+			return "", false
+		}
+		return p.operator, true
+	}
+	if given == "" {
+		writeError(w, http.StatusBadRequest, "operator_required", `this token is bound to no name: give the operator's name in "by"`)
+		return "", false
+	}
+	if err := checkOperator(given); err != nil {
+		writeError(w, http.StatusBadRequest, "operator_required", "by: "+err.Error())
+		return "", false
+	}
+	return given, true
+}
+
+func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body decisionsBody
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	reqs := body.Decisions
+	single := body.DecisionRequest.CallID != "" || body.DecisionRequest.Kind != ""
+	switch {
+	case single && len(reqs) > 0:
+		writeError(w, http.StatusBadRequest, "bad_request", `send one decision, or {"decisions": [...]}, not both`)
+		return
+	case single:
+		reqs = []DecisionRequest{body.DecisionRequest}
+	case len(reqs) == 0:
+		writeError(w, http.StatusBadRequest, "bad_request", `no decision: send {"call_id", "kind", ...} or {"decisions": [...]}`)
+		return
+	}
+	var by []string
+	for _, d := range reqs {
+		by = append(by, d.By)
+	}
+	op, ok := c.operatorFor(w, r, by)
+	if !ok {
+		return
+	}
+	info, err := c.rt.Get(r.Context(), id)
+	if err != nil {
+		c.storeError(w, id, err)
+		return
+	}
+	calls := map[string]bool{}
+	for _, en := range info.Ledger {
+		calls[en.CallID] = true
+	}
+	decs := make([]actoviq.Decision, 0, len(reqs))
+	for _, d := range reqs {
+		dec, err := toDecision(&d, op)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, &Error{Code: "bad_request", Message: err.Error(), CallID: d.CallID})
+			return
+		}
+		if !calls[d.CallID] {
+			writeJSON(w, http.StatusNotFound, &Error{Code: "unknown_call", Message: fmt.Sprintf("run %s has no call %q", id, d.CallID), CallID: d.CallID})
+			return
+		}
+		decs = append(decs, dec)
+	}
+	if err := c.rt.Decide(r.Context(), id, decs...); err != nil {
+		var de *actoviq.DecisionError
+		switch {
+		case errors.As(err, &de):
+			writeJSON(w, http.StatusConflict, &Error{Code: "decision_conflict", CallID: de.CallID,
+				Message: "this decision no longer fits the run (someone may have decided first): " + de.Reason + "; reload the run to see its ledger now"})
+		case errors.Is(err, actoviq.ErrRunFinished):
+			writeError(w, http.StatusConflict, "run_finished", fmt.Sprintf("run %s already ended; nothing can be decided on it", id))
+		case errors.Is(err, actoviq.ErrRunHeld), errors.Is(err, actoviq.ErrConflict), errors.Is(err, actoviq.ErrFenced):
+			writeError(w, http.StatusConflict, "run_held", fmt.Sprintf("run %s is being driven or changed right now; reload it and decide again if it still waits", id))
+		default:
+			c.storeError(w, id, err)
+		}
+		return
+	}
+	resp := DecisionsResponse{RunID: id, By: op, Resume: ResumeInfo{Available: c.cfg.Resume != nil, Command: c.cfg.ResumeCommand(id)}}
+	for _, d := range decs {
+		resp.Recorded = append(resp.Recorded, d.CallID)
+	}
+	if resp.Resume.Available {
+		resp.Next = "Recorded. Nothing runs until the run is resumed: resume it here when every open question is answered."
+	} else {
+		resp.Next = "Recorded. Nothing runs until the run is resumed: " + resp.Resume.Command
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// ResumeResponse answers POST /api/v1/runs/{id}/resume.
+type ResumeResponse struct {
+	RunID string `json:"run_id"`
+	// Status is the run's status when the answer was written: "running"
+	// (202: the drive goes on) or where the drive stopped.
+	Status        string                 `json:"status"`
+	Interruptions []actoviq.Interruption `json:"interruptions,omitempty"`
+	Error         *actoviq.RunError      `json:"error,omitempty"`
+}
+
+func (c *Console) apiResume(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	// The body, if any, must be empty or {}.
+	var empty struct{}
+	if r.ContentLength != 0 && !decodeBody(w, r, &empty) {
+		return
+	}
+	info, err := c.rt.Get(r.Context(), id)
+	if err != nil {
+		c.storeError(w, id, err)
+		return
+	}
+	if s := info.Status; s == actoviq.StatusCompleted || s == actoviq.StatusFailed || s == actoviq.StatusCancelled {
+		writeError(w, http.StatusConflict, "run_finished", fmt.Sprintf("run %s is %s; it cannot be resumed", id, s))
+		return
+	}
+	if c.cfg.Resume == nil {
+		writeJSON(w, http.StatusNotImplemented, &Error{Code: "resume_elsewhere", Command: c.cfg.ResumeCommand(id),
+			Message: "this console does not resume runs itself; resume it with: " + c.cfg.ResumeCommand(id)})
+		return
+	}
+	done, started := c.startResume(id)
+	if !started {
+		writeError(w, http.StatusConflict, "run_held", fmt.Sprintf("this console is already resuming run %s; wait for it", id))
+		return
+	}
+	timer := time.NewTimer(c.cfg.ResumeWait)
+	defer timer.Stop()
+	var res resumeResult
+	select {
+	case res = <-done:
+	case <-timer.C:
+		writeJSON(w, http.StatusAccepted, &ResumeResponse{RunID: id, Status: "running"})
+		return
+	case <-r.Context().Done():
+		return
+	}
+	if res.err != nil {
+		switch {
+		case errors.Is(res.err, ErrCannotResume):
+			writeJSON(w, http.StatusNotImplemented, &Error{Code: "resume_elsewhere", Command: c.cfg.ResumeCommand(id),
+				Message: res.err.Error() + "; resume it with: " + c.cfg.ResumeCommand(id)})
+		case errors.Is(res.err, actoviq.ErrRunHeld):
+			writeError(w, http.StatusConflict, "run_held", res.err.Error()+": wait for that worker, or cancel the run")
+		case errors.Is(res.err, actoviq.ErrRunFinished):
+			writeError(w, http.StatusConflict, "run_finished", res.err.Error())
+		case errors.Is(res.err, actoviq.ErrDigestMismatch):
+			writeError(w, http.StatusConflict, "agent_changed", res.err.Error())
+		default:
+			c.storeError(w, id, res.err)
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, &ResumeResponse{RunID: id, Status: string(res.res.Status), Interruptions: res.res.Interruptions, Error: res.res.Error})
+}
+
+type resumeResult struct {
+	res *actoviq.RunResult
+	err error
+}
+
+// startResume drives the run in the background, on the console's context,
+// so that a browser closing its tab does not cancel a drive in the middle.
+func (c *Console) startResume(id string) (<-chan resumeResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.resumes[id]; busy {
+		return nil, false
+	}
+	if c.ctx.Err() != nil {
+		ch := make(chan resumeResult, 1)
+		ch <- resumeResult{err: errors.New("console: closed")}
+		return ch, true
+	}
+	stop := make(chan struct{})
+	c.resumes[id] = stop
+	out := make(chan resumeResult, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		res, err := c.cfg.Resume(c.ctx, id)
+		if err == nil && res == nil {
+			err = errors.New("console: Config.Resume returned no result")
+		}
+		out <- resumeResult{res, err}
+		c.mu.Lock()
+		delete(c.resumes, id)
+		c.mu.Unlock()
+		close(stop)
+	}()
+	return out, true
+}
+
+func errorsIsNotFound(err error) bool { return errors.Is(err, actoviq.ErrNotFound) }

@@ -1,0 +1,212 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Token is a credential that may sign in to the console and call its JSON
+// API.
+type Token struct {
+	// Secret is the token itself; required, at least 16 characters.
+	Secret string
+	// Operator, when set, is the name every decision made with this token
+	// is recorded under; the name typed at login is then ignored. Empty
+	// means the operator gives a name at login (and, on the JSON API, in
+	// the decision's "by" field).
+	Operator string
+}
+
+// ErrCannotResume is returned by a [Config.Resume] function that cannot
+// continue a given run in this process (for example, the provider's API key
+// is not in its environment). The console then shows the command that
+// resumes the run elsewhere.
+var ErrCannotResume = errors.New("console: this console cannot resume the run")
+
+// Config configures a [Console]. A nil *Config is invalid: Tokens is
+// required.
+type Config struct {
+	// Tokens that may sign in; at least one.
+	Tokens []Token
+	// Resume continues a run after its decisions are recorded and returns
+	// what that drive produced. It runs on a context that ends when the
+	// console closes, not when the request ends. Nil means the console
+	// never resumes runs itself: it shows ResumeCommand instead. A returned
+	// error matching [ErrCannotResume] shows ResumeCommand too.
+	Resume func(ctx context.Context, runID string) (*actoviq.RunResult, error)
+	// ResumeCommand says how to resume a run outside the console, e.g.
+	// "actoviq resume RUN --store URL". Nil means a sentence naming
+	// Runtime.Resume.
+	ResumeCommand func(runID string) string
+	// ResumeWait is how long a resume request waits for the drive to
+	// stop before answering 202 (the drive goes on); zero means 10 s.
+	ResumeWait time.Duration
+	// SessionTTL is how long a browser session lasts; zero means 12 h.
+	SessionTTL time.Duration
+	// PollInterval is how often live views (the inbox stream) look at the
+	// store; zero means 2 s.
+	PollInterval time.Duration
+	// LoginFailures is how many failed logins (or bad bearer tokens) one
+	// client address may make per LoginWindow before it is refused with
+	// 429; zero means 5. LoginWindow zero means one minute.
+	LoginFailures int
+	LoginWindow   time.Duration
+	// Clock gives the time; nil means time.Now.
+	Clock func() time.Time
+	// Random is the source of session ids and CSRF tokens; nil means
+	// crypto/rand.
+	Random io.Reader
+	// InboxLimit caps how many recent runs the inbox looks at; zero means
+	// 500.
+	InboxLimit int
+}
+
+func (c *Config) validate() error {
+	if len(c.Tokens) == 0 {
+		return errors.New("console: Config.Tokens is empty: the console needs at least one token")
+	}
+	for i, t := range c.Tokens {
+		if len(t.Secret) < 16 {
+			return fmt.Errorf("console: Config.Tokens[%d].Secret is shorter than 16 characters", i)
+		}
+		if t.Operator != "" {
+			if err := checkOperator(t.Operator); err != nil {
+				return fmt.Errorf("console: Config.Tokens[%d].Operator: %w", i, err)
+			}
+		}
+	}
+	if c.ResumeWait < 0 || c.SessionTTL < 0 || c.PollInterval < 0 || c.LoginWindow < 0 || c.LoginFailures < 0 || c.InboxLimit < 0 {
+		return errors.New("console: a Config duration or limit is negative")
+	}
+	return nil
+}
+
+// Console is the operator console: an [http.Handler] serving the pages and
+// the JSON API over one runtime, and so over one tenant. Close it to stop
+// the resumes and live streams it started.
+type Console struct {
+	rt   *actoviq.Runtime
+	cfg  Config
+	auth *auth
+	tmpl map[string]*template.Template
+	mux  *http.ServeMux
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	resumes map[string]chan struct{} // run id → closed when its console-started drive ends
+}
+
+// New returns a console over rt. The console does not own rt.
+func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
+	if rt == nil {
+		return nil, errors.New("console: nil runtime")
+	}
+	if cfg == nil {
+		return nil, errors.New("console: nil Config: Config.Tokens is required")
+	}
+	c := *cfg
+	c.Tokens = append([]Token(nil), cfg.Tokens...)
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if c.ResumeWait == 0 {
+		c.ResumeWait = 10 * time.Second
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 12 * time.Hour
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = 2 * time.Second
+	}
+	if c.LoginFailures == 0 {
+		c.LoginFailures = 5
+	}
+	if c.LoginWindow == 0 {
+		c.LoginWindow = time.Minute
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Random == nil {
+		c.Random = rand.Reader
+	}
+	if c.InboxLimit == 0 {
+		c.InboxLimit = 500
+	}
+	if c.ResumeCommand == nil {
+		c.ResumeCommand = func(runID string) string {
+			return "call Runtime.Resume for run " + runID + " in the program that owns its agent"
+		}
+	}
+	tmpl, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	con := &Console{rt: rt, cfg: c, auth: newAuth(&c), tmpl: tmpl, ctx: ctx, cancel: cancel, resumes: map[string]chan struct{}{}}
+	con.routes()
+	return con, nil
+}
+
+// Close stops the live streams and waits for the resumes this console
+// started (they are cancelled, and their runs stay resumable).
+func (c *Console) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}
+
+// ServeHTTP implements [http.Handler].
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	if !strings.HasPrefix(r.URL.Path, "/static/") {
+		h.Set("Cache-Control", "no-store")
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets/static")
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+
+	m.HandleFunc("GET /login", c.loginPage)
+	m.HandleFunc("POST /login", c.login)
+	m.HandleFunc("POST /logout", c.page(c.logout))
+	m.HandleFunc("GET /{$}", c.page(c.inboxPage))
+	m.HandleFunc("GET /runs", c.page(c.runsPage))
+	m.HandleFunc("GET /runs/{id}", c.page(c.runPage))
+
+	m.HandleFunc("GET /api/v1/inbox", c.api(c.apiInbox))
+	m.HandleFunc("GET /api/v1/inbox/stream", c.api(c.apiInboxStream))
+	m.HandleFunc("GET /api/v1/runs", c.api(c.apiRuns))
+	m.HandleFunc("GET /api/v1/runs/{id}", c.api(c.apiRun))
+	m.HandleFunc("POST /api/v1/runs/{id}/decisions", c.api(c.apiDecisions))
+	m.HandleFunc("POST /api/v1/runs/{id}/resume", c.api(c.apiResume))
+	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path+" (see the console package documentation)")
+	})
+	c.mux = m
+}

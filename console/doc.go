@@ -1,0 +1,102 @@
+// Package console is the operator console: a web page, and the JSON API it
+// uses, where the people on call find every run that waits for them, see
+// the evidence, decide, and see the run continue.
+//
+// A [Console] is an [net/http.Handler] over one [actoviq.Runtime], and so
+// over that runtime's tenant: a run of another tenant is not found (404,
+// in the same words as a run that does not exist). It uses only the root
+// package's public API. The command `actoviq console` serves it; a program
+// can mount it on its own server:
+//
+//	con, err := console.New(rt, &console.Config{
+//		Tokens: []console.Token{{Secret: os.Getenv("ACTOVIQ_CONSOLE_TOKEN")}},
+//		Resume: func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
+//			return rt.Resume(ctx, agent, runID)
+//		},
+//	})
+//	defer con.Close()
+//	http.ListenAndServeTLS(addr, cert, key, con)
+//
+// # Pages
+//
+//   - / (Inbox): everything that waits for a person, oldest first: calls
+//     awaiting approval, reconciliations (side effects of unknown outcome),
+//     recoveries, provider interruptions, runs whose questions are all
+//     answered and that wait to be resumed, and stalled runs when the
+//     runtime reports them. Each shows its age, tool, effect and a one-line
+//     reason; it filters by kind, agent and tool and updates itself over
+//     server-sent events.
+//   - /runs/{id}: the run page: open interruptions with their evidence and
+//     the decision forms, the ledger (state, effect, idempotency key,
+//     attempt, started and committed times, worker and epoch, probe
+//     answer), the transcript, the audit trail of decisions, child runs as
+//     a tree and the event timeline. Secrets appear redacted, exactly as
+//     stored.
+//   - /runs: all runs, with a status filter and a search by run id or agent.
+//   - /login: signs in with a token and the operator's name.
+//
+// # Authentication
+//
+// Every request but the login page and the static files needs a token from
+// [Config.Tokens]. The JSON API takes it as "Authorization: Bearer TOKEN".
+// The page signs in once and then holds a session cookie (Secure, HttpOnly,
+// SameSite=Strict; sessions live in memory and end when the process does).
+// A state-changing request made with the cookie must carry the session's
+// CSRF token in the X-CSRF-Token header (the page does this); one without
+// it is refused with 403. Bearer requests carry no ambient credential and
+// need none. Tokens, session ids and CSRF tokens are compared in constant
+// time; failed sign-ins and bad bearer tokens are counted per client
+// address, and past [Config.LoginFailures] per [Config.LoginWindow] the
+// client gets 429 with Retry-After.
+//
+// Decisions are recorded under the operator's name: the name bound to the
+// token ([Token.Operator]), or else the name given at sign-in, or, for a
+// bearer token bound to no name, the decision's "by" field. A request
+// without a name is refused; "console" is not accepted as one.
+//
+// # JSON API
+//
+// All endpoints are under /api/v1/ and answer JSON. Errors are
+//
+//	{"code": "decision_conflict", "message": "...", "call_id": "call_1"}
+//
+// with the codes listed at [Error]. 401 means no valid token or session,
+// 403 a missing or wrong CSRF token (or a "by" that is not the signed-in
+// operator), 404 an unknown run or call, 409 a decision that no longer
+// fits the ledger (someone decided first), a run that already ended, or a
+// run another worker drives right now.
+//
+// GET /api/v1/runs?status=STATUS&q=TEXT&limit=N lists runs, newest first:
+//
+//	{"runs": [{"id", "status", "agent_id", "parent_id", "session_id", "created_at", "updated_at"}]}
+//
+// STATUS is running, stalled, interrupted, completed, failed or cancelled;
+// q matches run ids and agent ids; limit defaults to 100 (0: all).
+//
+// GET /api/v1/runs/{id} returns the run as the run page shows it: a [Run].
+//
+// GET /api/v1/inbox?kind=K&agent=A&tool=T returns the [Inbox];
+// GET /api/v1/inbox/stream (same filters) sends it as server-sent events
+// named "inbox": once at once, then whenever it changes.
+//
+// POST /api/v1/runs/{id}/decisions records decisions without driving the
+// run. The body is one decision ([DecisionRequest]):
+//
+//	{"call_id": "call_1", "kind": "approve", "note": "invoice 42 checked"}
+//	{"call_id": "call_1", "kind": "reject", "reason": "wrong payee"}
+//	{"call_id": "call_1", "kind": "committed", "result": "payment p-77 sent"}
+//	{"call_id": "call_1", "kind": "failed", "message": "the bank has no such payment"}
+//	{"call_id": "call_1", "kind": "reexecute", "note": "bank dedupes on the key"}
+//
+// or several, {"decisions": [...]}, which are checked together against the
+// ledger, under the run's claim, before any is written. A committed
+// result is a JSON value: a string is the text the model sees; anything
+// else is shown to the model as JSON and kept as structured data. The
+// answer is a [DecisionsResponse] naming what happens next.
+//
+// POST /api/v1/runs/{id}/resume continues the run through [Config.Resume]
+// (the decisions recorded, then the recovery rules): 200 with a
+// [ResumeResponse] when the drive stopped within [Config.ResumeWait], 202
+// while it goes on. Without a Resume function it answers 501 with code
+// resume_elsewhere and the command that resumes the run.
+package console

@@ -1,0 +1,204 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+)
+
+// InboxItem is one thing that waits for a person.
+type InboxItem struct {
+	// Kind is the interruption kind (approval, reconciliation, recovery,
+	// provider, ...) or "stalled" for a run whose worker is gone.
+	Kind    string `json:"kind"`
+	RunID   string `json:"run_id"`
+	AgentID string `json:"agent_id"`
+	CallID  string `json:"call_id,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Effect  string `json:"effect,omitempty"`
+	State   string `json:"state,omitempty"`
+	// Since is when it started waiting; AgeSeconds is how long ago that was.
+	Since      time.Time `json:"since"`
+	AgeSeconds int64     `json:"age_seconds"`
+	// Reason is one line: why it waits.
+	Reason string `json:"reason"`
+}
+
+// Inbox is GET /api/v1/inbox.
+type Inbox struct {
+	Items []InboxItem `json:"items"`
+	// Kinds, Agents and Tools are the values the filters offer.
+	Kinds  []string `json:"kinds"`
+	Agents []string `json:"agents"`
+	Tools  []string `json:"tools"`
+	// Warning reports runs that could not be read (they are not hidden
+	// silently).
+	Warning string `json:"warning,omitempty"`
+}
+
+type inboxFilter struct{ kind, agent, tool string }
+
+func filterFrom(r *http.Request) inboxFilter {
+	q := r.URL.Query()
+	return inboxFilter{q.Get("kind"), q.Get("agent"), q.Get("tool")}
+}
+
+func (f inboxFilter) keep(it *InboxItem) bool {
+	return (f.kind == "" || it.Kind == f.kind) && (f.agent == "" || it.AgentID == f.agent) && (f.tool == "" || it.Tool == f.tool)
+}
+
+// inbox collects everything that waits for a person, oldest first.
+func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
+	runs, listErr := c.rt.List(ctx, &actoviq.ListParams{Limit: c.cfg.InboxLimit})
+	if listErr != nil && !errors.Is(listErr, actoviq.ErrData) {
+		return nil, listErr
+	}
+	now := c.cfg.Clock()
+	var items []InboxItem
+	var problems []string
+	if listErr != nil {
+		problems = append(problems, listErr.Error())
+	}
+	for _, r := range runs {
+		switch r.Status {
+		case actoviq.StatusInterrupted:
+			info, err := c.rt.Get(ctx, r.ID)
+			if err != nil {
+				if errors.Is(err, actoviq.ErrNotFound) {
+					continue
+				}
+				problems = append(problems, err.Error())
+				continue
+			}
+			since := map[string]time.Time{}
+			for _, en := range info.Ledger {
+				since[en.CallID] = en.UpdatedAt
+			}
+			for _, in := range info.Interruptions {
+				t, ok := since[in.CallID]
+				if !ok || t.IsZero() {
+					t = info.UpdatedAt
+				}
+				items = append(items, InboxItem{Kind: string(in.Kind), RunID: info.ID, AgentID: info.AgentID, CallID: in.CallID,
+					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: t, Reason: oneLine(in.Reason)})
+			}
+			if len(info.Interruptions) == 0 {
+				// Every question is answered: the run waits to be resumed.
+				items = append(items, InboxItem{Kind: "resume", RunID: info.ID, AgentID: info.AgentID, Since: info.UpdatedAt,
+					Reason: "every open question is decided; the run waits to be resumed"})
+			}
+		case "stalled":
+			items = append(items, InboxItem{Kind: "stalled", RunID: r.ID, AgentID: r.AgentID, Since: r.UpdatedAt,
+				Reason: "its worker stopped (the claim expired or its process died); resume it to apply the recovery rules"})
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Since.Before(items[j].Since) })
+	out := &Inbox{Items: []InboxItem{}, Kinds: []string{}, Agents: []string{}, Tools: []string{}}
+	kinds, agents, tools := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for i := range items {
+		it := &items[i]
+		it.AgeSeconds = int64(now.Sub(it.Since) / time.Second)
+		kinds[it.Kind], agents[it.AgentID] = true, true
+		if it.Tool != "" {
+			tools[it.Tool] = true
+		}
+		if f.keep(it) {
+			out.Items = append(out.Items, *it)
+		}
+	}
+	out.Kinds, out.Agents, out.Tools = sorted(kinds), sorted(agents), sorted(tools)
+	if len(problems) > 0 {
+		out.Warning = "some runs could not be read: " + strings.Join(problems, "; ")
+	}
+	return out, nil
+}
+
+func sorted(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *Console) apiInbox(w http.ResponseWriter, r *http.Request) {
+	in, err := c.inbox(r.Context(), filterFrom(r))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, in)
+}
+
+// apiInboxStream sends the inbox as server-sent events: one "inbox" event
+// at once, then one whenever it changes. Ages are left out of the
+// comparison so that an unchanged inbox stays quiet; the page ages items
+// itself.
+func (c *Console) apiInboxStream(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "the server cannot stream")
+		return
+	}
+	f := filterFrom(r)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	ctx := r.Context()
+	ticker := time.NewTicker(c.cfg.PollInterval)
+	defer ticker.Stop()
+	var last []byte
+	for n := 0; ; n++ {
+		in, err := c.inbox(ctx, f)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fmt.Fprintf(w, "event: problem\ndata: %s\n\n", mustJSON(&Error{Code: "internal", Message: err.Error()}))
+		} else {
+			key := mustJSON(stripAges(in))
+			if !bytes.Equal(key, last) {
+				last = key
+				fmt.Fprintf(w, "event: inbox\ndata: %s\n\n", mustJSON(in))
+			} else if n%15 == 0 {
+				fmt.Fprint(w, ": still here\n\n")
+			}
+		}
+		fl.Flush()
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func stripAges(in *Inbox) *Inbox {
+	cp := *in
+	cp.Items = append([]InboxItem(nil), in.Items...)
+	for i := range cp.Items {
+		cp.Items[i].AgeSeconds = 0
+	}
+	return &cp
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(&Error{Code: "internal", Message: err.Error()})
+	}
+	return b
+}

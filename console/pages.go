@@ -1,0 +1,170 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+)
+
+var pageNames = []string{"login.html", "inbox.html", "runs.html", "run.html"}
+
+func parseTemplates() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{
+		"ago":     ago,
+		"inc":     func(n int) int { return n + 1 },
+		"stamp":   stamp,
+		"json":    prettyJSON,
+		"summary": itemSummary,
+		"canDecide": func(kind actoviq.InterruptionKind, decision string) bool {
+			if kind == actoviq.InterruptApproval {
+				return decision == "approve" || decision == "reject"
+			}
+			return decision == "committed" || decision == "failed" || decision == "reexecute"
+		},
+		"terminal": func(status string) bool {
+			return status == "completed" || status == "failed" || status == "cancelled"
+		},
+	}
+	out := map[string]*template.Template{}
+	for _, name := range pageNames {
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/"+name)
+		if err != nil {
+			return nil, fmt.Errorf("console: templates: %w", err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, data map[string]any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	if p := principalOf(r.Context()); p != nil && p.session != nil {
+		data["Operator"] = p.session.operator
+		data["CSRF"] = p.session.csrf
+	}
+	data["Tenant"] = c.rt.Tenant()
+	var buf bytes.Buffer
+	if err := c.tmpl[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		http.Error(w, "console: render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request) {
+	f := filterFrom(r)
+	in, err := c.inbox(r.Context(), f)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	c.render(w, r, http.StatusOK, "inbox.html", map[string]any{"Title": "Inbox", "Inbox": in, "Filter": map[string]string{
+		"Kind": f.kind, "Agent": f.agent, "Tool": f.tool}, "Now": c.cfg.Clock()})
+}
+
+func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
+	status, q := r.URL.Query().Get("status"), strings.TrimSpace(r.URL.Query().Get("q"))
+	data := map[string]any{"Title": "Runs", "Status": status, "Q": q, "Statuses": statuses, "Now": c.cfg.Clock()}
+	if !validStatus(status) {
+		data["Error"] = fmt.Sprintf("Unknown status %q.", status)
+		c.render(w, r, http.StatusBadRequest, "runs.html", data)
+		return
+	}
+	runs, err := c.listRuns(r.Context(), status, q, 200)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	data["Runs"] = runs
+	c.render(w, r, http.StatusOK, "runs.html", data)
+}
+
+func (c *Console) runPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	v, err := c.runView(r.Context(), id)
+	if err != nil {
+		status := http.StatusInternalServerError
+		msg := err.Error()
+		if errorsIsNotFound(err) {
+			status, msg = http.StatusNotFound, fmt.Sprintf("No run %q in tenant %q.", id, c.rt.Tenant())
+		}
+		c.render(w, r, status, "run.html", map[string]any{"Title": "Run " + id, "Error": msg})
+		return
+	}
+	c.render(w, r, http.StatusOK, "run.html", map[string]any{"Title": "Run " + id, "Run": v, "Now": c.cfg.Clock()})
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000Z")
+}
+
+func prettyJSON(v any) string {
+	var b []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		if len(x) == 0 {
+			return ""
+		}
+		var buf bytes.Buffer
+		if json.Indent(&buf, x, "", "  ") == nil {
+			return buf.String()
+		}
+		return string(x)
+	default:
+		b, _ = json.MarshalIndent(v, "", "  ")
+	}
+	return string(b)
+}
+
+func itemSummary(it item.Item) string {
+	switch it.Type {
+	case item.TypeText:
+		return it.Text
+	case item.TypeToolCall:
+		if it.ToolCall != nil {
+			return fmt.Sprintf("calls %s [%s] %s", it.ToolCall.Name, it.ToolCall.ID, it.ToolCall.Arguments)
+		}
+	case item.TypeToolResult:
+		if it.ToolResult != nil {
+			p := "result"
+			if it.ToolResult.IsError {
+				p = "error result"
+			}
+			return fmt.Sprintf("%s [%s]: %s", p, it.ToolResult.CallID, it.ToolResult.Content)
+		}
+	case item.TypeRefusal:
+		return "refused: " + it.Text
+	}
+	b, _ := json.Marshal(it)
+	return string(b)
+}

@@ -1,0 +1,180 @@
+package console
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// RunSummary is one row of GET /api/v1/runs.
+type RunSummary struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	AgentID   string    `json:"agent_id"`
+	ParentID  string    `json:"parent_id,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Run is GET /api/v1/runs/{id}: everything the run page shows. Secrets
+// appear redacted, exactly as the runtime stored them.
+type Run struct {
+	RunSummary
+	Revision int64     `json:"revision"`
+	Turn     int       `json:"turn"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Transcript is the run's items as stored.
+	Transcript []item.Item       `json:"transcript"`
+	Output     []item.Item       `json:"output,omitempty"`
+	Usage      item.Usage        `json:"usage"`
+	Error      *actoviq.RunError `json:"error,omitempty"`
+	Ledger     []Call            `json:"ledger"`
+	// Interruptions are the open ones, with their evidence.
+	Interruptions []actoviq.Interruption `json:"interruptions"`
+	// Audit is every recorded decision, oldest first.
+	Audit []AuditEntry `json:"audit"`
+	// Events is the stored event timeline, in sequence order.
+	Events []actoviq.Event `json:"events"`
+	// Children are the run's child runs, each with its own children.
+	Children []*ChildRun `json:"children,omitempty"`
+	// Resume says whether this console can resume the run itself, and
+	// otherwise the command that does.
+	Resume ResumeInfo `json:"resume"`
+}
+
+// Call is one ledger entry: a tool call with its durable state.
+type Call struct {
+	CallID         string          `json:"call_id"`
+	Turn           int             `json:"turn"`
+	Index          int             `json:"index"`
+	Tool           string          `json:"tool"`
+	Effect         string          `json:"effect"`
+	State          string          `json:"state"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Attempt        int             `json:"attempt"`
+	Args           json.RawMessage `json:"args,omitempty"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          json.RawMessage `json:"error,omitempty"`
+	Worker         string          `json:"worker,omitempty"`
+	Epoch          int64           `json:"epoch,omitempty"`
+	StartedAt      time.Time       `json:"started_at,omitzero"`
+	CommittedAt    time.Time       `json:"committed_at,omitzero"`
+	// Probe is the tool's probe answer from the open interruption, if any.
+	Probe *actoviq.ProbeAnswer `json:"probe,omitempty"`
+	// Approval and Resolution are the decisions recorded on the call.
+	Approval   *store.Decision `json:"approval,omitempty"`
+	Resolution *store.Decision `json:"resolution,omitempty"`
+}
+
+// AuditEntry is one recorded decision: who, when, why, and the evidence
+// that was shown.
+type AuditEntry struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	store.Decision
+}
+
+// ChildRun is a node of a run's child tree.
+type ChildRun struct {
+	RunSummary
+	Children []*ChildRun `json:"children,omitempty"`
+}
+
+// ResumeInfo tells how the run can be continued.
+type ResumeInfo struct {
+	// Available: POST /api/v1/runs/{id}/resume continues the run here.
+	Available bool `json:"available"`
+	// Command resumes the run outside the console.
+	Command string `json:"command"`
+}
+
+func summary(r *actoviq.RunInfo) RunSummary {
+	return RunSummary{ID: r.ID, Status: string(r.Status), AgentID: r.AgentID, ParentID: r.ParentID, SessionID: r.SessionID,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+func callsOf(info *actoviq.RunInfo) []Call {
+	probes := map[string]*actoviq.ProbeAnswer{}
+	for _, in := range info.Interruptions {
+		if in.Probe != nil {
+			probes[in.CallID] = in.Probe
+		}
+	}
+	out := make([]Call, 0, len(info.Ledger))
+	for _, en := range info.Ledger {
+		out = append(out, Call{CallID: en.CallID, Turn: en.Turn, Index: en.Index, Tool: en.Tool, Effect: en.Effect, State: string(en.State),
+			IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt, Args: en.Args, Result: en.Result, Error: en.Error,
+			Worker: en.Holder, Epoch: en.Epoch, StartedAt: en.StartedAt, CommittedAt: en.CommittedAt, Probe: probes[en.CallID],
+			Approval: en.Approval, Resolution: en.Resolution})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Turn != out[j].Turn {
+			return out[i].Turn < out[j].Turn
+		}
+		return out[i].Index < out[j].Index
+	})
+	return out
+}
+
+func auditOf(info *actoviq.RunInfo) []AuditEntry {
+	var out []AuditEntry
+	for _, en := range info.Ledger {
+		for _, d := range []*store.Decision{en.Approval, en.Resolution} {
+			if d != nil {
+				out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, Decision: *d})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	// A re-execute is recorded both as the resolution and as the approval
+	// of the new attempt; show it once.
+	dedup := out[:0]
+	for i, a := range out {
+		if i > 0 && a.CallID == out[i-1].CallID && a.Kind == out[i-1].Kind && a.At.Equal(out[i-1].At) && a.By == out[i-1].By {
+			continue
+		}
+		dedup = append(dedup, a)
+	}
+	return dedup
+}
+
+// childTree builds the tree of runs under root from a flat list.
+func childTree(root string, runs []*actoviq.RunInfo) []*ChildRun {
+	byParent := map[string][]*actoviq.RunInfo{}
+	for _, r := range runs {
+		if r.ParentID != "" {
+			byParent[r.ParentID] = append(byParent[r.ParentID], r)
+		}
+	}
+	seen := map[string]bool{root: true}
+	var build func(id string) []*ChildRun
+	build = func(id string) []*ChildRun {
+		var out []*ChildRun
+		kids := byParent[id]
+		sort.Slice(kids, func(i, j int) bool { return kids[i].CreatedAt.Before(kids[j].CreatedAt) })
+		for _, k := range kids {
+			if seen[k.ID] {
+				continue
+			}
+			seen[k.ID] = true
+			out = append(out, &ChildRun{RunSummary: summary(k), Children: build(k.ID)})
+		}
+		return out
+	}
+	return build(root)
+}
+
+// oneLine shortens a reason to one line for the inbox.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 160 {
+		return string(r[:157]) + "..."
+	}
+	return s
+}

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/console"
+)
+
+type consoleFlags struct {
+	listen         string
+	tokenFile      string
+	operator       string
+	tlsCert        string
+	tlsKey         string
+	insecureListen bool
+	mcpConfig      string
+	noResume       bool
+}
+
+func (e *env) consoleCmd() *cobra.Command {
+	c := common{mustExist: true}
+	var f consoleFlags
+	cmd := &cobra.Command{
+		Use:   "console [--store URL] [--tenant T] [--listen 127.0.0.1:8080]",
+		Short: "Serve the operator console: the web page where people find and settle what waits for them",
+		Long: "console serves the web console and its JSON API (/api/v1/) for one store and tenant.\n\n" +
+			"It needs a token: $ACTOVIQ_CONSOLE_TOKEN, or the first line of --token-file. With neither, it makes one\n" +
+			"and prints a login URL once. Decisions are recorded under the name given at sign-in, or under --operator.\n\n" +
+			"It listens on loopback unless told otherwise; another address needs --tls-cert and --tls-key, or\n" +
+			"--insecure-listen (behind a TLS-terminating proxy: the session cookie is Secure, so a browser keeps it\n" +
+			"only over https or on localhost).\n\n" +
+			"It resumes runs itself when it can rebuild the run's agent (the provider's API key in its environment,\n" +
+			"the MCP config as the run remembers it, or --mcp-config); otherwise the page shows the resume command.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return e.console(cmd, &c, &f) },
+	}
+	c.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback unless TLS or --insecure-listen)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file whose first line is the console's token (default $ACTOVIQ_CONSOLE_TOKEN, else a new one)")
+	fl.StringVar(&f.operator, "operator", "", "record every decision made with this token under this name (default: the name given at sign-in)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fl.BoolVar(&f.insecureListen, "insecure-listen", false, "allow plain HTTP on a non-loopback address (behind a TLS-terminating proxy)")
+	fl.StringVar(&f.mcpConfig, "mcp-config", "", "MCP servers config for the runs this console resumes (default: each run's own)")
+	fl.BoolVar(&f.noResume, "no-resume", false, "never resume runs here; show the resume command instead")
+	return cmd
+}
+
+// loopback reports whether a listen address stays on this machine.
+func loopback(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
+}
+
+func (e *env) consoleToken(f *consoleFlags) (secret string, generated bool, err error) {
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return "", false, usageErr("--token-file: %v", err)
+		}
+		secret, _, _ = strings.Cut(string(b), "\n")
+		secret = strings.TrimSpace(secret)
+		if len(secret) < 16 {
+			return "", false, usageErr("--token-file %s: the token on its first line is shorter than 16 characters", f.tokenFile)
+		}
+		if st, err := os.Stat(f.tokenFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+			fmt.Fprintf(e.stderr, "actoviq: warning: %s can be read by other users (mode %v); chmod 600 it\n", f.tokenFile, st.Mode().Perm())
+		}
+		return secret, false, nil
+	}
+	if v := strings.TrimSpace(e.getenv("ACTOVIQ_CONSOLE_TOKEN")); v != "" {
+		if len(v) < 16 {
+			return "", false, usageErr("ACTOVIQ_CONSOLE_TOKEN is shorter than 16 characters")
+		}
+		return v, false, nil
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", false, err
+	}
+	return hex.EncodeToString(b[:]), true, nil
+}
+
+func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
+	ctx := cmd.Context()
+	if err := checkStoreURL(e.storeURL(c)); err != nil {
+		return err
+	}
+	local, err := loopback(f.listen)
+	if err != nil {
+		return usageErr("--listen %q: want HOST:PORT (%v)", f.listen, err)
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return usageErr("--tls-cert and --tls-key go together")
+	}
+	tls := f.tlsCert != ""
+	if !local && !tls && !f.insecureListen {
+		return usageErr("--listen %s is not a loopback address: give --tls-cert and --tls-key, or --insecure-listen behind a TLS-terminating proxy", f.listen)
+	}
+	secret, generated, err := e.consoleToken(f)
+	if err != nil {
+		return err
+	}
+	rt, done, err := e.runtime(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg := &console.Config{
+		Tokens:        []console.Token{{Secret: secret, Operator: f.operator}},
+		ResumeCommand: func(runID string) string { return "actoviq resume " + shellQuote(runID) + storeFlags(c) },
+	}
+	if !f.noResume {
+		cfg.Resume = func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
+			return e.consoleResume(ctx, rt, f, runID)
+		}
+	}
+	con, err := console.New(rt, cfg)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	defer con.Close()
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return usageErr("--listen %s: %v", f.listen, err)
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	base := scheme + "://" + ln.Addr().String()
+	if !local && !tls {
+		fmt.Fprintf(e.stderr, "actoviq: warning: serving plain HTTP on %s, a non-loopback address: tokens and decisions cross the network in clear unless a TLS proxy is in front\n", ln.Addr())
+	}
+	fmt.Fprintf(e.stdout, "actoviq console for tenant %s of %s on %s\n", rt.Tenant(), redactURL(e.storeURL(c)), base)
+	if generated {
+		fmt.Fprintf(e.stdout, "sign in at %s/login#token=%s\n(the token is shown only now; set ACTOVIQ_CONSOLE_TOKEN or --token-file to keep one)\n", base, secret)
+	} else {
+		fmt.Fprintf(e.stdout, "sign in at %s/login with the console's token\n", base)
+	}
+	if cfg.Resume == nil {
+		fmt.Fprintln(e.stdout, "runs are not resumed here (--no-resume): the page shows the resume command")
+	}
+
+	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: nil, BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() {
+		if tls {
+			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return &exitError{code: ExitFailed, err: fmt.Errorf("console: %w", err)}
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	// Streams end with the request contexts (BaseContext is ctx).
+	_ = srv.Shutdown(sctx)
+	fmt.Fprintln(e.stdout, "console stopped")
+	return nil
+}
+
+// consoleResume rebuilds a run's agent as `actoviq resume` does and drives
+// it. A run the console cannot rebuild answers console.ErrCannotResume, so
+// the page shows the command instead.
+func (e *env) consoleResume(ctx context.Context, rt *actoviq.Runtime, f *consoleFlags, runID string) (*actoviq.RunResult, error) {
+	info, err := rt.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := configFromMeta(info.ID, info.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, console.ErrCannotResume)
+	}
+	if f.mcpConfig != "" {
+		cfg.MCPConfig = absPath(f.mcpConfig)
+	}
+	if err := e.providerReady(cfg); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, console.ErrCannotResume)
+	}
+	agent, closer, err := e.agent(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", err, console.ErrCannotResume)
+	}
+	defer closer.Close()
+	return rt.Resume(ctx, agent, info.ID)
+}
+
+// providerReady says whether the provider's key is in this environment
+// (an OpenAI-compatible server reached through a base URL may need none).
+func (e *env) providerReady(c *runConfig) error {
+	switch c.Provider {
+	case "openai", "openai-responses":
+		if e.getenv("OPENAI_API_KEY") == "" && c.BaseURL == "" && e.getenv("OPENAI_BASE_URL") == "" {
+			return errors.New("OPENAI_API_KEY is not set in the console's environment")
+		}
+	case "anthropic":
+		if e.getenv("ANTHROPIC_API_KEY") == "" {
+			return errors.New("ANTHROPIC_API_KEY is not set in the console's environment")
+		}
+	}
+	return nil
+}
