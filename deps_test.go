@@ -46,6 +46,8 @@ var layers = map[string]int{
 	"internal/crashtest/prog": 10,
 
 	"llm/internal/providertest": 3, // beside wiretest
+
+	"tool/mcptool/internal/conformance": 9, // a command over mcptool and the root package
 }
 
 // thirdParty says which module packages may import a third-party module:
@@ -54,6 +56,7 @@ var thirdParty = map[string][]string{
 	"modernc.org/sqlite":                       {"store/storesqlite"},
 	"github.com/jackc/pgx/v5":                  {"store/storepg"},
 	"github.com/modelcontextprotocol/go-sdk":   {"tool/mcptool"},
+	"golang.org/x/oauth2":                      {"tool/mcptool"}, // the MCP SDK's OAuth token types
 	"github.com/spf13/cobra":                   {"internal/cli"},
 	"go.opentelemetry.io/otel":                 {"otelsink"},
 	"github.com/santhosh-tekuri/jsonschema/v6": {"tool"},

@@ -52,6 +52,13 @@ type ServerConfig struct {
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 
+	// OAuth configures MCP authorization for a streamable-HTTP server (see
+	// [OAuthConfig]). Without it, a server that answers 401 is still
+	// authorized with the authorization code flow, registering this client
+	// dynamically; a server with an "Authorization" header is never
+	// authorized by this package.
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
+
 	// TrustAnnotations lets the server's tool annotations (readOnlyHint,
 	// idempotentHint, destructiveHint) set a tool's effect. Default false:
 	// every tool of an untrusted server is side-effect unless Tools names
@@ -236,6 +243,14 @@ func (s *ServerConfig) validate(name string) error {
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return bad("url", "must be an absolute http or https URL")
+		}
+	}
+	if s.OAuth != nil {
+		if s.URL == "" && s.Connect == nil {
+			return bad("oauth", `only for streamable-HTTP servers ("url")`)
+		}
+		if err := s.OAuth.validate(bad, s.Headers); err != nil {
+			return err
 		}
 	}
 	if s.Command != "" && len(s.Headers) > 0 {

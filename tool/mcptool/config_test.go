@@ -93,6 +93,14 @@ func TestConfigErrors(t *testing.T) {
 		{"bad env name", `{"mcpServers":{"a":{"command":"x","env":{"1X":"` + secret + `"}}}}`, "a", "env"},
 		{"bad reference", `{"mcpServers":{"a":{"command":"x","env":{"K":"${` + secret + `"}}}}`, "a", "env.K"},
 		{"wrong value type", `{"mcpServers":{"a":{"command":"x","env":{"K":1}}}}`, "a", ""},
+		{"oauth on stdio", `{"mcpServers":{"a":{"command":"x","oauth":{"clientId":"c"}}}}`, "a", "oauth"},
+		{"oauth bad grant", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"grant":"password"}}}}`, "a", "oauth.grant"},
+		{"oauth secret without id", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"clientSecret":"` + secret + `"}}}}`, "a", "oauth.clientSecret"},
+		{"oauth client credentials without secret", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"grant":"client_credentials","clientId":"c"}}}}`, "a", "oauth.grant"},
+		{"oauth and an Authorization header", `{"mcpServers":{"a":{"url":"http://h/mcp","headers":{"Authorization":"` + secret + `"},"oauth":{}}}}`, "a", "oauth"},
+		{"oauth metadata url not https", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"clientMetadataUrl":"http://c.example/md.json"}}}}`, "a", "oauth.clientMetadataUrl"},
+		{"oauth bad port", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"callbackPort":70000}}}}`, "a", "oauth.callbackPort"},
+		{"oauth unknown field", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"client_id":"c"}}}}`, "a", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,9 +78,11 @@
 //
 // What the SDK (v1.8.0) does, read from its source:
 //   - The jsonrpc2 layer sends a request once and never retries it.
-//   - The streamable-HTTP client POSTs a message once. It re-POSTs only after
-//     an OAuth handler authorised a 401/403 answer; we set no OAuth handler.
-//     It wraps every error of the POST's http.Client.Do as "rejected" (saying
+//   - The streamable-HTTP client POSTs a message once. It re-POSTs it once
+//     only after the server answered 401 or 403 and the OAuth handler then
+//     authorized: that answer refused the request, so nothing ran. A
+//     tools/call whose every POST was answered 401 or 403 fails with its
+//     outcome known (the tool did not run). It wraps every error of the POST's http.Client.Do as "rejected" (saying
 //     the request did not reach the server), which is not true once the
 //     request was written; we do not rely on it and treat every in-flight
 //     failure as unknown.
@@ -93,11 +95,56 @@
 //     its outcome unknown.
 //   - The multi-round-trip middleware (protocol 2026-07-28) re-sends
 //     tools/call with the answers when a server asks for client input. We
-//     turn it off and declare no sampling, elicitation or roots capability.
+//     turn it off, and declare no sampling or roots capability; elicitation
+//     only when [Options.Elicit] is set (see below).
 //   - Go's net/http replays a request on a fresh connection only when nothing
 //     was written, or when the request is idempotent: GET/HEAD, or a POST
 //     carrying an Idempotency-Key or X-Idempotency-Key header, which is why
 //     those headers cannot be configured.
+//
+// # Authorization (OAuth)
+//
+// A streamable-HTTP server without an "Authorization" header is authorized
+// the way the MCP specification describes, on the SDK's auth package: when
+// it answers 401, the client reads its protected-resource metadata (from
+// the WWW-Authenticate challenge, then the well-known paths), the
+// authorization server's metadata (OAuth, then OpenID, then the 2025-03-26
+// fallback endpoints), registers itself (a client ID metadata document
+// where supported and configured, else a pre-registered client from the
+// "oauth" block, else dynamic registration), and runs the authorization
+// code flow with PKCE and the resource parameter, asking for the scopes of
+// the challenge or the metadata (or the configured ones). A 403
+// insufficient_scope asks again for the union of scopes (step-up); a
+// request is re-sent at most once per authorization. A server whose "oauth"
+// block says "grant": "client_credentials" gets its token with the client
+// credentials grant, asking no one: that is for workers.
+//
+//	"tickets": {"url": "https://mcp.example.com/mcp",
+//	            "oauth": {"clientId": "actoviq", "clientSecret": "${TICKETS_SECRET}",
+//	                      "callbackPort": 8765, "scopes": "tickets:write"}}
+//
+// The sign-in needs a person: [OAuthOptions.OpenURL] shows the URL, and
+// this package waits for the browser's redirect on a loopback listener
+// (http://127.0.0.1:PORT/callback). Without OpenURL nothing asks anyone:
+// the server fails with an [*AuthError] that says how to sign in
+// ([Source.Login]; the actoviq command: `actoviq mcp login NAME`). Tokens,
+// with their refresh token and client registration, go to
+// [OAuthOptions.Tokens] ([FileTokenStore]: a 0600 file under the user's
+// config dir; default in memory), never to the run store, and are
+// refreshed and stored again when they expire. They are secrets like
+// header values: scrubbed from errors and results.
+//
+// # Elicitation
+//
+// A server may ask a person for input while one of its tools runs. With
+// [Options.Elicit] set, the client declares the capability and the handler
+// answers ([ElicitRequest], [ElicitResult]); the SDK checks the schema and
+// fills the defaults of fields the answer leaves out. Without it, the
+// capability is not declared and a server that asks anyway gets an error:
+// a worker declines. [DeclineElicitation] declines explicitly. On protocol
+// 2026-07-28 a server asks through a multi-round-trip result instead, which
+// this client does not continue (it would re-send tools/call): such a call
+// ends with an error result saying so.
 //
 // # Connections and Close
 //

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // redacted replaces every secret value this package scrubs.
@@ -21,17 +22,30 @@ const minWordLen = 8
 // literal text, so it also catches a secret that a server or the SDK
 // echoes inside a message.
 type scrubber struct {
+	mu      sync.RWMutex
 	secrets []string // longest first, so a secret's parts never split it
 }
 
 func newScrubber(values ...string) *scrubber {
 	s := &scrubber{}
+	s.add(values...)
+	return s
+}
+
+// add adds secrets learnt later (OAuth tokens, a dynamically registered
+// client's secret).
+func (s *scrubber) add(values ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	add := func(v string) {
 		if v != "" && !slices.Contains(s.secrets, v) {
 			s.secrets = append(s.secrets, v)
 		}
 	}
 	for _, v := range values {
+		if v == "" {
+			continue
+		}
 		add(v)
 		// A secret written with a scheme ("Bearer <token>") also leaks
 		// when only its token is printed.
@@ -49,7 +63,6 @@ func newScrubber(values ...string) *scrubber {
 		add(url.PathEscape(v))
 	}
 	slices.SortFunc(s.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	return s
 }
 
 // secretKeyWords mark an env, header or query key whose value is secret
@@ -102,6 +115,8 @@ func (s *scrubber) text(t string) string {
 	if s == nil {
 		return t
 	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for _, v := range s.secrets {
 		if strings.Contains(t, v) {
 			t = strings.ReplaceAll(t, v, redacted)
@@ -113,7 +128,13 @@ func (s *scrubber) text(t string) string {
 // json scrubs the strings (keys and values) of a JSON document and returns
 // it re-encoded; it stays valid JSON.
 func (s *scrubber) json(raw json.RawMessage) json.RawMessage {
-	if s == nil || len(s.secrets) == 0 || len(raw) == 0 {
+	if s == nil || len(raw) == 0 {
+		return raw
+	}
+	s.mu.RLock()
+	none := len(s.secrets) == 0
+	s.mu.RUnlock()
+	if none {
 		return raw
 	}
 	var v any

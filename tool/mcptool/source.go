@@ -61,6 +61,15 @@ type Options struct {
 	// the SDK's default (5); negative turns resumption off, so a broken
 	// stream fails its call with an unknown outcome.
 	ResumeRetries int
+	// OAuth configures MCP authorization of streamable-HTTP servers: where
+	// tokens are kept and how a person signs in. Nil: tokens in memory,
+	// and a server that needs a sign-in fails with an [*AuthError].
+	OAuth *OAuthOptions
+	// Elicit answers a server's request for input from a person, made
+	// while one of its tools runs. Nil: this client does not declare the
+	// elicitation capability, so servers do not ask (one that asks anyway
+	// gets an error, which declines).
+	Elicit ElicitHandler
 }
 
 // Source connects to the configured MCP servers and offers their tools as
@@ -77,7 +86,6 @@ type Options struct {
 // runs loses its connection, and its outcome is unknown.
 type Source struct {
 	opts    Options
-	client  *mcp.Client
 	servers map[string]*server
 	names   []string // enabled servers, sorted
 
@@ -119,15 +127,6 @@ func New(cfg *Config, opts *Options) (*Source, error) {
 		s.ownTransport = http.DefaultTransport.(*http.Transport).Clone()
 		s.opts.HTTPClient = &http.Client{Transport: s.ownTransport}
 	}
-	s.client = mcp.NewClient(&mcp.Implementation{Name: o.ClientName, Version: o.ClientVersion}, &mcp.ClientOptions{
-		// Declare no roots: our servers get their scope from their
-		// configuration, and server-filesystem would otherwise ask.
-		Capabilities: &mcp.ClientCapabilities{},
-		// The multi-round-trip middleware re-sends tools/call with the
-		// answers to a server's input requests. We answer none, and a
-		// tools/call is sent once.
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-	})
 	for name, sc := range cfg.Servers {
 		if sc.Disabled {
 			continue
@@ -251,6 +250,8 @@ type server struct {
 	headers http.Header // resolved HTTP headers
 	scrub   *scrubber
 
+	client     *mcp.Client   // one per server, so that requests from it name it
+	auth       *oauthHandler // nil: no MCP authorization
 	connecting chan struct{} // a one-slot lock that a waiting caller can give up on
 
 	mu  sync.Mutex
@@ -263,6 +264,9 @@ type session struct {
 	cs   *mcp.ClientSession
 	done chan struct{} // closed when the connection has ended
 	gen  int
+
+	mu       sync.Mutex
+	inflight map[context.Context]int // contexts of the calls in flight
 }
 
 func (c *session) ended() bool {
@@ -270,7 +274,36 @@ func (c *session) ended() bool {
 	case <-c.done:
 		return true
 	default:
-		return false
+	}
+	// A call whose context ended while in flight is about to fail with
+	// an unknown outcome and drop the connection. Its caller (the tool
+	// runner, on the same deadline) may return first; the connection is
+	// as good as dropped already, so that the next call never rides on
+	// it.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ctx := range c.inflight {
+		if ctx.Err() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// track registers an in-flight call; the returned func deregisters it.
+func (c *session) track(ctx context.Context) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inflight == nil {
+		c.inflight = map[context.Context]int{}
+	}
+	c.inflight[ctx]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.inflight[ctx]--; c.inflight[ctx] <= 0 {
+			delete(c.inflight, ctx)
+		}
 	}
 }
 
@@ -319,6 +352,32 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 		sv.headers.Set(k, v)
 	}
 	secrets = append(secrets, urlSecrets(sc.URL)...)
+	if sc.URL != "" && sv.headers.Get("Authorization") == "" && (sc.OAuth == nil || !sc.OAuth.Disabled) {
+		var oc OAuthConfig
+		if sc.OAuth != nil {
+			oc = *sc.OAuth
+		}
+		if oc.ClientSecret != "" {
+			v, err := expand(oc.ClientSecret, lookup)
+			if err != nil {
+				return nil, &ConfigError{Server: name, Field: "oauth.clientSecret", Reason: err.Error()}
+			}
+			secrets = append(secrets, oc.ClientSecret, v)
+			oc.ClientSecret = v
+		}
+		sv.auth = newOAuthHandler(sv, oc, src.opts.OAuth)
+	}
+	sv.client = mcp.NewClient(&mcp.Implementation{Name: src.opts.ClientName, Version: src.opts.ClientVersion}, &mcp.ClientOptions{
+		// Declare no roots: our servers get their scope from their
+		// configuration, and server-filesystem would otherwise ask.
+		// Elicitation is declared when Options.Elicit is set.
+		Capabilities:       &mcp.ClientCapabilities{},
+		ElicitationHandler: sv.elicitationHandler(),
+		// The multi-round-trip middleware re-sends tools/call with the
+		// answers to a server's input requests: a tools/call is sent
+		// once, so it stays off.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
 	// A "${NAME}" reference is not itself secret; keep it readable.
 	secrets = slices.DeleteFunc(secrets, func(v string) bool { return varRef.MatchString(v) && varRef.ReplaceAllString(v, "") == "" })
 	sv.scrub = newScrubber(secrets...)
@@ -395,7 +454,7 @@ func (sv *server) connect(ctx context.Context) (*session, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, sv.src.opts.ConnectTimeout)
 	defer cancel()
-	cs, err := sv.src.client.Connect(cctx, t, nil)
+	cs, err := sv.client.Connect(cctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -424,7 +483,7 @@ func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
 			rt = http.DefaultTransport
 		}
 		hc.Transport = &headerTransport{base: rt, headers: sv.headers}
-		return &mcp.StreamableClientTransport{
+		ct := &mcp.StreamableClientTransport{
 			Endpoint:   sv.cfg.URL,
 			HTTPClient: &hc,
 			// Resuming a broken response stream (GET with Last-Event-ID)
@@ -432,7 +491,14 @@ func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
 			// so it is on. A stream that cannot be resumed fails the
 			// call, and we treat its outcome as unknown.
 			MaxRetries: sv.src.opts.ResumeRetries,
-		}, nil
+		}
+		if sv.auth != nil {
+			// The SDK re-POSTs a request once after a 401 or 403 answer
+			// that the handler resolved: that answer refused the
+			// request, so nothing ran.
+			ct.OAuthHandler = sv.auth
+		}
+		return ct, nil
 	}
 }
 
@@ -474,12 +540,49 @@ type headerTransport struct {
 }
 
 func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(h.headers) == 0 {
-		return h.base.RoundTrip(req)
+	r := req
+	if len(h.headers) > 0 {
+		r = req.Clone(req.Context())
+		for k, vs := range h.headers {
+			r.Header[k] = slices.Clone(vs)
+		}
 	}
-	r := req.Clone(req.Context())
-	for k, vs := range h.headers {
-		r.Header[k] = slices.Clone(vs)
+	resp, err := h.base.RoundTrip(r)
+	if obs, ok := req.Context().Value(callObserverKey{}).(*callObserver); ok && req.Method == http.MethodPost {
+		obs.record(resp, err)
 	}
-	return h.base.RoundTrip(r)
+	return resp, err
+}
+
+// callObserver sees the HTTP answers to the POSTs of one tools/call (the
+// SDK sends them with the call's context).
+type callObserver struct {
+	mu       sync.Mutex
+	posts    int
+	refusals int // 401 and 403 answers
+	status   int // of the last answer; 0 when it failed
+}
+
+type callObserverKey struct{}
+
+func (o *callObserver) record(resp *http.Response, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.posts++
+	o.status = 0
+	if err == nil {
+		o.status = resp.StatusCode
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			o.refusals++
+		}
+	}
+}
+
+// refused reports whether every POST of the call was answered 401 or 403:
+// the server refused the request before it could act, and the last
+// status.
+func (o *callObserver) refused() (bool, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.posts > 0 && o.refusals == o.posts, o.status
 }

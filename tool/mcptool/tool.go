@@ -49,6 +49,10 @@ func (sv *server) discover(ctx context.Context) ([]*Tool, error) {
 		if errors.Is(err, ErrClosed) {
 			return nil, ErrClosed
 		}
+		var ae *AuthError
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
 		return nil, sv.errorf("connect: %w", err)
 	}
 	var listed []*mcp.Tool
@@ -168,6 +172,10 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 			return tool.Result{}, ErrClosed
 		}
 		// Nothing was sent: the outcome is known.
+		var ae *AuthError
+		if errors.As(err, &ae) {
+			return tool.Result{}, fmt.Errorf("mcptool: tool %s: %w; the tool did not run", t.remote, ae)
+		}
 		return tool.Result{}, sv.errorf("tool %s: connect: %w", t.remote, err)
 	}
 	if len(args) == 0 {
@@ -177,16 +185,30 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, err
 	if key := tool.IdempotencyKey(ctx); key != "" {
 		params.Meta = mcp.Meta{MetaIdempotencyKey: key}
 	}
-	res, err := sess.cs.CallTool(ctx, params)
+	obs := &callObserver{}
+	done := sess.track(ctx)
+	defer done()
+	res, err := sess.cs.CallTool(context.WithValue(ctx, callObserverKey{}, obs), params)
 	if err != nil {
-		return tool.Result{}, t.failed(ctx, sess, err)
+		return tool.Result{}, t.failed(ctx, sess, obs, err)
 	}
 	return t.result(res), nil
 }
 
 // failed classifies an error of an in-flight tools/call.
-func (t *Tool) failed(ctx context.Context, sess *session, err error) error {
+func (t *Tool) failed(ctx context.Context, sess *session, obs *callObserver, err error) error {
 	sv := t.server
+	if refused, status := obs.refused(); refused {
+		// Every POST of the call was answered 401 or 403: the server
+		// refused it before it could act. The connection may have been
+		// failed by the SDK; start afresh next time.
+		sv.drop(sess)
+		var ae *AuthError
+		if errors.As(err, &ae) {
+			return fmt.Errorf("mcptool: tool %s: %w; the tool did not run", t.remote, ae)
+		}
+		return sv.errorf("tool %s: the server refused the call with HTTP %d; the tool did not run: %w", t.remote, status, err)
+	}
 	var werr *jsonrpc.Error
 	if ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && errors.As(err, &werr) {
 		switch werr.Code {
@@ -258,9 +280,9 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 	}
 	out := tool.Result{Content: sv.scrub.text(strings.Join(parts, "\n")), IsError: res.IsError}
 	if res.NeedsInput() {
-		// Only reachable if a server asks for input although we declared
-		// no capability for it: the tool did not complete.
-		out = tool.Result{IsError: true, Content: "the MCP server asked for client input (elicitation or sampling), which this client does not provide; the tool did not complete"}
+		// A multi-round-trip result (protocol 2026-07-28): answering it
+		// would send tools/call again, which this client never does.
+		out = tool.Result{IsError: true, Content: "the MCP server asked for client input with a multi-round-trip result, which this client does not answer (answering re-sends the call); the tool did not complete"}
 	}
 	if res.StructuredContent != nil && !out.IsError {
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
