@@ -18,7 +18,9 @@ func (e *Runtime) decide(ctx context.Context, runID string, decisions []Decision
 		return err
 	}
 	if d.run.Status.Terminal() {
-		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
+		if err := d.checkFinishedDecisions(decisions); err != nil {
+			return err
+		}
 	}
 	// A decision that does not fit is refused before the claim is taken,
 	// so it changes nothing in the store. It is checked again under the
@@ -34,23 +36,32 @@ func (e *Runtime) decide(ctx context.Context, runID string, decisions []Decision
 		return err
 	}
 	if d.run.Status.Terminal() {
-		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
+		// A finished run takes only the truth about a started call, for
+		// the record; it does not continue.
+		if err := d.checkFinishedDecisions(decisions); err != nil {
+			return err
+		}
 	}
 	return d.applyDecisions(ctx, decisions)
 }
 
 // applyDecisions checks every decision against the ledger before writing
-// any, then records them in order.
+// any, then records them all in one atomic write: either every decision
+// is recorded or none is.
 func (d *drive) applyDecisions(ctx context.Context, decisions []Decision) error {
-	if err := d.checkDecisions(decisions); err != nil {
+	if err := d.checkDecisions(decisions); err != nil || len(decisions) == 0 {
 		return err
 	}
+	d.staged = &store.RunWriteParams{}
 	for _, dec := range decisions {
 		if err := d.record(ctx, dec, d.ledger[dec.CallID]); err != nil {
+			d.staged = nil
 			return err
 		}
 	}
-	return nil
+	p := d.staged
+	d.staged = nil
+	return d.write(ctx, p)
 }
 
 // checkDecisions reports the first decision that does not fit the ledger.
@@ -95,6 +106,11 @@ func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry)
 	in := d.openInterruption(en.CallID)
 	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.e.clock(), Reason: dec.Reason, Note: dec.Note,
 		ArgsDigest: en.ArgsDigest, PolicyVersion: d.policyVersion(), Evidence: mustJSON(in)}
+	if in == nil {
+		// No open interruption (a run that ended cancelled): the evidence is
+		// the entry as the decider saw it.
+		rec.Evidence = mustJSON(entryData(en))
+	}
 	next := cloneEntry(en)
 	switch dec.Kind {
 	case DecideApprove:

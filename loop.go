@@ -24,9 +24,8 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 			d.cp.Error = &RunError{Code: "deadline", Message: "the run's deadline passed"}
 			return d.end(ctx, store.RunCancelled, EvRunCancelled)
 		}
-		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
-			d.cp.Error = &RunError{Code: "cancelled", Message: err.Error()}
-			return d.end(ctx, store.RunCancelled, EvRunCancelled)
+		if res, err, stop := d.stopCheck(ctx); stop {
+			return res, err // cancelled, or closed (terminal.go)
 		}
 		if len(d.cp.Pending) > 0 {
 			interrupts, err := d.settlePending(ctx)
@@ -34,8 +33,7 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 				return nil, err
 			}
 			if len(interrupts) > 0 {
-				d.cp.Interruptions = interrupts
-				return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
+				return d.stopInterrupted(ctx, interrupts)
 			}
 			if !d.allCommitted() {
 				// A call did not start (cancellation, the run's deadline):
@@ -393,7 +391,7 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 	if secrets := d.secretsOf(en.CallID); len(secrets) > 0 {
 		next.Result, next.Error = scrub(next.Result, secrets), scrub(next.Error, secrets)
 	}
-	return d.write(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next)},
+	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next)},
 		Events: append([]*store.Event{d.event(evType, en.CallID, entryData(next))}, extra...)})
 }
 

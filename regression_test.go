@@ -111,14 +111,16 @@ func TestResumePastDeadlineRecordsDecisions(t *testing.T) {
 	}
 	s.clock.Advance(2 * time.Hour)
 	before, _ := s.rt.Get(s.ctx, "r1")
-	res, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"})
-	if err != nil {
-		t.Fatal(err)
+	// The decisions are refused, typed, not dropped silently (issue 10).
+	_, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"})
+	var fin *actoviq.RunFinishedError
+	if !errors.As(err, &fin) || !errors.Is(err, actoviq.ErrRunFinished) || fin.Status != actoviq.StatusCancelled {
+		t.Fatalf("resume with decisions past the deadline: %v, want a RunFinishedError (cancelled)", err)
 	}
 	after, _ := s.rt.Get(s.ctx, "r1")
-	if res.Status == actoviq.StatusCancelled && (after.Ledger[0].Revision != before.Ledger[0].Revision || after.Ledger[0].State != before.Ledger[0].State) {
-		t.Fatalf("run past its deadline ended %s but its ledger changed: %s rev %d -> %s rev %d (resolution %s by %s)",
-			res.Status, before.Ledger[0].State, before.Ledger[0].Revision, after.Ledger[0].State, after.Ledger[0].Revision, after.Ledger[0].Resolution.Kind, after.Ledger[0].Resolution.By)
+	if after.Status != actoviq.StatusCancelled || after.Ledger[0].Revision != before.Ledger[0].Revision || after.Ledger[0].State != before.Ledger[0].State {
+		t.Fatalf("run past its deadline ended %s but its ledger changed: %s rev %d -> %s rev %d",
+			after.Status, before.Ledger[0].State, before.Ledger[0].Revision, after.Ledger[0].State, after.Ledger[0].Revision)
 	}
 }
 

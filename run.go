@@ -50,10 +50,13 @@ type drive struct {
 
 	// mu serialises writes (parallel read calls commit concurrently).
 	mu sync.Mutex
+	// staged collects the writes of the decisions being recorded, so they
+	// are one atomic write (terminal.go); nil otherwise.
+	staged *store.RunWriteParams
 
 	// Sink panics recovered and not yet recorded (sinks.go).
 	panicMu         sync.Mutex
-	sinkPanics      []sinkPanic
+	sinkPanics      []SinkPanickedData
 	recordingPanics bool
 }
 
@@ -144,7 +147,7 @@ func (e *Runtime) resume(ctx context.Context, a *AgentSpec, runID string, decisi
 		return nil, err
 	}
 	if d.run.Status.Terminal() {
-		return d.cp.result(runID, d.run.Status), nil
+		return d.resumeFinished(decisions)
 	}
 	if d.run.AgentDigest != a.Digest() {
 		return nil, &DigestMismatchError{RunID: runID, Stored: d.run.AgentDigest, Actual: a.Digest()}
@@ -200,12 +203,18 @@ func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string
 		}
 		if d.run.Status.Terminal() { // another worker finished it meanwhile
 			d.release(ctx)
-			return d.cp.result(d.run.ID, d.run.Status), nil
+			return d.resumeFinished(decisions)
 		}
 		d.cp.PolicyVersion = d.pv
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		cancel(nil)
+		d.release(ctx)
+		return nil, fmt.Errorf("%w: run %s was not driven (Runtime.Resume in a live runtime continues it)", ErrClosed, d.run.ID)
+	}
 	e.cancels[d.run.ID] = cancel
 	e.wg.Add(1)
 	e.mu.Unlock()
@@ -225,11 +234,9 @@ func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string
 		return nil, err
 	}
 	// A run past its deadline ends cancelled with its ledger untouched, so
-	// decisions are not recorded then.
-	if len(decisions) > 0 && !d.pastDeadline() {
-		if err := d.applyDecisions(ctx, decisions); err != nil {
-			return nil, err
-		}
+	// decisions are refused then (terminal.go).
+	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {
+		return nil, err
 	}
 	return d.loop(ctx)
 }
@@ -304,7 +311,7 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 				for _, f := range fences {
 					_, err := d.e.store.ClaimRenew(ctx, &store.ClaimRenewParams{Tenant: d.e.tenant, Fence: f, TTL: d.e.ttl})
 					if errors.Is(err, store.ErrFenced) {
-						cancel(fmt.Errorf("actoviq: lost claim %s: %w", f.Key, err))
+						cancel(fmt.Errorf("%w %s: %w", errLostClaim, f.Key, err))
 						return
 					}
 				}
@@ -341,10 +348,15 @@ func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(context.WithoutCancel(ctx), d.e.commitTO)
 }
 
-// Cancel stops a live drive of the run in this process, if any, and marks a
-// run that is not being driven as cancelled. A cancelled run is final:
-// nothing runs again, and a call that was started keeps its ledger state
-// (started or unknown) as the record an operator needs.
+// Cancel is the caller's decision to end a run: it stops a live drive of
+// the run in this process, if any, and marks a run that is not being driven
+// as cancelled. A cancelled run is final, also when Cancel stopped a side
+// effect in flight: nothing runs again, and a call that was started keeps
+// its ledger state (started or unknown). [Runtime.Decide] can still record
+// what happened to such a call (committed or failed), for the audit trail;
+// the run does not continue. A run driven by another process is refused
+// with [ErrRunHeld]. To stop driving without deciding anything (a process
+// shutting down), use [Runtime.Close].
 func (e *Runtime) Cancel(ctx context.Context, runID string) error {
 	e.mu.Lock()
 	c, live := e.cancels[runID]

@@ -58,6 +58,7 @@ type Runtime struct {
 	commitTO time.Duration
 
 	mu      sync.Mutex
+	closed  bool
 	cancels map[string]context.CancelCauseFunc // run id → cancel of its live drive
 	wg      sync.WaitGroup
 }
@@ -114,12 +115,20 @@ func (e *Runtime) Tenant() string { return e.tenant }
 // Store returns the store the runtime was built over (not owned by it).
 func (e *Runtime) Store() store.Store { return e.store }
 
-// Close cancels the runs this runtime is driving, waits for their drives
-// to stop, and returns. It does not close the store given to [New].
+// Close is a process shutting down, not a decision about its runs: it stops
+// the drives of this runtime, waits for them, and returns. A run driven at
+// Close never ends cancelled; its claim is released so another process can
+// take it over at once with [Runtime.Resume]. A side effect in flight is
+// interrupted, so its outcome is unknown, and the run stops interrupted for
+// reconciliation, as after a crash; any other run keeps its status
+// (running) and continues where it stopped. The calls driving those runs
+// return an error matching [ErrClosed]; later Run and Resume calls on this
+// runtime do too. Close does not close the store given to [New].
 func (e *Runtime) Close() error {
 	e.mu.Lock()
+	e.closed = true
 	for _, c := range e.cancels {
-		c(errors.New("actoviq: runtime closed"))
+		c(ErrClosed)
 	}
 	e.mu.Unlock()
 	e.wg.Wait()

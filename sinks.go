@@ -19,13 +19,25 @@ func (e *Runtime) bareDrive() *drive {
 // index in the drive's sinks and its Go type), the event and the panic.
 const EvSinkPanicked = "sink.panicked"
 
-// sinkPanic is one recovered sink panic, waiting to be recorded.
-type sinkPanic struct {
-	Sink      int    `json:"sink"`
-	SinkType  string `json:"sink_type"`
+// SinkPanickedData is the payload of sink.panicked: a sink panicked on an
+// event; it was recovered and skipped for that event.
+type SinkPanickedData struct {
+	// Sink is the sink's index among the drive's sinks (Config.Sinks, then
+	// the sinks given to the call); SinkType its Go type.
+	Sink     int    `json:"sink"`
+	SinkType string `json:"sink_type"`
+	// EventID and EventType name the event it panicked on.
 	EventID   string `json:"event_id"`
 	EventType string `json:"event_type"`
-	Panic     string `json:"panic"`
+	// Panic is the recovered value, as text.
+	Panic string `json:"panic"`
+}
+
+// EventTypes implements [EventData].
+func (*SinkPanickedData) EventTypes() []string { return []string{EvSinkPanicked} }
+
+func init() {
+	eventPayloads[EvSinkPanicked] = func() EventData { return new(SinkPanickedData) }
 }
 
 // emitSafe hands ev to every sink. A sink that panics is recovered: the
@@ -38,7 +50,7 @@ func (d *drive) emitSafe(ctx context.Context, ev Event) {
 			defer func() {
 				if p := recover(); p != nil {
 					d.panicMu.Lock()
-					d.sinkPanics = append(d.sinkPanics, sinkPanic{Sink: i, SinkType: fmt.Sprintf("%T", s),
+					d.sinkPanics = append(d.sinkPanics, SinkPanickedData{Sink: i, SinkType: fmt.Sprintf("%T", s),
 						EventID: ev.ID, EventType: ev.Type, Panic: fmt.Sprint(p)})
 					d.panicMu.Unlock()
 				}
