@@ -17,6 +17,8 @@ const module = "github.com/actoviq/actoviq-go"
 
 var layers = map[string]int{
 	"item":                    0,
+	"analysis/actoviqvet":     0, // matches on import paths; imports no module package
+	"cmd/actoviq-vet":         11,
 	"llm/transport":           0,
 	"llm":                     1,
 	"tool":                    2,
@@ -63,6 +65,7 @@ var thirdParty = map[string][]string{
 	"github.com/google/jsonschema-go":          {"tool"},
 	"pgregory.net/rapid":                       {"store/storetest"},
 	"go.uber.org/goleak":                       {"internal/testutil"},
+	"golang.org/x/tools":                       {"analysis/actoviqvet"},
 }
 
 // testOnly packages are helpers that production code never imports, with the
