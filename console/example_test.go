@@ -27,7 +27,9 @@ func Example() {
 
 	con, _ := console.New(rt, &console.Config{
 		Tokens: []console.Token{{Secret: "s3cret-token-for-the-example", Operator: "alice"}},
-		Resume: func(ctx context.Context, runID string) (*actoviq.RunResult, error) { return rt.Resume(ctx, agent, runID) },
+		Resume: func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
+			return rt.Resume(ctx, agent, runID)
+		},
 	})
 	defer con.Close()
 	srv := httptest.NewServer(con)
