@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/actoviq/actoviq-go/store"
@@ -31,21 +32,27 @@ const (
 
 // Stats counts what the store sent and wrote, for benchmarks: each run
 // write is one statement (one round trip once pgx has prepared it on the
-// connection) and writes RowsWritten rows (the run row when the write
+// connection; a group commit sends several in one round trip) and writes
+// RowsWritten rows (the run row when the write
 // updates it, one row per ledger write and one per event).
 type Stats struct {
 	RunWrites   int64
 	Statements  int64
 	RowsWritten int64
+	// Commits counts the transactions that held run writes; Batched counts
+	// the run writes that shared one with others (group commit).
+	Commits int64
+	Batched int64
 }
 
 type counters struct {
-	runWrites, statements, rows atomic.Int64
+	runWrites, statements, rows, commits, batched atomic.Int64
 }
 
 // Stats returns the counters since the store was opened.
 func (s *Store) Stats() Stats {
-	return Stats{RunWrites: s.stats.runWrites.Load(), Statements: s.stats.statements.Load(), RowsWritten: s.stats.rows.Load()}
+	return Stats{RunWrites: s.stats.runWrites.Load(), Statements: s.stats.statements.Load(), RowsWritten: s.stats.rows.Load(),
+		Commits: s.stats.commits.Load(), Batched: s.stats.batched.Load()}
 }
 
 // RunWrite implements [store.Store].
@@ -83,12 +90,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	if err != nil {
 		return nil, err
 	}
-	var res *store.RunWriteResult
-	err = retryable(ctx, func() error {
-		var err error
-		res, err = s.runWriteOnce(ctx, p, order, la)
-		return err
-	})
+	res, err := s.commitQueued(ctx, p, order, la)
 	if err != nil {
 		return nil, mapErr("write run "+p.RunID, err)
 	}
@@ -186,9 +188,24 @@ func optTimeArg(t time.Time) *time.Time {
 	return &u
 }
 
-func (s *Store) runWriteOnce(ctx context.Context, p *store.RunWriteParams, order []int, la *ledgerArr) (*store.RunWriteResult, error) {
-	now := store.Time(s.clock.Now())
-	res := &store.RunWriteResult{}
+// call is one run_write call: its parameters and what its answer fills in.
+type call struct {
+	p     *store.RunWriteParams
+	order []int
+	la    *ledgerArr
+	now   time.Time
+	args  []any
+	res   *store.RunWriteResult
+
+	parent, session, agent, digest, metaOut *string
+	deadline, created                       *time.Time
+	revision, firstSeq                      *int64
+	ledgerCreated                           []*time.Time
+}
+
+// newCall builds the parameters of run_write for p, with the time of now.
+func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time) *call {
+	c := &call{p: p, order: order, la: la, now: store.Time(now), res: &store.RunWriteResult{}}
 	var fenceKey, fenceHolder *string
 	var fenceEpoch *int64
 	if f := p.Fence; f != nil {
@@ -207,60 +224,73 @@ func (s *Store) runWriteOnce(ctx context.Context, p *store.RunWriteParams, order
 		checkpoint, meta = &cp, optText(u.Meta)
 	}
 	var evArgs []any
-	res.Events, evArgs = eventArgs(p.Tenant, p.RunID, p.Events, now)
-
-	var (
-		parent, session, agent, digest, metaOut *string
-		deadline, created                       *time.Time
-		revision, firstSeq                      *int64
-		ledgerCreated                           []*time.Time
-	)
-	s.stats.statements.Add(1)
-	err := s.pool.QueryRow(ctx, s.q(runWriteCall),
-		p.Tenant, p.RunID, now, fenceKey, fenceHolder, fenceEpoch, runRev, status, checkpoint, meta,
+	c.res.Events, evArgs = eventArgs(p.Tenant, p.RunID, p.Events, c.now)
+	c.args = []any{p.Tenant, p.RunID, c.now, fenceKey, fenceHolder, fenceEpoch, runRev, status, checkpoint, meta,
 		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
 		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed,
-		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9],
-	).Scan(&parent, &session, &agent, &digest, &metaOut, &deadline, &revision, &created, &firstSeq, &ledgerCreated)
+		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9]}
+	return c
+}
+
+// scan reads run_write's answer and completes the result.
+func (c *call) scan(row pgx.Row) (*store.RunWriteResult, error) {
+	p, res := c.p, c.res
+	err := row.Scan(&c.parent, &c.session, &c.agent, &c.digest, &c.metaOut, &c.deadline, &c.revision, &c.created,
+		&c.firstSeq, &c.ledgerCreated)
 	if err != nil {
-		return nil, runWriteErr(p, err)
+		return nil, err
 	}
-	if firstSeq == nil || len(ledgerCreated) != len(order) {
+	if c.firstSeq == nil || len(c.ledgerCreated) != len(c.order) {
 		return nil, errors.New("run_write answered an unexpected shape")
 	}
 	for i, ev := range res.Events {
-		ev.Seq = *firstSeq + int64(i)
+		ev.Seq = *c.firstSeq + int64(i)
 	}
 	if u := p.Run; u != nil {
 		d := &decoder{kind: "run", id: p.RunID}
+		cp := json.RawMessage("{}")
+		if u.Checkpoint != nil {
+			cp = cloneRaw(u.Checkpoint)
+		}
 		res.Run = &store.Run{
 			Tenant: p.Tenant, ID: p.RunID,
-			ParentID: d.str("parent_id", parent), SessionID: d.str("session_id", session),
-			AgentID: d.str("agent_id", agent), AgentDigest: d.str("agent_digest", digest),
-			Status: u.Status, Checkpoint: append(json.RawMessage(nil), *checkpoint...), Meta: d.optJSON("meta", metaOut),
-			Deadline: optTime(deadline), Revision: d.i64("revision", revision),
-			EventSeq: *firstSeq - 1 + int64(len(p.Events)), CreatedAt: d.tm("created_at", created), UpdatedAt: now,
+			ParentID: d.str("parent_id", c.parent), SessionID: d.str("session_id", c.session),
+			AgentID: d.str("agent_id", c.agent), AgentDigest: d.str("agent_digest", c.digest),
+			Status: u.Status, Checkpoint: cp, Meta: d.optJSON("meta", c.metaOut),
+			Deadline: optTime(c.deadline), Revision: d.i64("revision", c.revision),
+			EventSeq: *c.firstSeq - 1 + int64(len(p.Events)), CreatedAt: d.tm("created_at", c.created), UpdatedAt: c.now,
 		}
 		if err := d.result(); err != nil {
 			return nil, err
 		}
 	}
-	if len(order) > 0 {
+	if len(c.order) > 0 {
 		res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
-		for k, i := range order {
+		for k, i := range c.order {
 			w := p.Ledger[i]
 			out := *w.Entry
 			out.Args, out.Result, out.Error = cloneRaw(out.Args), cloneRaw(out.Result), cloneRaw(out.Error)
-			out.Approval, out.Resolution = la.approvalBack[i], la.resolutionBack[i]
+			out.Approval, out.Resolution = c.la.approvalBack[i], c.la.resolutionBack[i]
 			out.StartedAt, out.CommittedAt = store.Time(out.StartedAt), store.Time(out.CommittedAt)
 			out.Revision = w.ExpectedRevision + 1
-			out.UpdatedAt = now
-			if ledgerCreated[k] == nil {
+			out.UpdatedAt = c.now
+			if c.ledgerCreated[k] == nil {
 				return nil, errors.New("run_write answered no created_at for a ledger write")
 			}
-			out.CreatedAt = store.Time(*ledgerCreated[k])
+			out.CreatedAt = store.Time(*c.ledgerCreated[k])
 			res.Ledger[i] = &out
 		}
+	}
+	return res, nil
+}
+
+func (s *Store) runWriteOnce(ctx context.Context, p *store.RunWriteParams, order []int, la *ledgerArr) (*store.RunWriteResult, error) {
+	c := newCall(p, order, la, s.clock.Now())
+	s.stats.statements.Add(1)
+	s.stats.commits.Add(1)
+	res, err := c.scan(s.pool.QueryRow(ctx, s.q(runWriteCall), c.args...))
+	if err != nil {
+		return nil, runWriteErr(p, err)
 	}
 	return res, nil
 }

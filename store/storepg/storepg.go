@@ -71,6 +71,7 @@ type Store struct {
 	queries   sync.Map // query template → text with the schema substituted
 	closeOnce sync.Once
 	stats     counters
+	commits   commitQueue
 }
 
 var _ store.Store = (*Store)(nil)

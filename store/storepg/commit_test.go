@@ -1,0 +1,157 @@
+package storepg_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storepg"
+)
+
+// holdRun makes the next write of run id wait: another session holds the
+// run's advisory lock (the one run_write takes) until the returned func.
+func holdRun(t *testing.T, s *storepg.Store, tenant, id string) func() {
+	t.Helper()
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "actoviq-run/"+tenant+"/"+id); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func queued(s *storepg.Store, n int) {
+	for storepg.QueueLen(s) < n {
+		runtime.Gosched()
+	}
+}
+
+// TestGroupCommit holds one run write in flight, queues writes of other
+// runs behind it and checks that they share one transaction; then that a
+// batch in which one write conflicts gives every write the answer it
+// would have had alone, that a write whose context ended before its batch
+// is not sent, and that the fence still holds inside a batch.
+func TestGroupCommit(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, newSchema(t), nil)
+	const k = 6
+	mustCreateRun(t, s, "t", "held", store.RunRunning)
+	for i := range k {
+		mustCreateRun(t, s, "t", fmt.Sprint("r", i), store.RunRunning)
+	}
+	claim, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: "run:r0", Holder: "w1", TTL: 3600e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func() []*store.Event { return []*store.Event{{Type: "e"}} }
+	write := func(wctx context.Context, id string, rev int64, fence *store.Fence) error {
+		_, err := s.RunWrite(wctx, &store.RunWriteParams{Tenant: "t", RunID: id, Fence: fence,
+			Run:    &store.RunUpdate{ExpectedRevision: rev, Status: store.RunRunning, Checkpoint: []byte(`{"n":1}`)},
+			Events: ev()})
+		return err
+	}
+
+	round := func(revs []int64, fences []*store.Fence, cancelled int) []error {
+		release := holdRun(t, s, "t", "held")
+		held := make(chan error, 1)
+		go func() {
+			_, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "held", Events: ev()})
+			held <- err
+		}()
+		// Wait until the held write is in flight: its session waits for
+		// the advisory lock.
+		for {
+			var waiting int
+			if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks
+				WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+				  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`, "actoviq-run/t/held").Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				break
+			}
+			runtime.Gosched()
+		}
+		errs := make([]error, k)
+		var wg sync.WaitGroup
+		cctx, cancel := context.WithCancel(ctx)
+		for i := range k {
+			wctx := ctx
+			if i == cancelled {
+				wctx = cctx
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = write(wctx, fmt.Sprint("r", i), revs[i], fences[i])
+			}()
+			queued(s, i+1)
+		}
+		cancel()
+		release()
+		wg.Wait()
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		return errs
+	}
+
+	before := s.Stats()
+	revs := []int64{1, 1, 1, 1, 1, 1}
+	fences := make([]*store.Fence, k)
+	fences[0] = &store.Fence{Key: "run:r0", Holder: "w1", Epoch: claim.Epoch}
+	for i, err := range round(revs, fences, -1) {
+		if err != nil {
+			t.Errorf("write %d: %v", i, err)
+		}
+	}
+	after := s.Stats()
+	if c, b := after.Commits-before.Commits, after.Batched-before.Batched; c != 2 || b != k {
+		t.Errorf("the held write and %d queued ones took %d commits (%d batched), want 2 (%d batched)", k, c, b, k)
+	}
+
+	// Second round: write 2 is stale, write 4's context ends while it
+	// waits, write 0's fence is an old epoch; the others go through.
+	revs = []int64{2, 2, 1, 2, 2, 2}
+	fences[0] = &store.Fence{Key: "run:r0", Holder: "w1", Epoch: claim.Epoch - 1}
+	errs := round(revs, fences, 4)
+	var conflict *store.ConflictError
+	if !errors.As(errs[2], &conflict) || conflict.Expected != 1 || conflict.Actual != 2 {
+		t.Errorf("stale write in a batch: %v, want a conflict expected 1 actual 2", errs[2])
+	}
+	if !errors.Is(errs[0], store.ErrFenced) {
+		t.Errorf("write under an old epoch in a batch: %v, want fenced", errs[0])
+	}
+	if !errors.Is(errs[4], context.Canceled) {
+		t.Errorf("write whose context ended in the queue: %v, want context.Canceled", errs[4])
+	}
+	for _, i := range []int{1, 3, 5} {
+		if errs[i] != nil {
+			t.Errorf("write %d batched with failing ones: %v", i, errs[i])
+		}
+	}
+	// What is stored is what the answers said.
+	for i := range k {
+		r, err := s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: fmt.Sprint("r", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(3)
+		if i == 0 || i == 2 || i == 4 {
+			want = 2
+		}
+		if r.Revision != want || r.EventSeq != want-1 {
+			t.Errorf("run r%d: revision %d event seq %d, want %d and %d", i, r.Revision, r.EventSeq, want, want-1)
+		}
+	}
+}
