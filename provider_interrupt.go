@@ -77,9 +77,9 @@ func (d *drive) modelFailed(ctx context.Context, err error) (*RunResult, error) 
 			Hint: "the run is over; what it committed stays recorded. Start a new run when the provider is healthy"}
 		return d.end(ctx, store.RunFailed, EvRunFailed)
 	}
-	reason := "the model call failed after the transport's retries; nothing committed is lost. Resume makes one new model call from the last checkpoint"
+	reason := "the model call failed after the transport's retries; nothing committed is lost. Resuming the run makes one new model call from the last checkpoint"
 	if len(pf.Partial) > 0 {
-		reason = "the model's stream broke after it delivered output; the partial response is kept as evidence only. Resume asks the model for a fresh response"
+		reason = "the model's stream broke after it delivered output; the partial response is kept as evidence only. Resuming the run asks the model for a fresh response"
 	}
 	d.cp.Interruptions = []Interruption{{Kind: InterruptProvider, State: "model_call_failed", Reason: reason, Provider: pf}}
 	return d.end(ctx, store.RunInterrupted, EvRunInterrupted)

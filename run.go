@@ -127,7 +127,7 @@ func (e *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Eve
 	}
 	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
 	if errors.Is(err, store.ErrExists) {
-		return nil, fmt.Errorf("%w: %s (a run id is never re-run; use Resume)", ErrRunExists, runID)
+		return nil, fmt.Errorf("%w: %s (a run id is never re-run; continue it with Runtime.Resume)", ErrRunExists, runID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: create run %s: %w", runID, err)

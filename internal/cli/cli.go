@@ -57,7 +57,7 @@ func (e *env) main(ctx context.Context, args []string) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitCompleted
 	}
@@ -68,8 +68,8 @@ func (e *env) main(ctx context.Context, args []string) int {
 		}
 		return ee.code
 	}
-	// cobra's own errors: unknown flags, bad arguments.
-	fmt.Fprintln(stderr, prefixed(err))
+	// cobra's own errors: unknown commands and flags, bad arguments.
+	fmt.Fprint(stderr, cobraUsageError(cmd, err))
 	return ExitUsage
 }
 

@@ -158,9 +158,15 @@ func TestUsageErrorsLeaveStoreUntouched(t *testing.T) {
 		if code := h.run(args...); code != ExitUsage {
 			t.Errorf("actoviq %s: exit %d, want 2 (stderr %s)", strings.Join(args, " "), code, h.stderr)
 		}
-		msg := strings.TrimSpace(h.stderr.String())
-		if msg == "" || strings.Contains(msg, "\n") {
-			t.Errorf("actoviq %s: want a one-line error, got %q", strings.Join(args, " "), msg)
+		// One line says what is wrong; only usage and help pointers follow.
+		lines := strings.Split(strings.TrimSpace(h.stderr.String()), "\n")
+		if lines[0] == "" {
+			t.Errorf("actoviq %s: no error message", strings.Join(args, " "))
+		}
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "usage: ") && !strings.HasPrefix(l, "see: ") {
+				t.Errorf("actoviq %s: want a one-line error (then usage and see lines), got %q", strings.Join(args, " "), lines)
+			}
 		}
 		if _, err := os.Stat(db); err == nil {
 			t.Fatalf("actoviq %s created the store", strings.Join(args, " "))

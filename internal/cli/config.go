@@ -80,7 +80,7 @@ func (e *env) openStore(ctx context.Context, c *common) (store.Store, error) {
 	if path, ok := strings.CutPrefix(u, "sqlite:"); ok {
 		if c.mustExist {
 			if _, err := os.Stat(path); err != nil {
-				return nil, usageErr("no store at %s (%v)", u, errors.Unwrap(err))
+				return nil, usageErr("no store at %s (%v): give --store (or set ACTOVIQ_STORE to) the store the run was started with", u, errors.Unwrap(err))
 			}
 		}
 		s, err := storesqlite.Open(path, nil)

@@ -31,11 +31,11 @@ func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
 	}
 	defer done()
 	if _, err := rt.Get(ctx, d.RunID()); err != nil {
-		return lookupErr(d.RunID(), err)
+		return e.lookupErr(c, d.RunID(), err)
 	}
 	if err := rt.Decide(ctx, d.RunID(), d.Decision); err != nil {
 		if errors.Is(err, actoviq.ErrDecision) || errors.Is(err, actoviq.ErrRunFinished) {
-			return usageErr("%v", err)
+			return usageErr("%v; see the run's calls and open questions with: actoviq runs show %s%s", err, shellQuote(d.RunID()), storeFlags(c))
 		}
 		return &exitError{code: ExitFailed, err: err}
 	}

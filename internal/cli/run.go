@@ -44,6 +44,11 @@ func (e *env) runCmd() *cobra.Command {
 			defer done()
 			res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: runID, SessionID: session, Meta: cfg.meta(),
 				Items: []item.Item{item.UserText(args[0])}}, out)
+			if errors.Is(err, actoviq.ErrRunExists) {
+				out.stop()
+				return usageErr("run %q already exists in store %s (tenant %s), and a run id is never run twice: continue it with: actoviq resume %s%s (or start a new run with another --run-id)",
+					runID, redactURL(e.storeURL(&c)), tenantOf(&c), shellQuote(runID), storeFlags(&c))
+			}
 			return e.finish(out, &c, res, err)
 		},
 	}
@@ -80,7 +85,7 @@ func (e *env) resumeCmd() *cobra.Command {
 			defer done()
 			info, err := rt.Get(ctx, args[0])
 			if err != nil {
-				return lookupErr(args[0], err)
+				return e.lookupErr(&c, args[0], err)
 			}
 			base, err := configFromMeta(info.ID, info.Meta)
 			if err != nil {
@@ -105,11 +110,21 @@ func (e *env) resumeCmd() *cobra.Command {
 	return cmd
 }
 
-func lookupErr(runID string, err error) error {
+// lookupErr reports a run that could not be read, naming where it was
+// looked for and how to see what is there.
+func (e *env) lookupErr(c *common, runID string, err error) error {
 	if errors.Is(err, actoviq.ErrNotFound) {
-		return usageErr("unknown run %q", runID)
+		return usageErr("unknown run %q in store %s (tenant %s); list the runs there with: actoviq runs list%s",
+			runID, redactURL(e.storeURL(c)), tenantOf(c), storeFlags(c))
 	}
 	return &exitError{code: ExitFailed, err: err}
+}
+
+func tenantOf(c *common) string {
+	if c.tenant == "" {
+		return "default"
+	}
+	return c.tenant
 }
 
 // finish reports a drive's result and turns it into the exit code.

@@ -16,7 +16,7 @@ import (
 )
 
 func (e *env) runsCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "runs", Short: "List and show runs"}
+	cmd := &cobra.Command{Use: "runs", Short: "List and show runs", RunE: groupRunE}
 	cmd.AddCommand(e.runsListCmd(), e.runsShowCmd())
 	return cmd
 }
@@ -98,7 +98,7 @@ func (e *env) runsShowCmd() *cobra.Command {
 			defer done()
 			info, err := rt.Get(cmd.Context(), args[0])
 			if err != nil {
-				return lookupErr(args[0], err)
+				return e.lookupErr(&c, args[0], err)
 			}
 			if jsonOut {
 				return writeJSON(e, runView(info))
