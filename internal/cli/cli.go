@@ -100,6 +100,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.Version = versionText()
 	root.SetVersionTemplate("{{.Version}}")
 	root.AddCommand(e.versionCmd())
+	root.AddCommand(e.mcpCmd())
 	root.AddCommand(e.runCmd(), e.resumeCmd(), e.runsCmd(), e.approveCmd(), e.rejectCmd(), e.resolveCmd(),
 		e.demoCmd(), e.demoChildCmd(), e.consoleCmd())
 	return root

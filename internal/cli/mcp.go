@@ -16,7 +16,13 @@ func (e *env) mcpTools(ctx context.Context, path string) ([]tool.Tool, io.Closer
 	if err != nil {
 		return nil, nil, usageErr("--mcp-config %s: %v", path, err)
 	}
-	src, err := mcptool.New(cfg, nil)
+	// Tokens come from the token file (`actoviq mcp login`); a run never
+	// signs in, and a server that needs it says to run that command.
+	opts, err := e.mcpOptions(path, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := mcptool.New(cfg, opts)
 	if err != nil {
 		return nil, nil, usageErr("--mcp-config %s: %v", path, err)
 	}
