@@ -527,7 +527,13 @@ func TestOAuthPreRegisteredStepUp(t *testing.T) {
 	if reg != 0 || auth != 2 || b.count() != 2 {
 		t.Fatalf("registered %d, authorized %d, browser %d: want 0, 2, 2", reg, auth, b.count())
 	}
-	if !strings.Contains(b.opened[1], "scope=tools+admin") || !strings.Contains(b.opened[1], "client_id=pre-client") {
+	u, err := url.Parse(strings.TrimPrefix(b.opened[1], "tickets "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := strings.Fields(u.Query().Get("scope"))
+	slices.Sort(scopes)
+	if !slices.Equal(scopes, []string{"admin", "tools"}) || u.Query().Get("client_id") != "pre-client" {
 		t.Fatalf("step-up authorization URL %s", b.opened[1])
 	}
 	if strings.Join(ran, " ") != "r1:c1" {
