@@ -91,9 +91,12 @@ func silent(err error) bool {
 
 func (e *env) rootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "actoviq",
-		Short:         "Run LLM agents whose tool calls have real consequences",
-		Long:          "actoviq runs agents through a durable pending-tool ledger: side effects of unknown outcome are never re-run without a decision.",
+		Use:   "actoviq",
+		Short: "Run LLM agents whose tool calls have real consequences",
+		Long: "actoviq runs agents through a durable pending-tool ledger: side effects of unknown outcome are never re-run without a decision.\n\n" +
+			"Start with: actoviq demo. Exit codes: 0 completed, 3 interrupted (a decision is needed), 1 failed or cancelled,\n" +
+			"2 usage or configuration error. Shell completion, with run and call ids read from the store that --store names:\n" +
+			"  source <(actoviq completion bash)     # or: actoviq completion zsh|fish --help",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

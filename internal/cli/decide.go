@@ -56,9 +56,10 @@ func (e *env) approveCmd() *cobra.Command {
 	c := common{mustExist: true}
 	var df decideFlags
 	cmd := &cobra.Command{
-		Use:   "approve RUN CALL",
-		Short: "Approve a call that awaits approval",
-		Args:  cobra.ExactArgs(2),
+		Use:               "approve RUN CALL",
+		Short:             "Approve a call that awaits approval",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: e.completeRunArgs(&c, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.decide(cmd, &c, runDecision{actoviq.Decision{CallID: args[1], Kind: actoviq.DecideApprove, By: df.by, Reason: df.note}, args[0]})
 		},
@@ -73,9 +74,10 @@ func (e *env) rejectCmd() *cobra.Command {
 	var df decideFlags
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "reject RUN CALL --reason TEXT",
-		Short: "Reject a call that awaits approval; the model sees the reason",
-		Args:  cobra.ExactArgs(2),
+		Use:               "reject RUN CALL --reason TEXT",
+		Short:             "Reject a call that awaits approval; the model sees the reason",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: e.completeRunArgs(&c, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if reason == "" {
 				return usageErr("reject needs --reason (the model sees it)")
@@ -101,7 +103,8 @@ func (e *env) resolveCmd() *cobra.Command {
 			"  --committed --result JSON  it happened; JSON is its result (a JSON string is the text the model sees)\n" +
 			"  --failed --message TEXT    it did not happen; the model sees TEXT as an error result\n" +
 			"  --reexecute                run it again, with the same idempotency key and the next attempt number",
-		Args: cobra.ExactArgs(2),
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: e.completeRunArgs(&c, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
 			for _, b := range []bool{committed, failed, reexecute} {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -89,6 +90,41 @@ func TestVersion(t *testing.T) {
 		out := h.stdout.String()
 		if !strings.HasPrefix(out, "actoviq ") || !strings.Contains(out, "go1.") {
 			t.Errorf("actoviq %s printed %q", args[0], out)
+		}
+	}
+}
+
+// Shell completion offers the store's run ids, then the run's call ids
+// (open questions first), and the --status values.
+func TestCompletion(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r2", "pay")...)
+	h.want(ExitCompleted, "__complete", "resume", "--store", h.store, "")
+	if out := h.stdout.String(); !strings.Contains(out, "r1\tinterrupted") || !strings.Contains(out, "r2\tinterrupted") {
+		t.Errorf("resume completes to:\n%s", out)
+	}
+	h.want(ExitCompleted, "__complete", "approve", "--store", h.store, "r1", "call_")
+	out := h.stdout.String()
+	if !strings.HasPrefix(out, "call_pay\tapproval: pay_invoice") || !strings.Contains(out, "call_lookup\t") {
+		t.Errorf("approve r1 completes to:\n%s", out)
+	}
+	h.want(ExitCompleted, "__complete", "runs", "list", "--status", "int")
+	if !strings.Contains(h.stdout.String(), "interrupted") {
+		t.Errorf("--status completes to:\n%s", h.stdout)
+	}
+	// No store, no completion, and no store created.
+	h.want(ExitCompleted, "__complete", "resume", "--store", "sqlite:"+h.dir+"/none.db", "")
+	if strings.Contains(h.stdout.String(), "r1") {
+		t.Errorf("completed from a store that does not exist:\n%s", h.stdout)
+	}
+	if _, err := os.Stat(h.dir + "/none.db"); err == nil {
+		t.Error("completion created a store")
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		h.want(ExitCompleted, "completion", sh)
+		if !strings.Contains(h.stdout.String(), "actoviq") {
+			t.Errorf("completion %s printed %q", sh, h.stdout)
 		}
 	}
 }

@@ -20,7 +20,32 @@ func (e *env) runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
 		Short: "Start a run",
-		Args:  cobra.ExactArgs(1),
+		Long: `run starts a run of an agent on PROMPT and shows what happens: the model's text, each
+tool call's state change with its idempotency key, retries and their waits. Every call goes
+through the durable ledger; by default every side-effect call waits for approval
+(--approve side-effect|all|none), and a side effect whose outcome is unknown after a crash
+is never run again without a decision. The run remembers how it was started, so
+"actoviq resume RUN" needs only its id.
+
+Exit codes:
+  0  the run completed
+  3  the run is interrupted and needs a decision; the output lists the commands that give it
+  1  the run failed or was cancelled
+  2  usage or configuration error (nothing was written to the store)
+
+Environment:
+  OPENAI_API_KEY      API key for --model openai:... and openai-responses:...
+  ANTHROPIC_API_KEY   API key for --model anthropic:...
+  OPENAI_BASE_URL     base URL of an OpenAI-compatible server, when --base-url is not given
+  ANTHROPIC_BASE_URL  base URL for Anthropic, when --base-url is not given
+  ACTOVIQ_STORE       the store, when --store is not given (default sqlite:actoviq.db)
+API keys are read from the environment on every run and resume, and never stored.`,
+		Example: `  actoviq run --model openai:gpt-4.1 --mcp-config mcp.json "Tidy the notes folder"
+  actoviq run --model anthropic:claude-sonnet-4-5 --approve all "Send the weekly report"
+  actoviq run --model openai:llama3.1 --base-url http://localhost:11434/v1 "Summarise notes.txt"
+  actoviq run --store postgres://user@db/actoviq --run-id invoice-42 --model openai-responses:o4-mini "Pay invoice 42"
+  actoviq run --json --model openai:gpt-4.1 "..." | jq .type      # one event envelope per line`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := af.config(cmd, nil)
 			if err != nil {
@@ -70,7 +95,8 @@ func (e *env) resumeCmd() *cobra.Command {
 		Long: "resume continues a run with the settings it was started with (provider, model, base URL, system text, " +
 			"MCP config, approval and recovery settings). API keys and MCP secrets are read again from the environment " +
 			"and the config file. Flags override what was remembered; a change to the agent's definition is refused.",
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeRunArgs(&c, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if err := checkStoreURL(e.storeURL(&c)); err != nil {

@@ -29,7 +29,13 @@ func (e *env) runsListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
-		Args:  cobra.NoArgs,
+		Long: "list shows the runs of one tenant in one store, newest first.\n\n" +
+			"--status takes running, interrupted, completed, failed or cancelled; interrupted runs wait for a\n" +
+			"decision (actoviq runs show RUN prints the commands that give it).\n\n" +
+			"--json prints {\"schema\":1,\"runs\":[...]}: snake_case names, zero values left out; the schema\n" +
+			"number changes only when a field changes meaning or goes away.",
+		Example: "  actoviq runs list --status interrupted\n  actoviq runs list --store postgres://user@db/actoviq --tenant acme --json",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch actoviq.Status(status) {
 			case "", actoviq.StatusRunning, actoviq.StatusCompleted, actoviq.StatusInterrupted, actoviq.StatusFailed, actoviq.StatusCancelled:
@@ -64,7 +70,8 @@ func (e *env) runsListCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
-	cmd.Flags().StringVar(&status, "status", "", "only runs in this status")
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this status: running, interrupted, completed, failed or cancelled")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "interrupted", "completed", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs (0: all)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
 	return cmd
@@ -89,7 +96,12 @@ func (e *env) runsShowCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show a run: status, transcript, ledger and open interruptions with their evidence",
-		Args:  cobra.ExactArgs(1),
+		Long: "show prints a run: its status, transcript, ledger (each call's state and, beside it, its outcome:\n" +
+			"rejected, failed, committed, settled by probe...) and its open interruptions with their evidence and\n" +
+			"the commands that answer them.\n\n" +
+			"--json prints the run as one object with \"schema\":1, snake_case names and zero values left out.",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeRunArgs(&c, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rt, done, err := e.runtime(cmd.Context(), &c)
 			if err != nil {
