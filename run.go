@@ -193,8 +193,10 @@ func (d *drive) read(ctx context.Context, runID string) error {
 // claimAndDrive takes the run's claim, keeps it alive while driving, and
 // gives it up at the end.
 func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (*RunResult, error) {
-	if err := d.claim(ctx); err != nil {
-		return nil, err
+	if d.fence.Epoch == 0 { // a worker's drive arrives with its claim (worker.go)
+		if err := d.claim(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if startEvent == EvRunResumed {
 		if err := d.read(ctx, d.run.ID); err != nil {

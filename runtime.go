@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -21,7 +20,8 @@ type Config struct {
 	// Tenant scopes every record; empty means "default".
 	Tenant string
 	// Holder identifies this worker in claims; empty means
-	// "<hostname>:<pid>:<random>". Each drive of a run adds its own suffix,
+	// "<hostname>:<pid>:<process start>.<random>" (see [ParseHolder]).
+	// Each drive of a run adds its own suffix,
 	// so two drives in one process are two holders too.
 	Holder string
 	// LeaseTTL is how long a run claim lives without a heartbeat; zero
@@ -57,6 +57,8 @@ type Runtime struct {
 	redactor *redact.Redactor
 	commitTO time.Duration
 
+	reg registry // agents Work can drive (worker.go)
+
 	mu      sync.Mutex
 	closed  bool
 	cancels map[string]context.CancelCauseFunc // run id → cancel of its live drive
@@ -90,8 +92,7 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 		c.NewID = randomID
 	}
 	if c.Holder == "" {
-		host, _ := os.Hostname()
-		c.Holder = fmt.Sprintf("%s:%d:%s", host, os.Getpid(), randomID()[:8])
+		c.Holder = defaultHolder()
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 30 * time.Second
@@ -192,6 +193,8 @@ func statusOf(s store.RunStatus) Status {
 		return StatusFailed
 	case store.RunCancelled:
 		return StatusCancelled
+	case store.RunQueued:
+		return StatusQueued
 	}
 	return StatusRunning
 }

@@ -68,6 +68,9 @@ func (d *drive) stopCheck(ctx context.Context) (*RunResult, error, bool) {
 		return nil, fmt.Errorf("%w: run %s was not ended and stays resumable (Runtime.Resume)", ErrClosed, d.run.ID), true
 	case errors.Is(cause, errLostClaim):
 		return nil, cause, true
+	case errors.Is(cause, ErrReleased): // a worker's shutdown: back to the queue (worker.go)
+		res, err := d.handBack(ctx)
+		return res, err, true
 	}
 	d.cp.Error = &RunError{Code: "cancelled", Message: cause.Error()}
 	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
@@ -96,7 +99,7 @@ func (d *drive) cancelled(ctx context.Context) bool {
 		return false
 	}
 	cause := context.Cause(ctx)
-	return !errors.Is(cause, ErrClosed) && !errors.Is(cause, errLostClaim)
+	return !errors.Is(cause, ErrClosed) && !errors.Is(cause, errLostClaim) && !errors.Is(cause, ErrReleased)
 }
 
 // resumeDecisions records the decisions a Resume came with. A run past its

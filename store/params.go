@@ -78,6 +78,17 @@ type RunClaimNextParams struct {
 	Tenant string
 	Holder string
 	TTL    time.Duration
+	// AgentIDs, when not empty, limits the claim to runs of these agents
+	// (the agents a worker can build). Empty means any agent.
+	AgentIDs []string
+	// Stale also takes a run in status running whose holder is gone: its
+	// claim expired or was released, or it has no claim and was last
+	// updated at least TTL ago (a run created running whose creator died
+	// before claiming it). The run stays running; the claim gets a new
+	// epoch, so the previous holder can no longer write. Whoever drives it
+	// applies the recovery rules to its ledger: a stale run is resumed from
+	// its checkpoint, never replayed.
+	Stale bool
 }
 
 // RunClaimKey is the claim key of a run.

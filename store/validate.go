@@ -72,6 +72,11 @@ func (p *RunClaimNextParams) Validate() error {
 	if p.TTL <= 0 {
 		return invalid("TTL", "must be positive")
 	}
+	for i, id := range p.AgentIDs {
+		if id == "" {
+			return invalid(fmt.Sprintf("AgentIDs[%d]", i), "empty agent id")
+		}
+	}
 	return firstErr(needTenant(p.Tenant), need("Holder", p.Holder))
 }
 

@@ -316,7 +316,8 @@ func (e *env) agent(ctx context.Context, c *runConfig) (*actoviq.AgentSpec, io.C
 		a.Tools, closer = tools, cl
 	}
 	if c.DemoBank != "" {
-		a.Tools = append(a.Tools, demoTools(&bankTool{path: c.DemoBank, out: e.stdout, crash: c.demoCrash}, c.DemoNoProbe)...)
+		delay, _ := time.ParseDuration(e.getenv("ACTOVIQ_DEMO_BANK_DELAY"))
+		a.Tools = append(a.Tools, demoTools(&bankTool{path: c.DemoBank, out: e.stdout, crash: c.demoCrash, delay: delay}, c.DemoNoProbe)...)
 	}
 	if e.extraTools != nil {
 		a.Tools = append(a.Tools, e.extraTools...)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/llm/scripted"
@@ -41,6 +42,9 @@ type bankTool struct {
 	// tool SIGKILLs itself at that point, as a crash would, so that the
 	// demo, a test or a person can resume after it. Empty means no crash.
 	crash string
+	// delay is slept before and after the payment (ACTOVIQ_DEMO_BANK_DELAY),
+	// so that a kill campaign's SIGKILLs land inside calls.
+	delay time.Duration
 	out   io.Writer
 	mu    sync.Mutex
 }
@@ -110,12 +114,20 @@ func (b *bankTool) Call(ctx context.Context, args json.RawMessage) (tool.Result,
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	key := tool.IdempotencyKey(ctx)
+	// Every execution is logged, before the dedupe, in <bank>.calls: the
+	// worker kill campaign counts executions per key from it.
+	if err := appendLine(b.path+".calls", map[string]any{"key": key, "attempt": tool.Attempt(ctx)}); err != nil {
+		return tool.Result{}, fmt.Errorf("bank call log: %w", err)
+	}
 	// The bank dedupes on the key, as a real payments API does.
 	if e, ok := b.find(key); ok {
 		return tool.Result{Content: "payment " + e.Payment + " (already made with this key)"}, nil
 	}
 	if b.crash == crashBeforePay {
 		b.die("before paying")
+	}
+	if b.delay > 0 {
+		time.Sleep(b.delay)
 	}
 	entries, _ := b.entries()
 	e := bankEntry{Key: key, Payment: fmt.Sprintf("pay_%03d", len(entries)+1), Invoice: in}
@@ -131,6 +143,9 @@ func (b *bankTool) Call(ctx context.Context, args json.RawMessage) (tool.Result,
 	f.Close()
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("bank write: %w", tool.ErrOutcomeUnknown)
+	}
+	if b.delay > 0 {
+		time.Sleep(b.delay)
 	}
 	if b.crash == crashAfterPay {
 		b.die("after paying, before the result is recorded")
@@ -199,4 +214,24 @@ func demoAgent(bank *bankTool, noProbe bool) *actoviq.AgentSpec {
 	return &actoviq.AgentSpec{ID: "demo-payments", Instructions: "Pay the invoices you are asked to pay.",
 		Provider: model, Model: "scripted", Tools: demoTools(bank, noProbe),
 		Approval: actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}}
+}
+
+// appendLine appends v as one JSON line and syncs the file.
+func appendLine(path string, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

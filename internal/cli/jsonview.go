@@ -29,6 +29,8 @@ type runRowJSON struct {
 	ParentID  string    `json:"parent_id,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	// Holder is the claim of a running run: the worker driving it.
+	Holder *actoviq.RunClaim `json:"holder,omitempty"`
 }
 
 // runJSON is runs show --json.
@@ -52,6 +54,8 @@ type runJSON struct {
 	Output        []item.Item            `json:"output,omitempty"`
 	Ledger        []ledgerJSON           `json:"ledger,omitempty"`
 	Interruptions []actoviq.Interruption `json:"interruptions,omitempty"`
+	// Holder is the run's claim: the worker that drives it or drove it last.
+	Holder *actoviq.RunClaim `json:"holder,omitempty"`
 }
 
 type ledgerJSON struct {
@@ -79,11 +83,11 @@ type ledgerJSON struct {
 	CommittedAt    time.Time       `json:"committed_at,omitzero"`
 }
 
-func runRows(runs []*actoviq.RunInfo) runListJSON {
+func runRows(runs []*actoviq.RunInfo, holders map[string]*actoviq.RunClaim) runListJSON {
 	out := runListJSON{Schema: jsonSchema, Runs: []runRowJSON{}}
 	for _, r := range runs {
 		out.Runs = append(out.Runs, runRowJSON{ID: r.ID, Status: string(r.Status), AgentID: r.AgentID, SessionID: r.SessionID,
-			ParentID: r.ParentID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt})
+			ParentID: r.ParentID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Holder: holders[r.ID]})
 	}
 	return out
 }

@@ -16,7 +16,7 @@ func (e *env) runCmd() *cobra.Command {
 	var c common
 	var af agentFlags
 	var runID, session string
-	var jsonOut bool
+	var jsonOut, detach bool
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
 		Short: "Start a run",
@@ -67,8 +67,11 @@ API keys are read from the environment on every run and resume, and never stored
 				return err
 			}
 			defer done()
-			res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: runID, SessionID: session, Meta: cfg.meta(),
-				Items: []item.Item{item.UserText(args[0])}}, out)
+			in := &actoviq.Input{RunID: runID, SessionID: session, Meta: cfg.meta(), Items: []item.Item{item.UserText(args[0])}}
+			if detach {
+				return e.detach(rt, cmd, agent, in, &c)
+			}
+			res, err := rt.Run(ctx, agent, in, out)
 			if errors.Is(err, actoviq.ErrRunExists) {
 				out.stop()
 				return usageErr("run %q already exists in store %s (tenant %s), and a run id is never run twice: continue it with: actoviq resume %s%s (or start a new run with another --run-id)",
@@ -81,6 +84,7 @@ API keys are read from the environment on every run and resume, and never stored
 	af.register(cmd)
 	cmd.Flags().StringVar(&runID, "run-id", "", "run id (an existing id is refused, never re-run)")
 	cmd.Flags().StringVar(&session, "session", "", "continue this session (conversation)")
+	cmd.Flags().BoolVar(&detach, "detach", false, "queue the run for a worker (actoviq worker), print its id and exit")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON event per line on stdout")
 	return cmd
 }
@@ -88,7 +92,7 @@ API keys are read from the environment on every run and resume, and never stored
 func (e *env) resumeCmd() *cobra.Command {
 	c := common{mustExist: true}
 	var af agentFlags
-	var jsonOut bool
+	var jsonOut, detach bool
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run: apply recorded decisions and the recovery rules, then go on",
@@ -113,6 +117,9 @@ func (e *env) resumeCmd() *cobra.Command {
 			if err != nil {
 				return e.lookupErr(&c, args[0], err)
 			}
+			if detach {
+				return e.requeue(rt, cmd, info.ID, &c)
+			}
 			base, err := configFromMeta(info.ID, info.Meta)
 			if err != nil {
 				return err
@@ -133,6 +140,7 @@ func (e *env) resumeCmd() *cobra.Command {
 	c.register(cmd)
 	af.register(cmd)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON event per line on stdout")
+	cmd.Flags().BoolVar(&detach, "detach", false, "hand the run back to the queue for a worker (actoviq worker) instead of driving it here")
 	return cmd
 }
 

@@ -38,9 +38,9 @@ func (e *env) runsListCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch actoviq.Status(status) {
-			case "", actoviq.StatusRunning, actoviq.StatusCompleted, actoviq.StatusInterrupted, actoviq.StatusFailed, actoviq.StatusCancelled:
+			case "", actoviq.StatusQueued, actoviq.StatusRunning, actoviq.StatusCompleted, actoviq.StatusInterrupted, actoviq.StatusFailed, actoviq.StatusCancelled:
 			default:
-				return usageErr("--status %q: want running, interrupted, completed, failed or cancelled", status)
+				return usageErr("--status %q: want queued, running, interrupted, completed, failed or cancelled", status)
 			}
 			rt, done, err := e.runtime(cmd.Context(), &c)
 			if err != nil {
@@ -51,14 +51,23 @@ func (e *env) runsListCmd() *cobra.Command {
 			if listErr != nil && !errors.Is(listErr, actoviq.ErrData) {
 				return &exitError{code: ExitFailed, err: listErr}
 			}
+			holders := map[string]*actoviq.RunClaim{}
+			for _, r := range runs {
+				if r.Status == actoviq.StatusRunning {
+					if h, err := rt.RunHolder(cmd.Context(), r.ID); err == nil && h != nil {
+						holders[r.ID] = h
+					}
+				}
+			}
 			var werr error
 			if jsonOut {
-				werr = writeJSON(e, runRows(runs))
+				werr = writeJSON(e, runRows(runs, holders))
 			} else {
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED")
+				fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED\tHOLDER")
 				for _, r := range runs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339),
+						holderCell(holders[r.ID]))
 				}
 				werr = tw.Flush()
 			}
@@ -75,6 +84,17 @@ func (e *env) runsListCmd() *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs (0: all)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
 	return cmd
+}
+
+// holderCell is the worker driving a run, or why none is.
+func holderCell(h *actoviq.RunClaim) string {
+	switch {
+	case h == nil:
+		return "-"
+	case h.Live:
+		return h.HolderInfo.String()
+	}
+	return "none (lease of " + h.HolderInfo.String() + " expired)"
 }
 
 func dash(s string) string {
@@ -112,10 +132,21 @@ func (e *env) runsShowCmd() *cobra.Command {
 			if err != nil {
 				return e.lookupErr(&c, args[0], err)
 			}
+			holder, _ := rt.RunHolder(cmd.Context(), info.ID)
 			if jsonOut {
-				return writeJSON(e, runView(info))
+				v := runView(info)
+				v.Holder = holder
+				return writeJSON(e, v)
 			}
 			showRun(e, info, &c)
+			if holder != nil {
+				state := "held by"
+				if !holder.Live {
+					state = "last held by"
+				}
+				fmt.Fprintf(e.stdout, "\nclaim: %s %s (holder %s, epoch %d, lease until %s)\n", state, holder.HolderInfo.String(),
+					holder.Holder, holder.Epoch, holder.ExpiresAt.Format(time.RFC3339))
+			}
 			return nil
 		},
 	}

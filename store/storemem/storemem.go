@@ -32,6 +32,8 @@ type Store struct {
 	claims   map[key]*store.Claim
 	sessions map[key]*session
 	once     map[key]*store.OnceRecord
+	// watch holds, per tenant, the channel closed at the next queued run.
+	watch map[string]chan struct{}
 }
 
 type key struct{ tenant, id string }
@@ -53,6 +55,7 @@ func New(cfg *Config) *Store {
 		claims:   map[key]*store.Claim{},
 		sessions: map[key]*session{},
 		once:     map[key]*store.OnceRecord{},
+		watch:    map[string]chan struct{}{},
 	}
 	if cfg != nil {
 		s.clock = cfg.Clock
@@ -361,10 +364,17 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	now := s.clock.Now()
 	var queued []*store.Run
 	for k, r := range s.runs {
-		if k.tenant != p.Tenant || r.Status != store.RunQueued {
+		if k.tenant != p.Tenant || len(p.AgentIDs) > 0 && !slices.Contains(p.AgentIDs, r.AgentID) {
 			continue
 		}
-		if c, ok := s.claims[key{p.Tenant, store.RunClaimKey(r.ID)}]; ok && c.ExpiresAt.After(now) {
+		c, claimed := s.claims[key{p.Tenant, store.RunClaimKey(r.ID)}]
+		if claimed && c.ExpiresAt.After(now) {
+			continue
+		}
+		switch {
+		case r.Status == store.RunQueued:
+		case r.Status == store.RunRunning && p.Stale && (claimed || !r.UpdatedAt.After(now.Add(-p.TTL))):
+		default:
 			continue
 		}
 		queued = append(queued, r)
@@ -435,6 +445,9 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	now := s.clock.Now()
 	r.CreatedAt, r.UpdatedAt = now, now
 	s.runs[k] = &r
+	if r.Status == store.RunQueued {
+		s.notifyLocked(r.Tenant)
+	}
 	return cloneRun(&r)
 }
 
@@ -537,6 +550,9 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 		run.Revision++
 		run.UpdatedAt = now
+		if u.Status == store.RunQueued {
+			s.notifyLocked(p.Tenant)
+		}
 	}
 	if entries == nil && len(p.Ledger) > 0 {
 		entries = map[string]*store.LedgerEntry{}
@@ -662,3 +678,27 @@ func (s *Store) SessionSnapshotPut(ctx context.Context, p *store.SessionSnapshot
 	}
 	return nil
 }
+
+// QueueWatch implements [store.QueueNotifier]: the channel is closed when
+// a run of tenant is created queued or written back to queued.
+func (s *Store) QueueWatch(ctx context.Context, tenant string) (<-chan struct{}, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	ch, ok := s.watch[tenant]
+	if !ok {
+		ch = make(chan struct{})
+		s.watch[tenant] = ch
+	}
+	return ch, nil
+}
+
+func (s *Store) notifyLocked(tenant string) {
+	if ch, ok := s.watch[tenant]; ok {
+		close(ch)
+		delete(s.watch, tenant)
+	}
+}
+
+var _ store.QueueNotifier = (*Store)(nil)

@@ -134,6 +134,9 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	if err != nil {
 		return nil, mapErr(fmt.Sprintf("create run %s", r.ID), err)
 	}
+	if run.Status == store.RunQueued {
+		s.notifyQueued(ctx, run.Tenant)
+	}
 	return run, nil
 }
 
@@ -183,6 +186,22 @@ func limitArg(n int) any {
 	return int64(n)
 }
 
+// claimNextPick picks the oldest claimable run: queued, or (with $3, the
+// Stale flag) running with an expired or released claim, or running with no
+// claim row and not updated since $4. $5 is the agent filter (NULL or empty:
+// any). SKIP LOCKED lets concurrent workers pass over each other's picks
+// instead of queueing behind them.
+const claimNextPick = `
+	SELECT r.id FROM {{schema}}.runs r
+	LEFT JOIN {{schema}}.claims c ON c.tenant = r.tenant AND c.key = 'run:' || r.id
+	WHERE r.tenant = $1 AND r.status IN ('queued', 'running')
+	  AND (c.key IS NULL OR c.expires_at <= $2)
+	  AND (r.status = 'queued' OR ($3 AND (c.key IS NOT NULL OR r.updated_at <= $4)))
+	  AND (coalesce(cardinality($5::text[]), 0) = 0 OR r.agent_id = ANY($5::text[]))
+	ORDER BY r.created_at, r.id
+	LIMIT 1
+	FOR UPDATE OF r SKIP LOCKED`
+
 // RunClaimNext implements [store.Store]. One transaction picks the oldest
 // queued run whose claim is not live (FOR UPDATE SKIP LOCKED, so concurrent
 // callers skip rows another caller is taking), takes its claim with a new
@@ -202,14 +221,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 		now := s.clock.Now()
 		err := s.inTx(ctx, "claim next run", func(tx pgx.Tx) error {
 			var id string
-			err := tx.QueryRow(ctx, s.q(`
-				SELECT r.id FROM {{schema}}.runs r
-				WHERE r.tenant = $1 AND r.status = 'queued'
-				  AND NOT EXISTS (SELECT 1 FROM {{schema}}.claims c
-					WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > $2)
-				ORDER BY r.created_at, r.id
-				LIMIT 1
-				FOR UPDATE OF r SKIP LOCKED`), p.Tenant, now).Scan(&id)
+			err := tx.QueryRow(ctx, s.q(claimNextPick), p.Tenant, now, p.Stale, now.Add(-p.TTL), p.AgentIDs).Scan(&id)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return &store.NotFoundError{Kind: "queued run", ID: p.Tenant}
 			}

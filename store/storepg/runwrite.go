@@ -100,6 +100,9 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		rows++
 	}
 	s.stats.rows.Add(rows)
+	if p.Run != nil && p.Run.Status == store.RunQueued {
+		s.notifyQueued(ctx, p.Tenant)
+	}
 	return res, nil
 }
 

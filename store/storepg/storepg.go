@@ -72,6 +72,7 @@ type Store struct {
 	closeOnce sync.Once
 	stats     counters
 	commits   commitQueue
+	listen    listener // LISTEN connection of QueueWatch
 }
 
 var _ store.Store = (*Store)(nil)
@@ -141,6 +142,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool if [Open] created it. It is safe to call twice.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.closeListener()
 		if s.ownsPool {
 			s.pool.Close()
 		}

@@ -159,10 +159,18 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	err := s.write(ctx, func(tx querier) error {
 		now := s.now()
 		var id string
-		err := tx.QueryRowContext(ctx, `SELECT r.id FROM runs r
+		q := `SELECT r.id FROM runs r
 			LEFT JOIN claims c ON c.tenant = r.tenant AND c.key = 'run:' || r.id
-			WHERE r.tenant = ? AND r.status = 'queued' AND (c.key IS NULL OR c.expires_at <= ?)
-			ORDER BY r.created_at, r.id LIMIT 1`, p.Tenant, micros(now)).Scan(&id)
+			WHERE r.tenant = ? AND (c.key IS NULL OR c.expires_at <= ?)
+			AND (r.status = 'queued' OR (? AND r.status = 'running' AND (c.key IS NOT NULL OR r.updated_at <= ?)))`
+		args := []any{p.Tenant, micros(now), p.Stale, micros(now.Add(-p.TTL))}
+		if len(p.AgentIDs) > 0 {
+			q += ` AND r.agent_id IN (?` + strings.Repeat(`, ?`, len(p.AgentIDs)-1) + `)`
+			for _, a := range p.AgentIDs {
+				args = append(args, a)
+			}
+		}
+		err := tx.QueryRowContext(ctx, q+` ORDER BY r.created_at, r.id LIMIT 1`, args...).Scan(&id)
 		if err == sql.ErrNoRows {
 			return &store.NotFoundError{Kind: "queued run", ID: p.Tenant}
 		}
