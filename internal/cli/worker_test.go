@@ -53,11 +53,13 @@ func listRuns(t *testing.T, storeURL string) []listedRun {
 	t.Helper()
 	r := actoviqBin(t, nil, "runs", "list", "--store", storeURL, "--limit", "0", "--json")
 	wantExit(t, r, 0, "runs list")
-	var rows []listedRun
-	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil {
+	var list struct {
+		Runs []listedRun `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 		t.Fatalf("runs list --json: %v\n%s", err, r.stdout)
 	}
-	return rows
+	return list.Runs
 }
 
 // run --detach queues runs, a worker process drives them, runs list shows
