@@ -169,7 +169,8 @@ func (e *env) detach(rt *actoviq.Runtime, cmd *cobra.Command, agent *actoviq.Age
 	id, err := rt.Enqueue(cmd.Context(), agent, in)
 	if err != nil {
 		if errors.Is(err, actoviq.ErrRunExists) {
-			return usageErr("%v", err)
+			return usageErr("run %q already exists in store %s (tenant %s), and a run id is never run twice: continue it with: actoviq resume %s --detach%s (or queue a new run with another --run-id)",
+				in.RunID, redactURL(e.storeURL(c)), tenantOf(c), shellQuote(in.RunID), storeFlags(c))
 		}
 		return &exitError{code: ExitFailed, err: err}
 	}
