@@ -1,0 +1,97 @@
+// Command bench measures, in one process and with fsync on everywhere, the
+// cost of a durable side-effect call in actoviq-go against the floor of the
+// commits it needs and against a DBOS Transact step on the same databases.
+//
+// It is its own module (bench/go.mod), so that the actoviq-go module never
+// depends on DBOS. scripts/bench runs it beside the go test benchmarks and
+// prints one table; run it alone with
+//
+//	cd bench && go run . -pg "$ACTOVIQ_TEST_PG_URL"
+//
+// Every figure is a median over rounds. Within a round the measurements
+// are interleaved (their order rotates from round to round), so drift on a
+// shared machine hits all of them alike: compare the ratios, which are
+// taken within one run.
+//
+// The marginal call is (a run whose model asks for N calls of a no-op
+// side-effect tool in one turn − the same run asking for none) / N. The
+// DBOS figure is measured the same way: (a workflow of N steps − a
+// workflow of none) / N.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+func main() {
+	var (
+		pgURL    = flag.String("pg", os.Getenv("ACTOVIQ_TEST_PG_URL"), "PostgreSQL URL (a server with fsync on); empty skips PostgreSQL")
+		rounds   = flag.Int("rounds", 15, "interleaved rounds; figures are medians over them")
+		calls    = flag.Int("calls", 10, "tool calls (and DBOS steps) of the measured run")
+		conc     = flag.Int("concurrency", 64, "concurrent runs of the group-commit pass")
+		gcWrites = flag.Int("gc-writes", 20, "transitions per run in the group-commit pass")
+		turns    = flag.Int("turns", 1000, "turns of the long run of the memory pass")
+		sessN    = flag.Int("session-items", 100_000, "items of the session load pass")
+	)
+	flag.Parse()
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "actoviq-bench-")
+	check(err)
+	defer os.RemoveAll(dir)
+
+	env, err := setup(ctx, dir, *pgURL, *calls)
+	check(err)
+	defer env.close(ctx)
+
+	fmt.Fprintf(os.Stderr, "bench: %d interleaved rounds of %d calls...\n", *rounds, *calls)
+	med := env.timed(ctx, *rounds)
+	fmt.Fprintln(os.Stderr, "bench: counting pass...")
+	counts := env.count(ctx)
+	fmt.Fprintln(os.Stderr, "bench: group-commit pass...")
+	gc := env.groupCommit(ctx, *conc, *gcWrites)
+	fmt.Fprintln(os.Stderr, "bench: long-run memory pass...")
+	mem := longRun(ctx, *turns)
+
+	fmt.Fprintln(os.Stderr, "bench: session pass...")
+	sess := env.sessions(ctx, *sessN, *rounds)
+	printTable(env, med, counts, gc, mem, sess, *rounds, *calls)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// median of the samples, 0 when there are none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func us(d time.Duration) string {
+	if d == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/1e3)
+}
+
+func ratio(a, b time.Duration) string {
+	if a == 0 || b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", float64(a)/float64(b))
+}
