@@ -91,7 +91,7 @@ func (e *env) timed(ctx context.Context, rounds int) map[string]time.Duration {
 
 type counts struct {
 	rowsPerCall, writesPerCall, commitsPerCall map[string]float64
-	tripsPerCall, tripsPerWrite              float64
+	tripsPerCall, tripsPerWrite                float64
 }
 
 // count runs one run with calls and one without on each store and reads
