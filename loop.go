@@ -65,6 +65,9 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 
 // end writes a final or interrupted status and returns the run's result.
 func (d *drive) end(ctx context.Context, status store.RunStatus, ev string) (*RunResult, error) {
+	if status.Terminal() {
+		d.forgetArgs()
+	}
 	if err := d.finish(ctx, status, ev); err != nil {
 		return nil, err
 	}
@@ -104,6 +107,7 @@ func (d *drive) fold() {
 	for _, id := range d.cp.Pending {
 		d.cp.Items = append(d.cp.Items, resultItem(d.ledger[id]))
 	}
+	d.forgetArgs(d.cp.Pending...)
 	d.cp.Pending, d.cp.Redacted = nil, nil
 }
 
@@ -221,6 +225,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 				d.cp.Redacted = map[string]bool{}
 			}
 			d.cp.Redacted[tc.ID] = true
+			d.keepArgs(tc.ID, raw)
 		}
 		items = append(items, persisted)
 		effect := tool.SideEffect
@@ -341,6 +346,12 @@ func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
 			interrupts = append(interrupts, d.interruption(InterruptRecovery, en,
 				fmt.Sprintf("this %s call was %s when the run stopped; the recovery policy does not allow running it again on its own", en.Effect, en.State), nil))
 		case ledger.ActionRerun:
+			if why := d.argsUnavailable(en.CallID); why != "" {
+				// The re-run keeps the key and needs the arguments: stop
+				// rather than tell the model a call that ran was not run.
+				interrupts = append(interrupts, d.argsInterruption(en, why))
+				continue
+			}
 			next := cloneEntry(en)
 			next.State = store.LedgerPrepared
 			next.Resolution = &store.Decision{Kind: string(DecideReexecute), By: "recovery-policy", At: d.e.clock(),
@@ -419,16 +430,12 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 	if ctx.Err() != nil || d.pastDeadline() {
 		return nil, nil // not started; stays prepared
 	}
-	args, known := d.rawArgs[en.CallID]
-	if !known {
-		if d.cp.Redacted[en.CallID] {
-			return nil, d.commitResult(ctx, en, ledger.Skip, EvToolSkipped, tool.Result{IsError: true,
-				Content: "This call was not run: its arguments held secrets, which are never persisted, and the run was restarted before it started. Call the tool again if it is still needed."}, nil)
-		}
-		args = en.Args
+	args, in, ok, err := d.argsToRun(ctx, en)
+	if !ok || err != nil {
+		return in, err
 	}
 	approved := d.approvalValid(en)
-	_, err := d.runner.Check(ctx, &tool.Call{Name: en.Tool, Args: args, Approved: approved})
+	_, err = d.runner.Check(ctx, &tool.Call{Name: en.Tool, Args: args, Approved: approved})
 	var te *tool.Error
 	if errors.As(err, &te) {
 		switch te.Kind {

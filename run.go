@@ -43,6 +43,7 @@ type drive struct {
 	cp           *checkpoint
 	ledger       map[string]*store.LedgerEntry
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
+	sealErr      map[string]error           // why a sealed copy did not open or was not made
 	sessionFence *store.Fence
 	// modelAttempts counts the transport retries reported during the
 	// current model call.
@@ -71,7 +72,7 @@ func (e *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
 	}
 	return &drive{e: e, agent: a, runner: runner, pv: a.Approval.version(), limits: limits,
 		sinks:  append(append([]EventSink(nil), e.sinks...), sinks...),
-		ledger: map[string]*store.LedgerEntry{}, rawArgs: map[string]json.RawMessage{}}, nil
+		ledger: map[string]*store.LedgerEntry{}, rawArgs: map[string]json.RawMessage{}, sealErr: map[string]error{}}, nil
 }
 
 // Run starts a new run and drives it until it completes, fails, is
@@ -187,6 +188,7 @@ func (d *drive) read(ctx context.Context, runID string) error {
 	for _, en := range entries {
 		d.ledger[en.CallID] = en
 	}
+	d.recallArgs()
 	return nil
 }
 

@@ -36,6 +36,13 @@ type Config struct {
 	Sinks []EventSink
 	// RedactKeys adds secret-looking keys to the default list.
 	RedactKeys []string
+	// Codec seals the arguments of tool calls that hold secrets, so that a
+	// process other than the one that received them can run them (a
+	// resume after a crash, a re-execute decided elsewhere). nil means
+	// none: such arguments live only in this runtime's memory, and another
+	// process stops with an interruption instead of running the call. See
+	// [NewSealCodec] for the format, key rotation and wrong keys.
+	Codec Codec
 	// CommitTimeout bounds writes that record an outcome; they run on a
 	// context detached from the caller's cancellation. Zero means 30 s;
 	// negative is refused.
@@ -56,6 +63,8 @@ type Runtime struct {
 	sinks    []EventSink
 	redactor *redact.Redactor
 	commitTO time.Duration
+	codec    Codec
+	args     *argMemory // unredacted arguments of pending calls that held secrets
 
 	reg registry // agents Work can drive (worker.go)
 
@@ -100,6 +109,7 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 	return &Runtime{
 		store: s, tenant: c.Tenant, holder: c.Holder, instance: randomID()[:12], ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
 		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
+		codec: c.Codec, args: &argMemory{},
 		cancels: map[string]context.CancelCauseFunc{},
 	}, nil
 }
@@ -150,7 +160,11 @@ type checkpoint struct {
 	Pending []string `json:"pending,omitempty"`
 	// Redacted marks pending calls whose persisted arguments lost secrets.
 	Redacted map[string]bool `json:"redacted,omitempty"`
-	Usage    item.Usage      `json:"usage"`
+	// Sealed holds, with a Config.Codec, the sealed unredacted arguments
+	// of the Redacted calls, for a process other than the one that
+	// received them (see [Codec]).
+	Sealed map[string]string `json:"sealed,omitempty"`
+	Usage  item.Usage        `json:"usage"`
 	// Output is the final answer of a completed run.
 	Output []item.Item `json:"output,omitempty"`
 	Error  *RunError   `json:"error,omitempty"`

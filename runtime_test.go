@@ -700,27 +700,6 @@ func TestStreamAndCancel(t *testing.T) {
 	}
 }
 
-// Secrets are never persisted, so a call whose arguments held one cannot
-// be run by another process: it gets an error result asking the model to
-// call again, and the tool never sees the redacted placeholder.
-func TestRedactedArgumentsAcrossRestart(t *testing.T) {
-	s := newSetup(t)
-	pay := &payTool{name: "pay"}
-	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5,"api_key":"sk-live-123"}`)}}, scripted.Turn{Text: "done"})
-	a := approvalAgent(p, pay)
-	if res, _ := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"}); res.Status != actoviq.StatusInterrupted {
-		t.Fatalf("status %s", res.Status)
-	}
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
-	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 0 {
-		t.Fatalf("%+v %v calls %d", res, err, pay.count())
-	}
-	info, _ := s.rt.Get(s.ctx, "r1")
-	if r := toolResults(t, info)["c1"]; !r.IsError || !strings.Contains(r.Content, "secrets") {
-		t.Fatalf("result %+v", r)
-	}
-}
-
 func TestParallelReadsAreBoundedAndLedgered(t *testing.T) {
 	s := newSetup(t)
 	var running, peak atomic.Int32

@@ -38,6 +38,12 @@ const (
 	// Settle: started or unknown → committed, by an operator decision
 	// (committed or failed) or a probe that answered committed.
 	Settle Event = "settle"
+	// Withhold: prepared → unknown, only for an entry that started before
+	// (Attempt ≥ 1: a re-run or re-execute was granted) and whose new
+	// attempt cannot start in this process because its arguments are not
+	// available here. The earlier attempt's outcome is still unknown, and
+	// the entry goes back to waiting for a decision.
+	Withhold Event = "withhold"
 	// Reexecute: started or unknown → prepared, only by an explicit
 	// re-execute decision or an explicit recovery policy. The next Start
 	// increments the attempt; the idempotency key stays the same.
@@ -77,6 +83,7 @@ var transitions = map[edge]State{
 	{store.LedgerPrepared, AskApproval}:     store.LedgerAwaitingApproval,
 	{store.LedgerPrepared, Skip}:            store.LedgerCommitted,
 	{store.LedgerPrepared, Start}:           store.LedgerStarted,
+	{store.LedgerPrepared, Withhold}:        store.LedgerUnknown,
 	{store.LedgerAwaitingApproval, Approve}: store.LedgerPrepared,
 	{store.LedgerAwaitingApproval, Reject}:  store.LedgerCommitted,
 	{store.LedgerStarted, Commit}:           store.LedgerCommitted,

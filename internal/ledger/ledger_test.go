@@ -19,7 +19,7 @@ var (
 	}
 	allEvents = []ledger.Event{
 		ledger.AskApproval, ledger.Approve, ledger.Reject, ledger.Skip,
-		ledger.Start, ledger.Commit, ledger.Lose, ledger.Settle, ledger.Reexecute,
+		ledger.Start, ledger.Commit, ledger.Lose, ledger.Settle, ledger.Reexecute, ledger.Withhold,
 	}
 )
 
@@ -29,6 +29,7 @@ var allowed = map[string]ledger.State{
 	"prepared/ask_approval":     store.LedgerAwaitingApproval,
 	"prepared/skip":             store.LedgerCommitted,
 	"prepared/start":            store.LedgerStarted,
+	"prepared/withhold":         store.LedgerUnknown,
 	"awaiting_approval/approve": store.LedgerPrepared,
 	"awaiting_approval/reject":  store.LedgerCommitted,
 	"started/commit":            store.LedgerCommitted,
