@@ -68,6 +68,12 @@ var thirdParty = map[string][]string{
 	"golang.org/x/tools":                       {"analysis/actoviqvet"},
 }
 
+// testOnlyThirdParty are libraries only tests use, each in one package's
+// tests; no production package may import them.
+var testOnlyThirdParty = map[string][]string{
+	"github.com/chromedp/": {"console"}, // chromedp and its cdproto: the console's browser test
+}
+
 // testOnly packages are helpers that production code never imports, with the
 // exceptions listed (the demo and the crash-test program drive the scripted
 // model on purpose).
@@ -86,8 +92,10 @@ var concrete = []string{"llm/openai", "llm/anthropic", "llm/scripted", "tool/mcp
 	"store/storemem", "store/storesqlite", "store/storepg"}
 
 type pkg struct {
-	ImportPath string
-	Imports    []string
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
 }
 
 func listPackages(t *testing.T) []pkg {
@@ -136,7 +144,19 @@ func TestLayering(t *testing.T) {
 			t.Errorf("package %q has no layer in deps_test.go: give it one (and update the README layout)", from)
 			continue
 		}
+		for _, imp := range append(p.TestImports, p.XTestImports...) {
+			for lib, homes := range testOnlyThirdParty {
+				if strings.HasPrefix(imp, lib) && !contains(homes, from) {
+					t.Errorf("the tests of %q import %q: that test library lives only in the tests of %v", from, imp, homes)
+				}
+			}
+		}
 		for _, imp := range p.Imports {
+			for lib := range testOnlyThirdParty {
+				if strings.HasPrefix(imp, lib) {
+					t.Errorf("production package %q imports %q, a library for tests only", from, imp)
+				}
+			}
 			if to, ok := rel(imp); ok {
 				toLayer, known := layers[to]
 				if !known {
