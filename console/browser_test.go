@@ -219,13 +219,38 @@ func (f *browserFixture) run(actions ...chromedp.Action[chromedp.Void]) {
 
 func (f *browserFixture) shot(name string) {
 	f.t.Helper()
-	buf, err := chromedp.Run(f.ctx, chromedp.FullScreenshot(100))
+	f.save(name, chromedp.FullScreenshot(100))
+}
+
+func (f *browserFixture) save(name string, capture chromedp.Action[[]byte]) {
+	f.t.Helper()
+	// A page that reloads itself (it follows the run live) may be between
+	// two documents; take the picture once it has one.
+	var buf []byte
+	var err error
+	for {
+		buf, err = chromedp.Run(f.ctx, capture)
+		if err == nil || f.ctx.Err() != nil || !transient(err) {
+			break
+		}
+	}
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(f.shots, name), buf, 0o644); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// transient reports a protocol error that a navigation in progress
+// causes.
+func transient(err error) bool {
+	for _, s := range []string{"navigated or closed", "Cannot find context", "with 0 width"} {
+		if strings.Contains(err.Error(), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitText waits until the element's text contains want. A navigation
@@ -238,7 +263,7 @@ func (f *browserFixture) waitText(sel, want string) {
 		if err == nil {
 			return
 		}
-		if f.ctx.Err() == nil && (strings.Contains(err.Error(), "navigated or closed") || strings.Contains(err.Error(), "Cannot find context")) {
+		if f.ctx.Err() == nil && transient(err) {
 			continue
 		}
 		text, _ := chromedp.Run(context.WithoutCancel(f.ctx), chromedp.Evaluate[string](`document.body.innerText`))
@@ -366,13 +391,7 @@ func TestBrowserSettlesReconciliationAfterSIGKILL(t *testing.T) {
 	f.shot("run-reconciliation.png")
 	f.run(chromedp.Click(chromedp.Search(`//article[@id="call-call_pay"]//summary[normalize-space()="It happened (committed)"]`)),
 		chromedp.EmulateViewport(1000, 900))
-	top, err := chromedp.Run(f.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(f.shots, "readme-console.png"), top, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f.save("readme-console.png", chromedp.CaptureScreenshot())
 	f.run(
 		chromedp.SendKeys(chromedp.CSS(`#call-call_pay form[data-kind="committed"] textarea[name="result"]`), `payment p-77 sent`),
 		chromedp.Click(chromedp.CSS(`#call-call_pay form[data-kind="committed"] button[type="submit"]`)),
