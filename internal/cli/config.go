@@ -121,11 +121,14 @@ func (e *env) runtime(ctx context.Context, c *common, sinks ...actoviq.EventSink
 // runConfig is how a run was started. It is stored with the run (never a
 // secret) so that resume needs only the run id.
 type runConfig struct {
-	Provider   string `json:"provider"`
-	Model      string `json:"model"`
-	BaseURL    string `json:"base_url,omitempty"`
-	System     string `json:"system,omitempty"`
-	MCPConfig  string `json:"mcp_config,omitempty"`
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	BaseURL   string `json:"base_url,omitempty"`
+	System    string `json:"system,omitempty"`
+	MCPConfig string `json:"mcp_config,omitempty"`
+	// MCPLog is the file the stdio MCP servers' standard error is
+	// appended to.
+	MCPLog     string `json:"mcp_log,omitempty"`
 	Approve    string `json:"approve"`
 	Recover    string `json:"recover"`
 	MaxRetries *int   `json:"max_retries,omitempty"`
@@ -144,6 +147,7 @@ type agentFlags struct {
 	model       string
 	baseURL     string
 	mcpConfig   string
+	mcpLog      string
 	system      string
 	approve     string
 	recover     string
@@ -160,6 +164,7 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.model, "model", "", "PROVIDER:MODEL: openai:gpt-4.1, openai-responses:o4-mini, anthropic:claude-sonnet-4-5, scripted:path/to/script.json")
 	fl.StringVar(&f.baseURL, "base-url", "", "provider base URL (for OpenAI-compatible servers)")
 	fl.StringVar(&f.mcpConfig, "mcp-config", "", "MCP servers config file (mcpServers JSON)")
+	fl.StringVar(&f.mcpLog, "mcp-log", "", "append the stdio MCP servers' standard error to this file (remembered by resume; a failed connect shows the last lines anyway)")
 	fl.StringVar(&f.system, "system", "", "system instructions")
 	fl.StringVar(&f.approve, "approve", "side-effect", "which calls need approval: side-effect, all or none")
 	fl.StringVar(&f.recover, "recover", "none", "re-run started reads and keyed idempotent writes on resume: safe or none")
@@ -199,6 +204,9 @@ func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, er
 			return nil, usageErr("--base-url must not carry credentials (they would be stored with the run); use the API key variable")
 		}
 		c.BaseURL = f.baseURL
+	}
+	if changed("mcp-log") {
+		c.MCPLog = absPath(f.mcpLog)
 	}
 	if changed("mcp-config") {
 		c.MCPConfig = absPath(f.mcpConfig)
@@ -309,7 +317,7 @@ func (e *env) agent(ctx context.Context, c *runConfig) (*actoviq.AgentSpec, io.C
 	}
 	var closer io.Closer = nopCloser{}
 	if c.MCPConfig != "" {
-		tools, cl, err := e.mcpTools(ctx, c.MCPConfig)
+		tools, cl, err := e.mcpTools(ctx, c.MCPConfig, c.MCPLog)
 		if err != nil {
 			return nil, nil, err
 		}

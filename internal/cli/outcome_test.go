@@ -128,3 +128,20 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 }
+
+// A stdio MCP server that fails to start: the error shows its last
+// stderr lines, and --mcp-log keeps all of it.
+func TestMCPConnectErrorShowsServerStderr(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.dir + "/mcp.json"
+	logPath := h.dir + "/mcp.log"
+	os.WriteFile(cfg, []byte(`{"mcpServers": {"fs": {"command": "sh", "args": ["-c", "echo 'Error: None of the specified directories are accessible' >&2; exit 1"]}}}`), 0o644)
+	h.want(ExitUsage, "run", "--store", h.store, "--model", "scripted:"+h.dir+"/script.json", "--mcp-config", cfg, "--mcp-log", logPath, "hi")
+	if msg := h.stderr.String(); !strings.Contains(msg, "None of the specified directories are accessible") {
+		t.Errorf("error lacks the server's stderr:\n%s", msg)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil || !strings.Contains(string(b), "None of the specified directories are accessible") {
+		t.Errorf("--mcp-log %s: %v %q", logPath, err, b)
+	}
+}

@@ -43,7 +43,8 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Stderr receives the stdio servers' standard error. Nil discards it.
 	// What a server prints there is the server's business: this package
-	// cannot scrub it.
+	// cannot scrub it. Either way, the last lines a server wrote before
+	// it failed to connect are added, scrubbed, to the connect error.
 	Stderr io.Writer
 	// LookupEnv resolves "${NAME}" in env and header values. Nil means
 	// [os.LookupEnv].
@@ -254,9 +255,10 @@ type server struct {
 	auth       *oauthHandler // nil: no MCP authorization
 	connecting chan struct{} // a one-slot lock that a waiting caller can give up on
 
-	mu  sync.Mutex
-	cur *session
-	gen int // connections made, for diagnostics and tests
+	mu   sync.Mutex
+	cur  *session
+	gen  int         // connections made, for diagnostics and tests
+	tail *stderrTail // the last stdio process's stderr (stderr.go)
 }
 
 // session is one live connection.
@@ -456,7 +458,7 @@ func (sv *server) connect(ctx context.Context) (*session, error) {
 	defer cancel()
 	cs, err := sv.client.Connect(cctx, t, nil)
 	if err != nil {
-		return nil, err
+		return nil, sv.withStderr(err)
 	}
 	sv.mu.Lock()
 	sv.gen++
@@ -473,7 +475,7 @@ func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
 		cmd := exec.Command(sv.cfg.Command, sv.cfg.Args...)
 		cmd.Env = slices.Clone(sv.env)
 		cmd.Dir = sv.cfg.Cwd
-		cmd.Stderr = sv.src.opts.Stderr
+		cmd.Stderr = sv.stderrSink()
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: sv.src.opts.TerminateWait}, nil
 	default:
 		base := sv.src.opts.HTTPClient
