@@ -132,13 +132,19 @@ func cloneEntry(e *store.LedgerEntry) (*store.LedgerEntry, error) {
 	if !e.State.Valid() {
 		return nil, &store.DataError{Kind: "ledger", ID: id, Err: fmt.Errorf("unknown state %q", e.State)}
 	}
+	return copyEntry(e), nil
+}
+
+// copyEntry copies an entry known to be valid (just checked by
+// [store.Check] on the way in).
+func copyEntry(e *store.LedgerEntry) *store.LedgerEntry {
 	c := *e
 	c.Args = cloneJSON(e.Args)
 	c.Result = cloneJSON(e.Result)
 	c.Error = cloneJSON(e.Error)
 	c.Approval = cloneDecision(e.Approval)
 	c.Resolution = cloneDecision(e.Resolution)
-	return &c, nil
+	return &c
 }
 
 func cloneEvent(e *store.Event) *store.Event {
@@ -559,7 +565,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		s.ledger[rk] = entries
 	}
 	for _, w := range p.Ledger {
-		e, _ := cloneEntry(w.Entry) // validated by p.Validate
+		e := copyEntry(w.Entry) // validated by store.Check
 		e.StartedAt, e.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
 		if cur, ok := entries[e.CallID]; ok {
 			e.CreatedAt = cur.CreatedAt
@@ -569,8 +575,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		e.UpdatedAt = now
 		e.Revision = w.ExpectedRevision + 1
 		entries[e.CallID] = e
-		c, _ := cloneEntry(e)
-		res.Ledger = append(res.Ledger, c)
+		res.Ledger = append(res.Ledger, copyEntry(e))
 	}
 	for _, ev := range p.Events {
 		e := cloneEvent(ev)
@@ -584,14 +589,11 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		s.events[rk] = append(s.events[rk], e)
 		res.Events = append(res.Events, cloneEvent(e))
 	}
-	if p.Run != nil || len(p.Events) > 0 {
-		rc, err := cloneRun(run)
-		if err != nil {
-			return nil, err
-		}
-		if p.Run != nil {
-			res.Run = rc
-		}
+	if p.Run != nil {
+		// Just written from checked input: a copy, without checking again.
+		rc := *run
+		rc.Checkpoint, rc.Meta = cloneJSON(run.Checkpoint), cloneJSON(run.Meta)
+		res.Run = &rc
 	}
 	return res, nil
 }
