@@ -243,7 +243,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	if len(calls) == 0 {
 		d.cp.Output = items
 		if err := d.appendSession(ctx); err != nil {
-			return nil, err
+			return d.sessionAppendFailed(ctx, err) // session.go
 		}
 		data := &RunEndedData{Status: StatusCompleted, Usage: d.cp.Usage}
 		if err := d.saveRun(ctx, store.RunCompleted, nil, d.event(EvModelResponse, "", respData), d.event(EvRunCompleted, "", data)); err != nil {
@@ -265,56 +265,6 @@ func entryData(en *store.LedgerEntry) *ToolCallData {
 	effect, _ := tool.ParseEffect(en.Effect) // unknown text reads as side-effect
 	return &ToolCallData{CallID: en.CallID, Tool: en.Tool, Effect: effect, State: en.State,
 		IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt, Args: en.Args}
-}
-
-// appendSession appends the run's items to its session (CAS on the
-// revision the run started from). An append this run already made (a crash
-// after it, before the run's completion was written) is recognised.
-func (d *drive) appendSession(ctx context.Context) error {
-	if d.run.SessionID == "" || d.cp.SessionAppended {
-		return nil
-	}
-	var items []json.RawMessage
-	for _, it := range d.cp.Items[d.cp.SessionPrefix:] {
-		b, err := json.Marshal(it)
-		if err != nil {
-			return err
-		}
-		items = append(items, b)
-	}
-	wctx, cancel := d.detached(ctx)
-	defer cancel()
-	_, err := d.e.store.SessionAppend(wctx, &store.SessionAppendParams{Tenant: d.e.tenant, SessionID: d.run.SessionID,
-		ExpectedRevision: d.cp.SessionBase, RunID: d.run.ID, Items: items, Fence: &d.fence})
-	if errors.Is(err, store.ErrConflict) {
-		st, lerr := d.e.store.SessionLoad(wctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
-		if lerr == nil && appendedBy(st, d.cp.SessionBase, d.run.ID, len(items)) {
-			err = nil
-		} else {
-			return fmt.Errorf("%w: session %s: %v", ErrSessionConflict, d.run.SessionID, err)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("actoviq: append session %s: %w", d.run.SessionID, err)
-	}
-	d.cp.SessionAppended = true
-	return nil
-}
-
-func appendedBy(st *store.SessionState, base int64, runID string, n int) bool {
-	if st.Revision != base+int64(n) {
-		return false
-	}
-	count := 0
-	for _, en := range st.Entries {
-		if en.Seq > base {
-			if en.RunID != runID {
-				return false
-			}
-			count++
-		}
-	}
-	return count == n
 }
 
 // settlePending applies the recovery rules and runs the pending calls. It

@@ -242,6 +242,11 @@ func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string
 	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {
 		return nil, err
 	}
+	if startEvent == EvRunResumed {
+		if res, err, done := d.sessionOnResume(ctx); done {
+			return res, err // session.go
+		}
+	}
 	return d.loop(ctx)
 }
 

@@ -159,8 +159,13 @@ type SessionAppendParams struct {
 	SessionID        string
 	ExpectedRevision int64
 	RunID            string
-	Items            []json.RawMessage
-	Fence            *Fence
+	// Turn is the run's model turn that produced the append. With RunID it
+	// is stored with every item, so a run that died after its append and
+	// before its own completion write recognises the append as its own.
+	// Zero means unknown.
+	Turn  int
+	Items []json.RawMessage
+	Fence *Fence
 }
 
 // SessionLoadParams loads a session from its latest snapshot. A session

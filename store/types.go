@@ -177,7 +177,10 @@ type Fence struct {
 type SessionEntry struct {
 	Seq   int64
 	RunID string
-	Item  json.RawMessage
+	// Turn is SessionAppendParams.Turn of the append that wrote the item
+	// (0 for items appended without one).
+	Turn int
+	Item json.RawMessage
 }
 
 // SessionState is a session as loaded: the latest snapshot and the journal

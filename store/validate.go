@@ -163,6 +163,9 @@ func (p *SessionAppendParams) Validate() error {
 	if p.ExpectedRevision < 0 {
 		return invalid("ExpectedRevision", "negative")
 	}
+	if p.Turn < 0 {
+		return invalid("Turn", "negative")
+	}
 	for i, it := range p.Items {
 		if !json.Valid(it) {
 			return invalid(fmt.Sprintf("Items[%d]", i), "not valid JSON")

@@ -77,7 +77,7 @@ API keys are read from the environment on every run and resume, and never stored
 				return usageErr("run %q already exists in store %s (tenant %s), and a run id is never run twice: continue it with: actoviq resume %s%s (or start a new run with another --run-id)",
 					runID, redactURL(e.storeURL(&c)), tenantOf(&c), shellQuote(runID), storeFlags(&c))
 			}
-			return e.finish(out, &c, res, err)
+			return e.finish(out, &c, res, err, session)
 		},
 	}
 	c.register(cmd)
@@ -134,7 +134,7 @@ func (e *env) resumeCmd() *cobra.Command {
 			}
 			defer closer.Close()
 			res, err := rt.ResumeWith(ctx, agent, info.ID, nil, out)
-			return e.finish(out, &c, res, err)
+			return e.finish(out, &c, res, err, info.SessionID)
 		},
 	}
 	c.register(cmd)
@@ -162,7 +162,7 @@ func tenantOf(c *common) string {
 }
 
 // finish reports a drive's result and turns it into the exit code.
-func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error) error {
+func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error, session string) error {
 	out.stop()
 	if err != nil {
 		var dm *actoviq.DigestMismatchError
@@ -191,8 +191,19 @@ func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error)
 			msg = ": " + res.Error.Error()
 		}
 		fmt.Fprintf(w, "run %s %s%s\n", res.RunID, res.Status, msg)
+		if errors.Is(res.Error, actoviq.ErrSessionConflict) {
+			printOvertaken(w, res.RunID, session, storeFlags(c))
+		}
 	}
 	return exitFor(res)
+}
+
+// printOvertaken is the way out of a run that another run of its session
+// overtook: it is over, and resuming it changes nothing.
+func printOvertaken(w io.Writer, runID, session, flags string) {
+	fmt.Fprintf(w, "  the run is over: another run of session %s appended first, so this run's answer was not added to the session\n", session)
+	fmt.Fprintf(w, "  read its transcript and answer:   actoviq runs show %s%s\n", runID, flags)
+	fmt.Fprintf(w, "  continue the conversation:        actoviq run --session %s%s \"...\"\n", shellQuote(session), flags)
 }
 
 func exitFor(res *actoviq.RunResult) error {

@@ -57,6 +57,9 @@ func TestCrashChild(t *testing.T) {
 
 func runChild() (actoviq.Status, error) {
 	ctx := context.Background()
+	if os.Getenv(envMode) == modeSession {
+		return runSessionChild(ctx) // session_test.go
+	}
 	var tg target
 	if err := json.Unmarshal([]byte(os.Getenv(envStore)), &tg); err != nil {
 		return "", fmt.Errorf("%s: %w", envStore, err)

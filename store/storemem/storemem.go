@@ -622,7 +622,7 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 	}
 	for _, it := range p.Items {
 		ss.revision++
-		ss.entries = append(ss.entries, store.SessionEntry{Seq: ss.revision, RunID: p.RunID, Item: cloneJSON(it)})
+		ss.entries = append(ss.entries, store.SessionEntry{Seq: ss.revision, RunID: p.RunID, Turn: p.Turn, Item: cloneJSON(it)})
 	}
 	s.sessions[k] = ss
 	return ss.revision, nil

@@ -26,8 +26,8 @@ const (
 			ON CONFLICT (tenant, session_id) DO NOTHING
 			RETURNING revision
 		)
-		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, item)
-		SELECT $1, $2, s.revision - $3 + e.ord, $4, e.item
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, item)
+		SELECT $1, $2, s.revision - $3 + e.ord, $4, $6, e.item
 		FROM s, unnest($5::text[]) WITH ORDINALITY AS e(item, ord)`
 	sessionAppendNext = `
 		WITH s AS (
@@ -35,8 +35,8 @@ const (
 			WHERE tenant = $1 AND session_id = $2 AND revision = $6
 			RETURNING revision
 		)
-		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, item)
-		SELECT $1, $2, s.revision - $3 + e.ord, $4, e.item
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, item)
+		SELECT $1, $2, s.revision - $3 + e.ord, $4, $7, e.item
 		FROM s, unnest($5::text[]) WITH ORDINALITY AS e(item, ord)`
 )
 
@@ -69,9 +69,9 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 			err error
 		)
 		if p.ExpectedRevision == 0 {
-			tag, err = q.Exec(ctx, s.q(sessionAppendFirst), p.Tenant, p.SessionID, n, p.RunID, items)
+			tag, err = q.Exec(ctx, s.q(sessionAppendFirst), p.Tenant, p.SessionID, n, p.RunID, items, p.Turn)
 		} else {
-			tag, err = q.Exec(ctx, s.q(sessionAppendNext), p.Tenant, p.SessionID, n, p.RunID, items, p.ExpectedRevision)
+			tag, err = q.Exec(ctx, s.q(sessionAppendNext), p.Tenant, p.SessionID, n, p.RunID, items, p.ExpectedRevision, p.Turn)
 		}
 		affected = tag.RowsAffected()
 		return err
@@ -145,7 +145,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 			return nil, err
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, item FROM {{schema}}.session_entries
+	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, turn, item FROM {{schema}}.session_entries
 		WHERE tenant = $1 AND session_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq`),
 		p.Tenant, p.SessionID, st.SnapshotRevision, st.Revision)
 	if err != nil {
@@ -156,13 +156,14 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 	for rows.Next() {
 		var (
 			seq         int64
+			turn        int32
 			runID, item *string
 		)
-		if err := rows.Scan(&seq, &runID, &item); err != nil {
+		if err := rows.Scan(&seq, &runID, &turn, &item); err != nil {
 			return nil, mapErr("load session "+p.SessionID, err)
 		}
 		d := &decoder{kind: "session", id: fmt.Sprintf("%s#%d", p.SessionID, seq)}
-		e := store.SessionEntry{Seq: seq, RunID: d.str("run_id", runID), Item: d.json("item", item)}
+		e := store.SessionEntry{Seq: seq, RunID: d.str("run_id", runID), Turn: int(turn), Item: d.json("item", item)}
 		if err := d.result(); err != nil {
 			return nil, err
 		}

@@ -49,8 +49,8 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 			return &store.ConflictError{Kind: "session", ID: p.SessionID, Expected: p.ExpectedRevision, Actual: actual}
 		}
 		for i, it := range p.Items {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO session_journal (tenant, session_id, seq, run_id, item)
-				VALUES (?, ?, ?, ?, ?)`, p.Tenant, p.SessionID, p.ExpectedRevision+int64(i)+1, p.RunID, string(it)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO session_journal (tenant, session_id, seq, run_id, turn, item)
+				VALUES (?, ?, ?, ?, ?, ?)`, p.Tenant, p.SessionID, p.ExpectedRevision+int64(i)+1, p.RunID, p.Turn, string(it)); err != nil {
 				return err
 			}
 		}
@@ -98,7 +98,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, item FROM session_journal
+		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, turn, item FROM session_journal
 			WHERE tenant = ? AND session_id = ? AND seq > ? ORDER BY seq`, p.Tenant, p.SessionID, st.SnapshotRevision)
 		if err != nil {
 			return err
@@ -112,7 +112,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 				e    store.SessionEntry
 				item sql.NullString
 			)
-			if err := rows.Scan(&e.Seq, &e.RunID, &item); err != nil {
+			if err := rows.Scan(&e.Seq, &e.RunID, &e.Turn, &item); err != nil {
 				return d.scanErr(err)
 			}
 			if e.Item = d.reqJSON(fmt.Sprintf("item %d", e.Seq), item); d.err != nil {

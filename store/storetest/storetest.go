@@ -704,13 +704,20 @@ func testSessions(t *testing.T, bb *bundle) {
 	wantConflict(t, err, 1, 2)
 	_, err = bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", ExpectedRevision: 0, Items: items(`"x"`)})
 	wantConflict(t, err, 0, 2)
-	if rev, err = bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", ExpectedRevision: 2, RunID: "r2", Items: items(`"c"`)}); err != nil || rev != 3 {
+	if rev, err = bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", ExpectedRevision: 2, RunID: "r2", Turn: 7, Items: items(`"c"`)}); err != nil || rev != 3 {
 		t.Fatalf("append 2: %d %v", rev, err)
 	}
 	st, _ = bb.s.SessionLoad(bb.ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "s"})
 	if st.Revision != 3 || len(st.Entries) != 3 || string(st.Entries[2].Item) != `"c"` || st.Entries[2].Seq != 3 ||
 		st.Entries[2].RunID != "r2" || st.Entries[0].RunID != "r1" || st.Snapshot != nil {
 		t.Fatalf("load: %+v", st)
+	}
+	// The append's identity (run and turn) is stored with each item.
+	if st.Entries[2].Turn != 7 || st.Entries[0].Turn != 0 || st.Entries[1].Turn != 0 {
+		t.Fatalf("turns %d %d %d, want 0 0 7", st.Entries[0].Turn, st.Entries[1].Turn, st.Entries[2].Turn)
+	}
+	if _, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", ExpectedRevision: 3, Turn: -1, Items: items(`"x"`)}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("negative turn: %v", err)
 	}
 	if err := bb.s.SessionSnapshotPut(bb.ctx, &store.SessionSnapshotPutParams{Tenant: "t", SessionID: "s", Revision: 9, Data: json.RawMessage(`[]`)}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("snapshot beyond journal: %v", err)

@@ -1,0 +1,217 @@
+package actoviq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// A run in a session appends its items (the new input, every model
+// response and tool result, the final answer) to the session's journal when
+// it completes: one CAS on the revision the run started from, made before
+// the run's completion write. Each appended item carries the append's
+// identity, the run id and the turn of the final answer.
+//
+// A process can die between the two writes. The session then holds the
+// run's answer and the run is still running. The next drive recognises the
+// append by its identity, not by counting items, completes the run with the
+// answer the session holds, and does not ask the model again.
+//
+// When another run of the session appended first, this run can never
+// append: it is "overtaken". It ends failed with code session_conflict
+// (errors.Is(res.Error, ErrSessionConflict)), its answer kept in its own
+// Output and transcript, and nothing is appended. Resume does not call the
+// model for such a run: it finds the session moved on and ends the run.
+// The way out is a new run in the session, which sees the session's
+// history as it is now.
+
+// codeSessionConflict is RunError.Code of an overtaken run.
+const codeSessionConflict = "session_conflict"
+
+// EvSessionRecovered records that a run completed with the answer its own
+// session append held (a crash came between that append and the run's
+// completion write). Its payload is [*SessionRecoveredData].
+const EvSessionRecovered = "session.recovered"
+
+// SessionRecoveredData is the payload of session.recovered.
+type SessionRecoveredData struct {
+	// SessionID is the run's session; Revision the session revision that
+	// ends the run's append.
+	SessionID string `json:"session_id"`
+	Revision  int64  `json:"revision"`
+	// Turn is the turn of the answer, as stored with the append.
+	Turn int `json:"turn"`
+	// Output is the answer the run completes with.
+	Output []item.Item `json:"output"`
+}
+
+// EventTypes implements [EventData].
+func (*SessionRecoveredData) EventTypes() []string { return []string{EvSessionRecovered} }
+
+func init() {
+	eventPayloads[EvSessionRecovered] = func() EventData { return new(SessionRecoveredData) }
+}
+
+// Is makes errors.Is(res.Error, ErrSessionConflict) report an overtaken
+// run.
+func (e *RunError) Is(target error) bool {
+	return target == ErrSessionConflict && e.Code == codeSessionConflict
+}
+
+// appendSession appends the run's items to its session (CAS on the
+// revision the run started from), stamped with the run id and turn.
+func (d *drive) appendSession(ctx context.Context) error {
+	if d.run.SessionID == "" || d.cp.SessionAppended {
+		return nil
+	}
+	var items []json.RawMessage
+	for _, it := range d.cp.Items[d.cp.SessionPrefix:] {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return err
+		}
+		items = append(items, b)
+	}
+	wctx, cancel := d.detached(ctx)
+	defer cancel()
+	_, err := d.e.store.SessionAppend(wctx, &store.SessionAppendParams{Tenant: d.e.tenant, SessionID: d.run.SessionID,
+		ExpectedRevision: d.cp.SessionBase, RunID: d.run.ID, Turn: d.cp.Turn, Items: items, Fence: &d.fence})
+	if errors.Is(err, store.ErrConflict) {
+		st, lerr := d.e.store.SessionLoad(wctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
+		if lerr != nil {
+			return fmt.Errorf("actoviq: append session %s: %w (and loading it: %v)", d.run.SessionID, err, lerr)
+		}
+		own, ok := ownAppend(st, d.cp.SessionBase, d.run.ID, d.cp.Turn)
+		if !ok {
+			return fmt.Errorf("%w: session %s: %v", ErrSessionConflict, d.run.SessionID, err)
+		}
+		// This run appended already (another drive of it, at this turn):
+		// what the session holds is the truth.
+		return d.adoptAppend(own)
+	}
+	if err != nil {
+		return fmt.Errorf("actoviq: append session %s: %w", d.run.SessionID, err)
+	}
+	d.cp.SessionAppended = true
+	return nil
+}
+
+// ownAppend returns the entries of this run's append at turn: the entries
+// right after base, written by runID at that turn. An entry without a turn
+// (appended before turns were stored) counts when its run id matches. ok is
+// false when the entry after base is another run's, or base is hidden in a
+// snapshot (the append's identity cannot be read there).
+func ownAppend(st *store.SessionState, base int64, runID string, turn int) ([]store.SessionEntry, bool) {
+	if st.SnapshotRevision > base {
+		return nil, false
+	}
+	var own []store.SessionEntry
+	for _, en := range st.Entries {
+		if en.Seq <= base {
+			continue
+		}
+		if en.Seq != base+int64(len(own))+1 || en.RunID != runID || (en.Turn != turn && en.Turn != 0) {
+			break
+		}
+		own = append(own, en)
+	}
+	return own, len(own) > 0
+}
+
+// adoptAppend makes the drive's transcript and output what the run's own
+// session append holds: the items the checkpoint had, then the answer.
+func (d *drive) adoptAppend(own []store.SessionEntry) error {
+	var items []item.Item
+	for _, en := range own {
+		var it item.Item
+		if err := json.Unmarshal(en.Item, &it); err != nil {
+			return &store.DataError{Kind: "session", ID: fmt.Sprintf("%s#%d", d.run.SessionID, en.Seq), Err: err}
+		}
+		items = append(items, it)
+	}
+	// The checkpoint holds the transcript up to the turn before the answer
+	// (or, in a race, up to the answer itself).
+	known := len(d.cp.Items) - d.cp.SessionPrefix
+	if len(d.cp.Output) > 0 && known >= len(d.cp.Output) {
+		known -= len(d.cp.Output) // this drive already added its own answer
+	}
+	if known < 0 || len(items) < known {
+		return &store.DataError{Kind: "session", ID: d.run.SessionID, Err: fmt.Errorf(
+			"run %s's append holds %d items, its checkpoint %d before the answer", d.run.ID, len(items), known)}
+	}
+	out := items[known:]
+	d.cp.Items = append(d.cp.Items[:d.cp.SessionPrefix+known:d.cp.SessionPrefix+known], out...)
+	d.cp.Output = out
+	d.cp.SessionAppended = true
+	return nil
+}
+
+// sessionOnResume runs before a resumed drive does anything else. A run
+// whose own append is in the session completes with it; a run whose
+// session moved on without it ends failed (session_conflict). Either way
+// no model is asked and no tool runs; done reports that the drive is over.
+func (d *drive) sessionOnResume(ctx context.Context) (res *RunResult, err error, done bool) {
+	if d.run.SessionID == "" || d.cp.SessionAppended {
+		return nil, nil, false
+	}
+	st, err := d.e.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: load session %s of run %s: %w", d.run.SessionID, d.run.ID, err), true
+	}
+	if st.Revision == d.cp.SessionBase {
+		return nil, nil, false
+	}
+	turn := d.cp.Turn + 1
+	if own, ok := ownAppend(st, d.cp.SessionBase, d.run.ID, turn); ok && len(d.cp.Pending) == 0 {
+		if err := d.adoptAppend(own); err != nil {
+			return nil, err, true
+		}
+		d.cp.Turn = turn
+		rev := own[len(own)-1].Seq
+		data := &RunEndedData{Status: StatusCompleted, Usage: d.cp.Usage}
+		err := d.saveRun(ctx, store.RunCompleted, nil,
+			d.event(EvSessionRecovered, "", &SessionRecoveredData{SessionID: d.run.SessionID, Revision: rev, Turn: turn, Output: d.cp.Output}),
+			d.event(EvRunCompleted, "", data))
+		if err != nil {
+			return nil, err, true
+		}
+		return d.cp.result(d.run.ID, store.RunCompleted), nil, true
+	}
+	res, err = d.overtaken(ctx, st)
+	return res, err, true
+}
+
+// sessionAppendFailed ends a run whose final append lost to another run
+// of its session; other errors are returned as they are.
+func (d *drive) sessionAppendFailed(ctx context.Context, err error) (*RunResult, error) {
+	if !errors.Is(err, ErrSessionConflict) {
+		return nil, err
+	}
+	st, lerr := d.e.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
+	if lerr != nil {
+		return nil, errors.Join(err, lerr)
+	}
+	return d.overtaken(ctx, st)
+}
+
+// overtaken ends the run failed with code session_conflict: another run of
+// its session appended first, so this one can never append. Its answer,
+// if it has one, stays in its Output; nothing goes to the session.
+func (d *drive) overtaken(ctx context.Context, st *store.SessionState) (*RunResult, error) {
+	by := "another run"
+	for _, en := range st.Entries {
+		if en.Seq == d.cp.SessionBase+1 && en.RunID != "" {
+			by = "run " + en.RunID
+		}
+	}
+	d.cp.Error = &RunError{Code: codeSessionConflict,
+		Message: fmt.Sprintf("session %s moved on without this run: %s appended to it first (the run started from revision %d, the session is at %d); "+
+			"nothing of this run was appended", d.run.SessionID, by, d.cp.SessionBase, st.Revision),
+		Hint: fmt.Sprintf("the run's transcript and answer stay in the run (Runtime.Get); to continue the conversation, start a new run in session %s, "+
+			"which sees its history as it is now", d.run.SessionID)}
+	return d.end(ctx, store.RunFailed, EvRunFailed)
+}
