@@ -163,8 +163,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		"gone": {Command: filepath.Join(t.TempDir(), "no-such-server-"+envSecret), Env: map[string]string{nameOfSecret: envSecret}},
 		// HTTP: nothing listens on port 1.
 		"http": {URL: "http://127.0.0.1:1/mcp?key=" + querySecret, Headers: map[string]string{"Authorization": "Bearer ${HDR}"}},
+		// OAuth with a client secret (from ${HDR}): nothing listens either.
+		"oauth": {URL: "http://127.0.0.1:1/mcp", OAuth: &mcptool.OAuthConfig{ClientID: "c", ClientSecret: "${HDR}"}},
 	}, &mcptool.Options{LookupEnv: lookup})
-	for _, name := range []string{"gone", "http"} {
+	for _, name := range []string{"gone", "http", "oauth"} {
 		_, err := src.ServerTools(context.Background(), name)
 		if err == nil {
 			t.Fatalf("%s: connected to nothing", name)
