@@ -22,16 +22,18 @@ var (
 )
 
 // Resume records decisions, applies the recovery rules to the ledger and
-// continues the run. It refuses a changed agent ([ErrDigestMismatch]) and a
-// run held by another live worker ([ErrRunHeld]); a run past its deadline
-// ends cancelled with its ledger untouched.
+// continues the run. A new version of the agent may take the run over
+// unless it changes what an unsettled call depends on ([*AgentChangeError];
+// see [ResumeOptions.AcceptAgentChange]). It refuses a run held by another
+// live worker ([ErrRunHeld]); a run past its deadline ends cancelled with
+// its ledger untouched.
 func (e *Runtime) Resume(ctx context.Context, a *AgentSpec, runID string, decisions ...Decision) (*RunResult, error) {
-	return e.resume(ctx, a, runID, decisions)
+	return e.resumeOpts(ctx, a, runID, &ResumeOptions{Decisions: decisions})
 }
 
 // ResumeWith is [Runtime.Resume] with extra event sinks for this drive.
 func (e *Runtime) ResumeWith(ctx context.Context, a *AgentSpec, runID string, decisions []Decision, sinks ...EventSink) (*RunResult, error) {
-	return e.resume(ctx, a, runID, decisions, sinks...)
+	return e.resumeOpts(ctx, a, runID, &ResumeOptions{Decisions: decisions, Sinks: sinks})
 }
 
 // Decide records decisions on an interrupted run without continuing it.

@@ -15,8 +15,9 @@ import (
 	"github.com/actoviq/actoviq-go/tool"
 )
 
-// AgentSpec defines an agent. Its [AgentSpec.Digest] is stored with every
-// run, and a run resumes only under an agent with the same digest.
+// AgentSpec defines an agent. A run records the version that drove it; a
+// new version may resume it unless it changes what an unsettled call
+// depends on (see [AgentChangeError] and [ResumeOptions.AcceptAgentChange]).
 type AgentSpec struct {
 	// ID names the agent; required.
 	ID string

@@ -187,6 +187,8 @@ var eventPayloads = func() map[string]func() EventData {
 		func() EventData { return new(ModelResponseData) },
 		func() EventData { return new(ToolCallData) },
 		func() EventData { return new(ToolProbedData) },
+		func() EventData { return new(AgentChangedData) },
+		func() EventData { return new(MetaChangedData) },
 	} {
 		for _, t := range mk().EventTypes() {
 			m[t] = mk

@@ -53,6 +53,10 @@ type RunInfo struct {
 	// Interruptions are the open ones: those whose call is still in the
 	// state that stopped the run.
 	Interruptions []Interruption
+	// AgentChanges are the agent versions that took the run over after it
+	// started, with what changed and, for an accepted change, who accepted
+	// it and why (Get only).
+	AgentChanges []AgentChangeRecord
 }
 
 // Get reads a run with its ledger and open interruptions.
@@ -71,7 +75,11 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	}
 	info := &RunInfo{ID: run.ID, ParentID: run.ParentID, SessionID: run.SessionID, AgentID: run.AgentID, AgentDigest: run.AgentDigest,
 		Status: statusOf(run.Status), Meta: run.Meta, Deadline: run.Deadline, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt,
-		Revision: run.Revision, Turn: cp.Turn, Transcript: cp.Items, Output: cp.Output, Usage: cp.Usage, Error: cp.Error, Ledger: entries}
+		Revision: run.Revision, Turn: cp.Turn, Transcript: cp.Items, Output: cp.Output, Usage: cp.Usage, Error: cp.Error, Ledger: entries,
+		AgentChanges: cp.AgentChanges}
+	if cp.Agent != nil {
+		info.AgentDigest = cp.Agent.Digest // the version that drove it last
+	}
 	byID := map[string]*store.LedgerEntry{}
 	for _, en := range entries {
 		byID[en.CallID] = en

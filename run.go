@@ -45,6 +45,8 @@ type drive struct {
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
 	sealErr      map[string]error           // why a sealed copy did not open or was not made
 	sessionFence *store.Fence
+	// opts are the options of a resume.
+	opts *ResumeOptions
 	// modelAttempts counts the transport retries reported during the
 	// current model call.
 	modelAttempts int
@@ -98,7 +100,7 @@ func (e *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Eve
 		return nil, err
 	}
 	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: e.driveHolder()}
-	cp := &checkpoint{V: 1, TraceID: e.newID(), PolicyVersion: d.pv}
+	cp := &checkpoint{V: 1, TraceID: e.newID(), PolicyVersion: d.pv, Agent: recordAgent(a)}
 	if in.SessionID != "" {
 		if err := d.claimSession(ctx, in.SessionID); err != nil {
 			return nil, err
@@ -139,8 +141,8 @@ func (e *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Eve
 
 // Resume continues a run: decisions are recorded first, then the recovery
 // rules are applied to the ledger, then the run goes on.
-func (e *Runtime) resume(ctx context.Context, a *AgentSpec, runID string, decisions []Decision, sinks ...EventSink) (*RunResult, error) {
-	d, err := e.newDrive(a, sinks)
+func (e *Runtime) resumeOpts(ctx context.Context, a *AgentSpec, runID string, opts *ResumeOptions) (*RunResult, error) {
+	d, err := e.newDrive(a, opts.Sinks)
 	if err != nil {
 		return nil, err
 	}
@@ -150,16 +152,17 @@ func (e *Runtime) resume(ctx context.Context, a *AgentSpec, runID string, decisi
 	if d.run.Status.Terminal() {
 		return d.resumeFinished(decisions)
 	}
-	if d.run.AgentDigest != a.Digest() {
-		return nil, &DigestMismatchError{RunID: runID, Stored: d.run.AgentDigest, Actual: a.Digest()}
+	if err := d.checkAgent(opts.AcceptAgentChange); err != nil {
+		return nil, err
 	}
+	d.opts = opts
 	if d.run.SessionID != "" {
 		if err := d.claimSession(ctx, d.run.SessionID); err != nil {
 			return nil, err
 		}
 		defer d.releaseSession()
 	}
-	return e.claimAndDrive(ctx, d, EvRunResumed, decisions)
+	return e.claimAndDrive(ctx, d, EvRunResumed, opts.Decisions)
 }
 
 func (d *drive) load(ctx context.Context, runID string) error {
@@ -210,6 +213,10 @@ func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string
 			return d.resumeFinished(decisions)
 		}
 		d.cp.PolicyVersion = d.pv
+		if err := d.adopt(ctx, d.opts); err != nil {
+			d.release(ctx)
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	e.mu.Lock()

@@ -182,6 +182,10 @@ type checkpoint struct {
 	SessionPrefix int   `json:"session_prefix,omitempty"`
 	// SessionAppended is set once the run's items are in the session.
 	SessionAppended bool `json:"session_appended,omitempty"`
+	// Agent records the agent version that drove the run last;
+	// AgentChanges the versions that took it over since.
+	Agent        *agentRecord        `json:"agent,omitempty"`
+	AgentChanges []AgentChangeRecord `json:"agent_changes,omitempty"`
 	// ProviderFailures counts provider interruptions in a row.
 	ProviderFailures int `json:"provider_failures,omitempty"`
 }

@@ -492,11 +492,12 @@ func TestResumeRefusals(t *testing.T) {
 	a.Limits.RunTimeout = time.Hour
 	s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
 
-	changed := approvalAgent(p, pay)
+	// The waiting call's tool loses its side-effect status: refused.
+	changed := approvalAgent(p, &payTool{name: "pay", effect: tool.IdempotentWrite})
 	changed.Limits.RunTimeout = time.Hour
 	changed.Instructions = "pay twice"
-	if _, err := s.rt.Resume(s.ctx, changed, "r1"); !errors.Is(err, actoviq.ErrDigestMismatch) {
-		t.Fatalf("digest: %v", err)
+	if _, err := s.rt.Resume(s.ctx, changed, "r1"); !errors.Is(err, actoviq.ErrAgentChanged) || !errors.Is(err, actoviq.ErrDigestMismatch) {
+		t.Fatalf("agent change: %v", err)
 	}
 	// Another live holder.
 	if _, err := s.st.ClaimAcquire(s.ctx, &store.ClaimAcquireParams{Tenant: "default", Key: store.RunClaimKey("r1"), Holder: "other", TTL: time.Minute}); err != nil {
