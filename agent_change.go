@@ -61,9 +61,9 @@ type AgentChange struct {
 	// Field names what changed: "effect", "input_schema", "removed",
 	// "added", "approval", "approval_policy", "description", "instructions",
 	// "model", "provider", "limits.max_turns", ...
-	Field string `json:"field"`
-	From  string `json:"from,omitempty"`
-	To    string `json:"to,omitempty"`
+	Field string          `json:"field"`
+	From  string          `json:"from,omitempty"`
+	To    string          `json:"to,omitempty"`
 	Kind  AgentChangeKind `json:"kind"`
 	// Calls are the unsettled calls the change touches, as "CALL (STATE)".
 	Calls []string `json:"calls,omitempty"`

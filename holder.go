@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -21,18 +19,19 @@ import (
 // moved on in the meantime, and taken over with a new epoch.
 
 // deadLocalHolder reports whether holder names a process on this host that
-// is certainly gone. Any doubt (another host, a live or unknown pid, a
+// is certainly gone: it does not exist, or it is a zombie. Any doubt (another host, a live or unknown pid, a
 // custom holder name) answers false: then the lease must expire.
 func deadLocalHolder(holder string) bool {
 	host, _ := os.Hostname()
-	parts := strings.SplitN(holder, ":", 3)
-	if len(parts) < 3 || host == "" || parts[0] != host {
+	h, pid, ok := parseHolder(holder)
+	if !ok || host == "" || h != host || pid == os.Getpid() {
 		return false
 	}
-	pid, err := strconv.Atoi(parts[1])
-	if err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
-	}
+	return processGone(pid)
+}
+
+// signalGone checks existence only (signal 0), where /proc is missing.
+func signalGone(pid int) bool {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return false

@@ -3,7 +3,6 @@ package actoviq
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -24,8 +23,16 @@ type RunInfo struct {
 	AgentID string
 	// AgentDigest is the digest of the agent definition last driven.
 	AgentDigest string
-	// Status is the run's status.
+	// Status is derived from the stored status and the run's claim:
+	// running only while a live holder holds an unexpired claim, stalled
+	// when the stored status is running but no live process holds it (see
+	// [StatusStalled]).
 	Status Status
+	// StoredStatus is the status the last drive wrote.
+	StoredStatus Status
+	// Holder is the run's claim as found; nil when it has none or the run
+	// is finished.
+	Holder *RunHolder
 	// Meta is the caller's JSON given in Input.Meta.
 	Meta json.RawMessage
 	// Deadline is the run's deadline; zero means none.
@@ -73,8 +80,12 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: ledger of %s: %w", runID, err)
 	}
+	status, holder, err := e.liveness(ctx, run)
+	if err != nil {
+		return nil, err
+	}
 	info := &RunInfo{ID: run.ID, ParentID: run.ParentID, SessionID: run.SessionID, AgentID: run.AgentID, AgentDigest: run.AgentDigest,
-		Status: statusOf(run.Status), Meta: run.Meta, Deadline: run.Deadline, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt,
+		Status: status, StoredStatus: statusOf(run.Status), Holder: holder, Meta: run.Meta, Deadline: run.Deadline, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt,
 		Revision: run.Revision, Turn: cp.Turn, Transcript: cp.Items, Output: cp.Output, Usage: cp.Usage, Error: cp.Error, Ledger: entries,
 		AgentChanges: cp.AgentChanges}
 	if cp.Agent != nil {
@@ -114,31 +125,20 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 
 // ListParams filters [Runtime.List].
 type ListParams struct {
-	// Status keeps only runs in this status; empty means any.
+	// Status keeps only runs in this derived status (running, stalled,
+	// interrupted, completed, failed, cancelled); empty means any.
 	Status Status
 	// Limit bounds how many runs are returned; 0 means no limit.
 	Limit int
 }
 
-// List lists the tenant's runs, newest first. When a stored run cannot be
-// decoded, the others are still returned, with an error matching
-// store.ErrData that names the bad one.
+// List lists the tenant's runs, newest first, with derived statuses (see
+// [RunInfo.Status]). When a stored run cannot be decoded, the others are
+// still returned, with an error matching store.ErrData that names the bad
+// one.
 func (e *Runtime) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
 	if p == nil {
 		p = &ListParams{}
 	}
-	runs, err := e.store.RunList(ctx, &store.RunListParams{Tenant: e.tenant, Status: store.RunStatus(p.Status), Limit: p.Limit})
-	if err != nil && !errors.Is(err, store.ErrData) {
-		return nil, fmt.Errorf("actoviq: list runs: %w", err)
-	}
-	if err != nil {
-		// A corrupt run hides no other: the healthy ones come with the error.
-		err = fmt.Errorf("actoviq: list runs: %w", err)
-	}
-	out := make([]*RunInfo, 0, len(runs))
-	for _, r := range runs {
-		out = append(out, &RunInfo{ID: r.ID, ParentID: r.ParentID, SessionID: r.SessionID, AgentID: r.AgentID, AgentDigest: r.AgentDigest,
-			Status: statusOf(r.Status), Meta: r.Meta, Deadline: r.Deadline, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Revision: r.Revision})
-	}
-	return out, err
+	return e.list(ctx, p)
 }

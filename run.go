@@ -150,7 +150,7 @@ func (e *Runtime) resumeOpts(ctx context.Context, a *AgentSpec, runID string, op
 		return nil, err
 	}
 	if d.run.Status.Terminal() {
-		return d.resumeFinished(decisions)
+		return d.resumeFinished(opts.Decisions)
 	}
 	if err := d.checkAgent(opts.AcceptAgentChange); err != nil {
 		return nil, err
@@ -265,7 +265,7 @@ func (d *drive) claim(ctx context.Context) error {
 		c, err = d.e.store.ClaimAcquire(ctx, p)
 	}
 	if errors.As(err, &held) {
-		return &RunHeldError{RunID: d.run.ID, Claim: held}
+		return newRunHeldError(d.run.ID, held)
 	}
 	if err != nil {
 		return fmt.Errorf("actoviq: claim run %s: %w", d.run.ID, err)

@@ -237,10 +237,19 @@ type RunHeldError struct {
 	RunID string
 	// Claim names the holder, its epoch and when its lease expires.
 	Claim *store.ClaimHeldError
+	// Host and PID name the holder's process when its holder name has the
+	// default form; empty and 0 otherwise.
+	Host string
+	PID  int
 }
 
 func (e *RunHeldError) Error() string {
-	return fmt.Sprintf("actoviq: run %s is held by %s (epoch %d) until %s", e.RunID, e.Claim.Holder, e.Claim.Epoch, e.Claim.ExpiresAt)
+	who := e.Claim.Holder
+	if e.PID != 0 {
+		who = fmt.Sprintf("process %d on host %s (holder %s)", e.PID, e.Host, e.Claim.Holder)
+	}
+	return fmt.Sprintf("actoviq: run %s is being driven by %s, epoch %d, claim renewed until %s: wait for that drive to end, or stop that process; then resume again",
+		e.RunID, who, e.Claim.Epoch, e.Claim.ExpiresAt)
 }
 
 // Is reports whether target is [ErrRunHeld].

@@ -476,6 +476,7 @@ func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
 		cmd.Env = slices.Clone(sv.env)
 		cmd.Dir = sv.cfg.Cwd
 		cmd.Stderr = sv.stderrSink()
+		dieWithParent(cmd)
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: sv.src.opts.TerminateWait}, nil
 	default:
 		base := sv.src.opts.HTTPClient
