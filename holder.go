@@ -23,11 +23,11 @@ import (
 // custom holder name) answers false: then the lease must expire.
 func deadLocalHolder(holder string) bool {
 	host, _ := os.Hostname()
-	h, pid, ok := parseHolder(holder)
-	if !ok || host == "" || h != host || pid == os.Getpid() {
+	h := ParseHolder(holder)
+	if h.PID <= 0 || host == "" || h.Host != host || h.PID == os.Getpid() {
 		return false
 	}
-	return processGone(pid)
+	return processGone(h.PID)
 }
 
 // signalGone checks existence only (signal 0), where /proc is missing.

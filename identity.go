@@ -83,9 +83,12 @@ type RunClaim struct {
 	HolderInfo
 	Epoch     int64     `json:"epoch"`
 	ExpiresAt time.Time `json:"expires_at"`
-	// Live is false when the claim expired or was released: nobody
-	// drives the run now.
+	// Live is false when the claim expired or was released, or its holder
+	// is a process on this host that is gone (or a zombie): nobody drives
+	// the run now.
 	Live bool `json:"live"`
+	// Dead reports a holder on this host whose process is gone.
+	Dead bool `json:"dead,omitempty"`
 }
 
 // RunHolder reads the claim of a run: the worker driving it (or that drove
@@ -98,5 +101,5 @@ func (e *Runtime) RunHolder(ctx context.Context, runID string) (*RunClaim, error
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: claim of run %s: %w", runID, err)
 	}
-	return &RunClaim{HolderInfo: ParseHolder(c.Holder), Epoch: c.Epoch, ExpiresAt: c.ExpiresAt, Live: c.ExpiresAt.After(e.clock())}, nil
+	return e.runClaim(c), nil
 }

@@ -32,7 +32,7 @@ type RunInfo struct {
 	StoredStatus Status
 	// Holder is the run's claim as found; nil when it has none or the run
 	// is finished.
-	Holder *RunHolder
+	Holder *RunClaim
 	// Meta is the caller's JSON given in Input.Meta.
 	Meta json.RawMessage
 	// Deadline is the run's deadline; zero means none.

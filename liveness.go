@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -31,37 +30,6 @@ import (
 // but no live process holds its claim (it expired, or its holder died). It
 // is never stored. Resume it with [Runtime.Resume].
 const StatusStalled Status = "stalled"
-
-// RunHolder describes the claim of a run as [Runtime.Get] and
-// [Runtime.List] found it.
-type RunHolder struct {
-	// Holder is the claim's holder, "<host>:<pid>:<random>/<drive>" for a
-	// runtime with the default Config.Holder.
-	Holder string `json:"holder"`
-	// Host and PID are parsed from Holder; empty and 0 for a custom one.
-	Host string `json:"host,omitempty"`
-	PID  int    `json:"pid,omitempty"`
-	// Epoch is the claim's fencing token.
-	Epoch     int64     `json:"epoch"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// Live reports an unexpired claim whose holder is not known to be dead.
-	Live bool `json:"live"`
-	// Dead reports a holder on this host whose process is gone (or a zombie).
-	Dead bool `json:"dead,omitempty"`
-}
-
-// parseHolder reads host and pid out of a default holder name.
-func parseHolder(h string) (host string, pid int, ok bool) {
-	parts := strings.SplitN(h, ":", 3)
-	if len(parts) < 3 {
-		return "", 0, false
-	}
-	pid, err := strconv.Atoi(parts[1])
-	if err != nil || pid <= 0 {
-		return "", 0, false
-	}
-	return parts[0], pid, true
-}
 
 // processGone reports whether pid is certainly not a running process on
 // this host: it does not exist, or it is a zombie (dead, not yet reaped by
@@ -89,7 +57,7 @@ func processGone(pid int) bool {
 }
 
 // liveness reads the run's claim and derives the status an operator sees.
-func (e *Runtime) liveness(ctx context.Context, r *store.Run) (Status, *RunHolder, error) {
+func (e *Runtime) liveness(ctx context.Context, r *store.Run) (Status, *RunClaim, error) {
 	st := statusOf(r.Status)
 	if r.Status != store.RunRunning && r.Status != store.RunInterrupted {
 		return st, nil, nil
@@ -104,10 +72,7 @@ func (e *Runtime) liveness(ctx context.Context, r *store.Run) (Status, *RunHolde
 	if err != nil {
 		return st, nil, fmt.Errorf("actoviq: claim of run %s: %w", r.ID, err)
 	}
-	h := &RunHolder{Holder: c.Holder, Epoch: c.Epoch, ExpiresAt: c.ExpiresAt}
-	h.Host, h.PID, _ = parseHolder(c.Holder)
-	h.Dead = deadLocalHolder(c.Holder)
-	h.Live = c.ExpiresAt.After(e.clock()) && !h.Dead
+	h := e.runClaim(c)
 	switch {
 	case h.Live:
 		return StatusRunning, h, nil
@@ -179,8 +144,16 @@ func (e *Runtime) list(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
 	return out, dataErr
 }
 
+// runClaim is a claim as operators see it: live only while unexpired and
+// held by a process not known to be dead.
+func (e *Runtime) runClaim(c *store.Claim) *RunClaim {
+	h := &RunClaim{HolderInfo: ParseHolder(c.Holder), Epoch: c.Epoch, ExpiresAt: c.ExpiresAt}
+	h.Dead = deadLocalHolder(c.Holder)
+	h.Live = c.ExpiresAt.After(e.clock()) && !h.Dead
+	return h
+}
+
 func newRunHeldError(runID string, held *store.ClaimHeldError) *RunHeldError {
-	e := &RunHeldError{RunID: runID, Claim: held}
-	e.Host, e.PID, _ = parseHolder(held.Holder)
-	return e
+	hi := ParseHolder(held.Holder)
+	return &RunHeldError{RunID: runID, Claim: held, Host: hi.Host, PID: hi.PID}
 }

@@ -272,8 +272,9 @@ func TestCloseLeavesRunsResumable(t *testing.T) {
 		t.Fatalf("Run after Close: %v, want ErrClosed", err)
 	}
 	info, _ := s.rt.Get(s.ctx, "r1")
-	if info.Status != actoviq.StatusRunning {
-		t.Fatalf("a run driven at Close ended %s", info.Status)
+	// Stored as running; with no live process driving it, it reads stalled.
+	if info.StoredStatus != actoviq.StatusRunning || info.Status != actoviq.StatusStalled {
+		t.Fatalf("a run driven at Close ended %s (stored %s)", info.Status, info.StoredStatus)
 	}
 	w.block.Store(false)
 	res, err := s.runtime(t).Resume(s.ctx, a, "r1")

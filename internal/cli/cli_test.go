@@ -187,8 +187,11 @@ func TestResumeRefusesChangedAgent(t *testing.T) {
 	h := newHarness(t)
 	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
 	h.want(ExitUsage, "resume", "r1", "--store", h.store, "--approve", "none")
-	if !strings.Contains(h.stderr.String(), "definition") {
-		t.Fatalf("message: %s", h.stderr)
+	for _, want := range []string{"tool pay_invoice: approval needs approval → no approval (unsettled call call_pay (awaiting_approval))",
+		"actoviq resume r1 --accept-agent-change --by NAME --note WHY"} {
+		if !strings.Contains(h.stderr.String(), want) {
+			t.Fatalf("message lacks %q: %s", want, h.stderr)
+		}
 	}
 	// A flag that leaves the definition alone is fine.
 	h.want(ExitInterrupted, "resume", "r1", "--store", h.store, "--max-retries", "0")

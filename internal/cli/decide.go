@@ -37,6 +37,10 @@ func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
 		if errors.Is(err, actoviq.ErrDecision) || errors.Is(err, actoviq.ErrRunFinished) {
 			return usageErr("%v; see the run's calls and open questions with: actoviq runs show %s%s", err, shellQuote(d.RunID()), storeFlags(c))
 		}
+		var held *actoviq.RunHeldError
+		if errors.As(err, &held) {
+			return &exitError{code: ExitHeld, err: heldMessage(held, c)}
+		}
 		return &exitError{code: ExitFailed, err: err}
 	}
 	fmt.Fprintf(e.stdout, "recorded %s for call %s of run %s by %s\n", d.Kind, d.CallID, d.RunID(), d.By)

@@ -29,7 +29,10 @@ type runRowJSON struct {
 	ParentID  string    `json:"parent_id,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
-	// Holder is the claim of a running run: the worker driving it.
+	// StoredStatus is what the last drive wrote, when the derived status
+	// differs (stalled, or running while a resume is under way).
+	StoredStatus string `json:"stored_status,omitempty"`
+	// Holder is the run's claim as found.
 	Holder *actoviq.RunClaim `json:"holder,omitempty"`
 }
 
@@ -54,8 +57,10 @@ type runJSON struct {
 	Output        []item.Item            `json:"output,omitempty"`
 	Ledger        []ledgerJSON           `json:"ledger,omitempty"`
 	Interruptions []actoviq.Interruption `json:"interruptions,omitempty"`
-	// Holder is the run's claim: the worker that drives it or drove it last.
-	Holder *actoviq.RunClaim `json:"holder,omitempty"`
+	StoredStatus  string                 `json:"stored_status,omitempty"`
+	Holder        *actoviq.RunClaim      `json:"holder,omitempty"`
+	// AgentChanges are the agent versions that took the run over.
+	AgentChanges []actoviq.AgentChangeRecord `json:"agent_changes,omitempty"`
 }
 
 type ledgerJSON struct {
@@ -83,11 +88,11 @@ type ledgerJSON struct {
 	CommittedAt    time.Time       `json:"committed_at,omitzero"`
 }
 
-func runRows(runs []*actoviq.RunInfo, holders map[string]*actoviq.RunClaim) runListJSON {
+func runRows(runs []*actoviq.RunInfo) runListJSON {
 	out := runListJSON{Schema: jsonSchema, Runs: []runRowJSON{}}
 	for _, r := range runs {
 		out.Runs = append(out.Runs, runRowJSON{ID: r.ID, Status: string(r.Status), AgentID: r.AgentID, SessionID: r.SessionID,
-			ParentID: r.ParentID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Holder: holders[r.ID]})
+			ParentID: r.ParentID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, StoredStatus: storedIfDiffers(r), Holder: r.Holder})
 	}
 	return out
 }
@@ -96,7 +101,8 @@ func runView(info *actoviq.RunInfo) runJSON {
 	v := runJSON{Schema: jsonSchema, ID: info.ID, Status: string(info.Status), AgentID: info.AgentID, AgentDigest: info.AgentDigest,
 		ParentID: info.ParentID, SessionID: info.SessionID, Turn: info.Turn, Revision: info.Revision,
 		CreatedAt: info.CreatedAt, UpdatedAt: info.UpdatedAt, Deadline: info.Deadline, Meta: info.Meta,
-		Usage: info.Usage, Error: info.Error, Transcript: info.Transcript, Output: info.Output, Interruptions: info.Interruptions}
+		Usage: info.Usage, Error: info.Error, Transcript: info.Transcript, Output: info.Output, Interruptions: info.Interruptions,
+		StoredStatus: storedIfDiffers(info), Holder: info.Holder, AgentChanges: info.AgentChanges}
 	for _, en := range info.Ledger {
 		v.Ledger = append(v.Ledger, ledgerJSON{CallID: en.CallID, Tool: en.Tool, Effect: en.Effect, State: string(en.State),
 			Outcome: outcome(en), Turn: en.Turn, Index: en.Index, IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt,
@@ -105,4 +111,11 @@ func runView(info *actoviq.RunInfo) runJSON {
 			UpdatedAt: en.UpdatedAt, StartedAt: en.StartedAt, CommittedAt: en.CommittedAt})
 	}
 	return v
+}
+
+func storedIfDiffers(r *actoviq.RunInfo) string {
+	if r.StoredStatus != r.Status {
+		return string(r.StoredStatus)
+	}
+	return ""
 }

@@ -92,13 +92,17 @@ API keys are read from the environment on every run and resume, and never stored
 func (e *env) resumeCmd() *cobra.Command {
 	c := common{mustExist: true}
 	var af agentFlags
+	var rf resumeFlags
 	var jsonOut, detach bool
 	cmd := &cobra.Command{
 		Use:   "resume RUN",
 		Short: "Continue a run: apply recorded decisions and the recovery rules, then go on",
 		Long: "resume continues a run with the settings it was started with (provider, model, base URL, system text, " +
 			"MCP config, approval and recovery settings). API keys and MCP secrets are read again from the environment " +
-			"and the config file. Flags override what was remembered; a change to the agent's definition is refused.",
+			"and the config file. Flags override what was remembered: each change is recorded in the run's meta and in a " +
+			"run.meta_changed event, or refused with the reason (--timeout: the deadline is fixed when the run starts). " +
+			"A change to what a waiting call depends on (its tool's effect or input schema, its approval) is refused " +
+			"with a field-by-field diff unless --accept-agent-change is given.",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeRunArgs(&c, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -118,6 +122,9 @@ func (e *env) resumeCmd() *cobra.Command {
 				return e.lookupErr(&c, args[0], err)
 			}
 			if detach {
+				if err := refuseFlagsWithDetach(cmd); err != nil {
+					return err
+				}
 				return e.requeue(rt, cmd, info.ID, &c)
 			}
 			base, err := configFromMeta(info.ID, info.Meta)
@@ -128,17 +135,27 @@ func (e *env) resumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			opts, err := rf.options(e, cmd, info, base, cfg)
+			if err != nil {
+				return err
+			}
 			agent, closer, err := e.agent(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer closer.Close()
-			res, err := rt.ResumeWith(ctx, agent, info.ID, nil, out)
+			opts.Sinks = []actoviq.EventSink{out}
+			res, err := rt.ResumeWithOptions(ctx, agent, info.ID, opts)
+			if err == nil {
+				out.stop()
+				rf.reportChanges(e, info.ID)
+			}
 			return e.finish(out, &c, res, err, info.SessionID)
 		},
 	}
 	c.register(cmd)
 	af.register(cmd)
+	rf.register(cmd)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON event per line on stdout")
 	cmd.Flags().BoolVar(&detach, "detach", false, "hand the run back to the queue for a worker (actoviq worker) instead of driving it here")
 	return cmd
@@ -165,9 +182,8 @@ func tenantOf(c *common) string {
 func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error, session string) error {
 	out.stop()
 	if err != nil {
-		var dm *actoviq.DigestMismatchError
-		if errors.As(err, &dm) {
-			return usageErr("resume refused: the flags change the agent's definition (digest %s, run has %s); resume with the run's own settings", short(dm.Actual), short(dm.Stored))
+		if refused := e.resumeRefused(c, err); refused != nil {
+			return refused
 		}
 		if errors.Is(err, actoviq.ErrRunExists) {
 			return usageErr("%v", err)

@@ -30,17 +30,19 @@ func (e *env) runsListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List runs, newest first",
 		Long: "list shows the runs of one tenant in one store, newest first.\n\n" +
-			"--status takes running, interrupted, completed, failed or cancelled; interrupted runs wait for a\n" +
-			"decision (actoviq runs show RUN prints the commands that give it).\n\n" +
+			"--status takes queued, running, stalled, interrupted, completed, failed or cancelled; interrupted runs\n" +
+			"wait for a decision (actoviq runs show RUN prints the commands that give it). running and stalled are\n" +
+			"read from the run's claim: running while a live process drives it, stalled when it was running but\n" +
+			"its process died or its lease expired (actoviq resume RUN continues it).\n\n" +
 			"--json prints {\"schema\":1,\"runs\":[...]}: snake_case names, zero values left out; the schema\n" +
 			"number changes only when a field changes meaning or goes away.",
 		Example: "  actoviq runs list --status interrupted\n  actoviq runs list --store postgres://user@db/actoviq --tenant acme --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch actoviq.Status(status) {
-			case "", actoviq.StatusQueued, actoviq.StatusRunning, actoviq.StatusCompleted, actoviq.StatusInterrupted, actoviq.StatusFailed, actoviq.StatusCancelled:
+			case "", actoviq.StatusQueued, actoviq.StatusRunning, actoviq.StatusStalled, actoviq.StatusCompleted, actoviq.StatusInterrupted, actoviq.StatusFailed, actoviq.StatusCancelled:
 			default:
-				return usageErr("--status %q: want queued, running, interrupted, completed, failed or cancelled", status)
+				return usageErr("--status %q: want queued, running, stalled, interrupted, completed, failed or cancelled", status)
 			}
 			rt, done, err := e.runtime(cmd.Context(), &c)
 			if err != nil {
@@ -51,25 +53,23 @@ func (e *env) runsListCmd() *cobra.Command {
 			if listErr != nil && !errors.Is(listErr, actoviq.ErrData) {
 				return &exitError{code: ExitFailed, err: listErr}
 			}
-			holders := map[string]*actoviq.RunClaim{}
-			for _, r := range runs {
-				if r.Status == actoviq.StatusRunning {
-					if h, err := rt.RunHolder(cmd.Context(), r.ID); err == nil && h != nil {
-						holders[r.ID] = h
-					}
-				}
-			}
 			var werr error
 			if jsonOut {
-				werr = writeJSON(e, runRows(runs, holders))
+				werr = writeJSON(e, runRows(runs))
 			} else {
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED\tHOLDER")
+				stalled := 0
 				for _, r := range runs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339),
-						holderCell(holders[r.ID]))
+					if r.Status == actoviq.StatusStalled {
+						stalled++
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339), holderText(r))
 				}
 				werr = tw.Flush()
+				if stalled > 0 {
+					fmt.Fprintf(e.stdout, "hint: a stalled run has no live process driving it (its claim expired or its holder died); continue it with: actoviq resume RUN%s\n", storeFlags(&c))
+				}
 			}
 			// A corrupt run is reported after the healthy ones, exit 1.
 			if err := errors.Join(werr, listErr); err != nil {
@@ -79,22 +79,11 @@ func (e *env) runsListCmd() *cobra.Command {
 		},
 	}
 	c.register(cmd)
-	cmd.Flags().StringVar(&status, "status", "", "only runs in this status: running, interrupted, completed, failed or cancelled")
-	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "interrupted", "completed", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().StringVar(&status, "status", "", "only runs in this status: queued, running, stalled, interrupted, completed, failed or cancelled")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"queued", "running", "stalled", "interrupted", "completed", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs (0: all)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
 	return cmd
-}
-
-// holderCell is the worker driving a run, or why none is.
-func holderCell(h *actoviq.RunClaim) string {
-	switch {
-	case h == nil:
-		return "-"
-	case h.Live:
-		return h.HolderInfo.String()
-	}
-	return "none (lease of " + h.HolderInfo.String() + " expired)"
 }
 
 func dash(s string) string {
@@ -160,6 +149,13 @@ func (e *env) runsShowCmd() *cobra.Command {
 func showRun(e *env, info *actoviq.RunInfo, c *common) {
 	w := e.stdout
 	fmt.Fprintf(w, "run %s  status %s  agent %s  turn %d  revision %d\n", info.ID, info.Status, info.AgentID, info.Turn, info.Revision)
+	switch {
+	case info.Status == actoviq.StatusStalled:
+		fmt.Fprintf(w, "stalled: stored as %s, but no live process drives it (%s); continue it with: actoviq resume %s\n",
+			info.StoredStatus, holderText(info), info.ID)
+	case info.Status == actoviq.StatusRunning && info.Holder != nil:
+		fmt.Fprintf(w, "driven now by %s\n", holderText(info))
+	}
 	fmt.Fprintf(w, "created %s  updated %s", info.CreatedAt.Format(time.RFC3339), info.UpdatedAt.Format(time.RFC3339))
 	if info.SessionID != "" {
 		fmt.Fprintf(w, "  session %s", info.SessionID)
@@ -282,4 +278,20 @@ func resultIsError(result json.RawMessage) bool {
 		IsError bool `json:"is_error"`
 	}
 	return json.Unmarshal(result, &r) == nil && r.IsError
+}
+
+// holderText is the worker driving a run, or why none is.
+func holderText(r *actoviq.RunInfo) string {
+	h := r.Holder
+	switch {
+	case h == nil && r.Status == actoviq.StatusStalled:
+		return "none (no claim)"
+	case h == nil:
+		return "-"
+	case h.Live:
+		return h.HolderInfo.String()
+	case h.Dead:
+		return "none (" + h.HolderInfo.String() + " is gone)"
+	}
+	return "none (lease of " + h.HolderInfo.String() + " expired)"
 }
