@@ -45,7 +45,29 @@
 // key), with who, when and why; [Runtime.Resume] applies decisions and the
 // recovery rules and goes on. Resume refuses a changed agent (its digest),
 // a run another live worker holds, and ends a run past its deadline as
-// cancelled with its ledger untouched.
+// cancelled with its ledger untouched. The decisions of one call are one
+// atomic write; on a finished run Resume refuses them ([RunFinishedError]),
+// and Decide takes only what records the truth about a started call
+// (committed or failed), for the audit trail.
+//
+// # Stopping
+//
+// [Runtime.Cancel] is the caller's decision: the run ends cancelled for
+// good, also when a side effect was in flight (that call stays reconcilable
+// for the record). [Runtime.Close] is a process shutting down: its runs are
+// not ended, their claims are released, and another process continues them
+// with Resume (into a reconciliation if a side effect was in flight). A
+// panic in a tool, policy, probe or sink is recovered and recorded; a
+// panicking side effect is outcome-unknown, as after a crash.
+//
+// # Sessions
+//
+// [Input.SessionID] continues a conversation: the session's history is
+// prepended, and the run's items are appended to it (CAS) when it
+// completes, each stamped with the run id and turn. A run killed between
+// that append and its completion write completes, on resume, with what it
+// appended, without a model call. A run overtaken by another run of its
+// session ends failed with code session_conflict ([ErrSessionConflict]).
 //
 // # Stores
 //
