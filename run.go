@@ -41,6 +41,7 @@ type drive struct {
 
 	run          *store.Run
 	cp           *checkpoint
+	cpEnc        cpEncoder // encodes cp for saveRun (cpenc.go)
 	ledger       map[string]*store.LedgerEntry
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
 	sealErr      map[string]error           // why a sealed copy did not open or was not made

@@ -22,7 +22,7 @@ func (d *drive) event(typ, callID string, data any) *store.Event {
 		if err != nil {
 			b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
 		}
-		raw = d.redactJSON(b)
+		raw = d.e.redactor.MarshaledJSON(b)
 	}
 	return &store.Event{ID: d.e.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
 		SpanID: spanID(d.run.ID, callID), Type: typ, Time: d.e.clock(), Data: raw}
@@ -113,7 +113,7 @@ func (d *drive) emit(ctx context.Context, ev Event) {
 // saveRun writes the checkpoint with a new status, plus ledger writes and
 // events, as one CAS on the run.
 func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []store.LedgerWrite, events ...*store.Event) error {
-	raw, err := json.Marshal(d.cp)
+	raw, err := d.cpEnc.encode(d.cp)
 	if err != nil {
 		return fmt.Errorf("actoviq: encode checkpoint: %w", err)
 	}

@@ -73,6 +73,9 @@ func FuzzRedactJSON(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("output is not valid JSON: %q -> %q", in, out)
 		}
+		if m := r.MarshaledJSON(in); !bytes.Equal(m, out) {
+			t.Fatalf("MarshaledJSON(%q) = %q, JSON gives %q", in, m, out)
+		}
 		if !changed && !bytes.Equal(in, out) {
 			t.Fatalf("changed=false but %q -> %q", in, out)
 		}

@@ -38,6 +38,22 @@ func (r *Redactor) JSON(b json.RawMessage) (out json.RawMessage, changed bool, e
 		}
 		return nil, false, ErrInvalidJSON
 	}
+	return r.walk(b)
+}
+
+// MarshaledJSON is JSON for b that json.Marshal has just produced: it
+// skips the validity check that JSON makes (json.Marshal only writes
+// valid JSON) and otherwise redacts the same way.
+func (r *Redactor) MarshaledJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return b
+	}
+	out, _, _ := r.walk(b)
+	return out
+}
+
+// walk redacts b, which is valid JSON.
+func (r *Redactor) walk(b json.RawMessage) (json.RawMessage, bool, error) {
 	w := walker{r: r, in: b}
 	w.value(skipSpace(b, 0))
 	if len(w.spans) == 0 {
