@@ -60,6 +60,11 @@ type RunInfo struct {
 	// Interruptions are the open ones: those whose call is still in the
 	// state that stopped the run.
 	Interruptions []Interruption
+	// Unsettled lists, for a finished run (cancelled, or past its
+	// deadline), the calls it left started or unknown. The run does not
+	// continue, but [Runtime.Decide] can record what happened to each
+	// (committed or failed), for the audit trail (Get only).
+	Unsettled []Interruption
 	// AgentChanges are the agent versions that took the run over after it
 	// started, with what changed and, for an accepted change, who accepted
 	// it and why (Get only).
@@ -113,6 +118,9 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 				info.Interruptions = append(info.Interruptions, in)
 			}
 		}
+	}
+	if run.Status.Terminal() {
+		info.Unsettled = unsettled(run, cp, entries)
 	}
 	// The pending turn's committed results are part of the transcript.
 	for _, id := range cp.Pending {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
 // How a drive stops when nobody asked it a question (SPEC §4):
@@ -159,4 +160,28 @@ func (d *drive) stageOrWrite(ctx context.Context, p *store.RunWriteParams) error
 		return nil
 	}
 	return d.write(ctx, p)
+}
+
+// unsettled lists the calls a finished run left started or unknown, with
+// the evidence of the interruption that stopped it when there is one.
+func unsettled(run *store.Run, cp *checkpoint, entries []*store.LedgerEntry) []Interruption {
+	var out []Interruption
+	d := &drive{cp: cp, run: run}
+	for _, en := range entries {
+		if !ledger.MayHaveRun(en.State) {
+			continue
+		}
+		if in := d.openInterruption(en.CallID); in != nil && in.State == string(en.State) {
+			out = append(out, *in)
+			continue
+		}
+		kind := InterruptReconciliation
+		if en.Effect != tool.SideEffect.String() {
+			kind = InterruptRecovery
+		}
+		out = append(out, d.interruption(kind, en, fmt.Sprintf(
+			"the run ended %s while this call was %s; it will not run again, but what happened can be recorded (committed or failed)",
+			run.Status, en.State), nil))
+	}
+	return out
 }

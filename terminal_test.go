@@ -30,6 +30,9 @@ func TestDecideSettlesCallOfCancelledRun(t *testing.T) {
 	if err := s.rt.Cancel(s.ctx, "r1"); err != nil {
 		t.Fatal(err)
 	}
+	if info, _ := s.rt.Get(s.ctx, "r1"); len(info.Unsettled) != 1 || info.Unsettled[0].CallID != "c1" || info.Unsettled[0].State != "unknown" {
+		t.Fatalf("the cancelled run's unknown call is not listed as unsettled: %+v", info.Unsettled)
+	}
 	// What would make the run go on is refused, typed.
 	for _, dec := range []actoviq.Decision{
 		{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"},
@@ -46,7 +49,7 @@ func TestDecideSettlesCallOfCancelledRun(t *testing.T) {
 	info, _ := s.rt.Get(s.ctx, "r1")
 	en := info.Ledger[0]
 	if info.Status != actoviq.StatusCancelled || en.State != store.LedgerCommitted || en.Resolution == nil ||
-		en.Resolution.By != "ops" || len(en.Resolution.Evidence) == 0 {
+		en.Resolution.By != "ops" || len(en.Resolution.Evidence) == 0 || len(info.Unsettled) != 0 {
 		t.Fatalf("run %s, entry %s resolution %+v", info.Status, en.State, en.Resolution)
 	}
 	// The run does not continue.

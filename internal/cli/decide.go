@@ -30,7 +30,8 @@ func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
 		return err
 	}
 	defer done()
-	if _, err := rt.Get(ctx, d.RunID()); err != nil {
+	info, err := rt.Get(ctx, d.RunID())
+	if err != nil {
 		return e.lookupErr(c, d.RunID(), err)
 	}
 	if err := rt.Decide(ctx, d.RunID(), d.Decision); err != nil {
@@ -44,7 +45,14 @@ func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
 		return &exitError{code: ExitFailed, err: err}
 	}
 	fmt.Fprintf(e.stdout, "recorded %s for call %s of run %s by %s\n", d.Kind, d.CallID, d.RunID(), d.By)
-	fmt.Fprintf(e.stdout, "continue with: actoviq resume %s%s\n", d.RunID(), storeFlags(c))
+	switch info.Status {
+	case actoviq.StatusCompleted, actoviq.StatusFailed, actoviq.StatusCancelled:
+		// A finished run takes only the truth about a started call.
+		fmt.Fprintf(e.stdout, "the run is %s and does not continue; the outcome is recorded for the audit trail (actoviq runs show %s%s)\n",
+			info.Status, d.RunID(), storeFlags(c))
+	default:
+		fmt.Fprintf(e.stdout, "continue with: actoviq resume %s%s\n", d.RunID(), storeFlags(c))
+	}
 	return nil
 }
 

@@ -202,6 +202,18 @@ func showRun(e *env, info *actoviq.RunInfo, c *common) {
 			printOpenQuestions(w, info.ID, info.Interruptions, storeFlags(c))
 		}
 	}
+	if len(info.Unsettled) > 0 {
+		fmt.Fprintf(w, "\nunsettled calls (the run is %s and will not continue; record what happened, for the audit trail):\n", info.Status)
+		flags := ""
+		if c != nil {
+			flags = storeFlags(c)
+		}
+		for _, in := range info.Unsettled {
+			printInterruption(w, &in)
+			fmt.Fprintf(w, "  record with:\n    actoviq resolve %s %s --committed --result JSON%s\n", info.ID, in.CallID, flags)
+			fmt.Fprintf(w, "    actoviq resolve %s %s --failed --message TEXT%s\n", info.ID, in.CallID, flags)
+		}
+	}
 }
 
 // outcome says what became of a call, beside its ledger state: a

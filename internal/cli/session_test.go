@@ -1,8 +1,16 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/llm/scripted"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
 // A run overtaken by another run of its session used to stay interrupted
@@ -27,5 +35,49 @@ func TestOvertakenRunPrintsWayOut(t *testing.T) {
 	}
 	if h.bankLines() != 1 {
 		t.Fatalf("bank has %d payments, want 1 (the overtaken run's approved payment never runs)", h.bankLines())
+	}
+}
+
+// A cancelled run's call whose outcome is unknown is shown as unsettled
+// with the commands that record what happened, and resolve records it
+// without telling to resume a run that will not continue.
+func TestCancelledRunUnsettledCallResolvable(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	st, err := storesqlite.Open(strings.TrimPrefix(h.store, "sqlite:"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := tool.Func(tool.Spec{Name: "pay", Effect: tool.SideEffect}, func(context.Context, struct{}) (string, error) {
+		return "", fmt.Errorf("bank timed out: %w", tool.ErrOutcomeUnknown)
+	})
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "pay", Arguments: json.RawMessage(`{}`)}}})
+	a := &actoviq.AgentSpec{ID: "a", Provider: p, Model: "m", Tools: []tool.Tool{pay}}
+	if res, err := rt.Run(ctx, a, &actoviq.Input{RunID: "r1"}); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if err := rt.Cancel(ctx, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+	st.Close()
+	h.want(ExitCompleted, "runs", "show", "r1", "--store", h.store)
+	for _, s := range []string{"unsettled calls (the run is cancelled", "actoviq resolve r1 c1 --committed --result JSON --store"} {
+		if !strings.Contains(h.stdout.String(), s) {
+			t.Fatalf("runs show lacks %q:\n%s", s, h.stdout)
+		}
+	}
+	h.want(ExitUsage, "resolve", "r1", "c1", "--reexecute", "--store", h.store)
+	h.want(ExitCompleted, "resolve", "r1", "c1", "--committed", "--result", `"paid"`, "--store", h.store)
+	if out := h.stdout.String(); !strings.Contains(out, "does not continue") || strings.Contains(out, "actoviq resume") {
+		t.Fatalf("resolve output:\n%s", out)
+	}
+	h.want(ExitCompleted, "runs", "show", "r1", "--store", h.store)
+	if strings.Contains(h.stdout.String(), "unsettled calls") {
+		t.Fatalf("still unsettled after resolve:\n%s", h.stdout)
 	}
 }
