@@ -29,6 +29,9 @@ const (
 	toolName = "act"
 )
 
+// crashSecret is the secret-looking argument of the secret scenarios.
+const crashSecret = "sk-crash-7f3a9c"
+
 // leaseTTL is short so that a killed child's claim expires quickly.
 const leaseTTL = 300 * time.Millisecond
 
@@ -41,13 +44,24 @@ type hookFunc func(point string)
 // checked on resume. The hook and the counter path are not part of the
 // digest.
 func newAgent(effect tool.Effect, rp actoviq.RecoveryPolicy, counter string, hook hookFunc) *actoviq.AgentSpec {
+	return newAgentArgs(effect, rp, counter, hook, `{"n":1}`)
+}
+
+// newAgentArgs is newAgent with the model asking for c1 with args. A
+// secret-looking api_key in them must reach the tool as it was given:
+// the tool refuses the redaction placeholder.
+func newAgentArgs(effect tool.Effect, rp actoviq.RecoveryPolicy, counter string, hook hookFunc, args string) *actoviq.AgentSpec {
 	if hook == nil {
 		hook = func(string) {}
 	}
 	act := tool.Func(tool.Spec{Name: toolName, Description: "Performs the test's effect once per invocation.", Effect: effect},
 		func(ctx context.Context, in struct {
-			N int `json:"n"`
+			N      int    `json:"n"`
+			APIKey string `json:"api_key,omitempty"`
 		}) (string, error) {
+			if in.APIKey != "" && in.APIKey != crashSecret {
+				return "", fmt.Errorf("the tool got api_key %q, not the model's argument", in.APIKey)
+			}
 			line := fmt.Sprintf("%s %d", tool.IdempotencyKey(ctx), tool.Attempt(ctx))
 			if err := appendLine(counter, line); err != nil {
 				// The line may or may not be on disk.
@@ -60,7 +74,7 @@ func newAgent(effect tool.Effect, rp actoviq.RecoveryPolicy, counter string, hoo
 		ID:    "crashtest",
 		Model: "scripted-1",
 		Provider: scripted.New(
-			scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: callID, Name: toolName, Arguments: json.RawMessage(`{"n":1}`)}}},
+			scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: callID, Name: toolName, Arguments: json.RawMessage(args)}}},
 			scripted.Turn{Text: "done"},
 		),
 		Tools:    []tool.Tool{&afterReturn{Tool: act, hook: hook}},

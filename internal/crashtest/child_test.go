@@ -24,6 +24,8 @@ const (
 	envMode     = "CRASHTEST_MODE"     // run | resume
 	envDecide   = "CRASHTEST_DECIDE"   // resume mode: a decision kind for c1, optional
 	envCounter  = "CRASHTEST_COUNTER"  // the counter file
+	envArgs     = "CRASHTEST_ARGS"     // c1's arguments, optional
+	envSealKey  = "CRASHTEST_SEAL_KEY" // a Config.Codec key (ParseSealKeys form), optional
 )
 
 // The kill points, in ledger order.
@@ -84,12 +86,22 @@ func runChild() (actoviq.Status, error) {
 		}
 	}
 	ks := &killStore{Store: s, runID: runID, callID: callID, at: store.LedgerState(killAt), stop: stopHere}
-	rt, err := actoviq.New(ks, &actoviq.Config{LeaseTTL: leaseTTL})
+	cfg := &actoviq.Config{LeaseTTL: leaseTTL}
+	if k := os.Getenv(envSealKey); k != "" {
+		if cfg.Codec, err = codecFrom(k); err != nil {
+			return "", err
+		}
+	}
+	rt, err := actoviq.New(ks, cfg)
 	if err != nil {
 		return "", err
 	}
 	defer rt.Close()
-	agent := newAgent(effect, rp, os.Getenv(envCounter), hook)
+	args := os.Getenv(envArgs)
+	if args == "" {
+		args = `{"n":1}`
+	}
+	agent := newAgentArgs(effect, rp, os.Getenv(envCounter), hook, args)
 	var res *actoviq.RunResult
 	switch mode := os.Getenv(envMode); mode {
 	case "run":

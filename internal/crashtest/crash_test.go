@@ -237,7 +237,7 @@ func TestCrashTwice(t *testing.T) {
 
 // crashChild runs a child until it reports kill point `at`, then SIGKILLs
 // it and waits for it to be gone.
-func crashChild(t *testing.T, b *bundle, sc scenario, mode string, decide actoviq.DecisionKind, at string) {
+func crashChild(t *testing.T, b *bundle, sc scenario, mode string, decide actoviq.DecisionKind, at string, env ...string) {
 	t.Helper()
 	tg, _ := json.Marshal(b.tg)
 	rp, _ := json.Marshal(sc.recovery)
@@ -253,6 +253,7 @@ func crashChild(t *testing.T, b *bundle, sc scenario, mode string, decide actovi
 		envDecide+"="+string(decide),
 		envCounter+"="+b.counter,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
