@@ -186,11 +186,8 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	var items []item.Item
 	var calls []*store.LedgerEntry
 	for i, it := range resp.Items {
-		if err := it.Validate(); err != nil {
-			d.cp.Rejected = resp.Items
-			d.cp.Usage = d.cp.Usage.Add(resp.Usage)
-			d.cp.Error = &RunError{Code: "model_behavior", Message: fmt.Sprintf("response item %d: %v", i, err)}
-			return d.end(ctx, store.RunFailed, EvRunFailed)
+		if err := it.Validate(); err != nil && !malformedCall(it) {
+			return d.refuse(ctx, resp, fmt.Sprintf("%v: response item %d: %v; nothing was executed", ErrModelBehavior, i, err))
 		}
 		if it.Type != item.TypeToolCall {
 			items = append(items, it)
@@ -201,11 +198,8 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 			if compact(prev) == compact(tc.Arguments) {
 				continue // the same call twice in one response is one call
 			}
-			d.cp.Rejected = resp.Items
-			d.cp.Usage = d.cp.Usage.Add(resp.Usage)
-			d.cp.Error = &RunError{Code: "model_behavior", Message: fmt.Sprintf(
-				"%v: call id %q appears twice in one response with different arguments; nothing was executed", ErrModelBehavior, tc.ID)}
-			return d.end(ctx, store.RunFailed, EvRunFailed)
+			return d.refuse(ctx, resp, fmt.Sprintf(
+				"%v: call id %q appears twice in one response with different arguments; nothing was executed", ErrModelBehavior, tc.ID))
 		}
 		providerID := tc.ID
 		if !usableCallID(tc.ID) || used[tc.ID] {
@@ -217,6 +211,17 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		}
 		inResp[providerID] = tc.Arguments
 		used[tc.ID] = true
+		if !isJSONObject(tc.Arguments) {
+			// Recorded, never executed; the model sees an error result.
+			if d.cp.Malformed++; d.cp.Malformed > d.limits.MaxMalformedCalls {
+				return d.refuse(ctx, resp, fmt.Sprintf("%v: tool call %d has arguments that are not a JSON object, and the run already had %d such calls (Limits.MaxMalformedCalls); nothing was executed",
+					ErrModelBehavior, i, d.limits.MaxMalformedCalls))
+			}
+			en, persisted := d.malformedEntry(turn, len(calls), tc, d.effectOf(tc.Name))
+			items = append(items, persisted)
+			calls = append(calls, en)
+			continue
+		}
 		raw := tc.Arguments
 		d.rawArgs[tc.ID] = raw
 		persisted := d.redactItem(item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant, ToolCall: &tc})
@@ -256,7 +261,11 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	for _, en := range calls {
 		d.cp.Pending = append(d.cp.Pending, en.CallID)
 		writes = append(writes, store.LedgerWrite{Entry: en})
-		events = append(events, d.event(EvToolPrepared, en.CallID, entryData(en)))
+		ev := EvToolPrepared
+		if en.State == store.LedgerCommitted { // a malformed call, answered at once
+			ev = EvToolSkipped
+		}
+		events = append(events, d.event(ev, en.CallID, entryData(en)))
 	}
 	return nil, d.saveRun(ctx, store.RunRunning, writes, events...)
 }
@@ -352,6 +361,7 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 	if secrets := d.secretsOf(en.CallID); len(secrets) > 0 {
 		next.Result, next.Error = scrub(next.Result, secrets), scrub(next.Error, secrets)
 	}
+	d.redactEntry(next)
 	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next)},
 		Events: append([]*store.Event{d.event(evType, en.CallID, entryData(next))}, extra...)})
 }
@@ -532,6 +542,7 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 	if err != nil {
 		ans.Outcome, ans.Error = tool.ProbeUnknown.String(), err.Error()
 	}
+	ans = d.redactProbe(en.CallID, ans)
 	if err == nil && probe.Outcome == tool.ProbeCommitted {
 		r := tool.Result{Content: "(settled by the tool's probe)"}
 		if probe.Result != nil {
@@ -559,7 +570,7 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 func (d *drive) interruption(kind InterruptionKind, en *store.LedgerEntry, reason string, probe *ProbeAnswer) Interruption {
 	return Interruption{Kind: kind, CallID: en.CallID, Tool: en.Tool, Effect: en.Effect, State: string(en.State),
 		IdempotencyKey: en.IdempotencyKey, Args: en.Args, ArgsDigest: en.ArgsDigest, Attempt: en.Attempt, StartedAt: en.StartedAt,
-		Holder: en.Holder, Epoch: en.Epoch, Reason: reason, Probe: probe, LastError: en.Error}
+		Holder: en.Holder, Epoch: en.Epoch, Reason: d.redactText(en.CallID, reason), Probe: d.redactProbe(en.CallID, probe), LastError: d.redactErrJSON(en.Error)}
 }
 
 func sortInterruptions(in []Interruption, order map[string]int) {

@@ -180,6 +180,9 @@ type checkpoint struct {
 	// SessionPrefix the number of leading Items that came from it.
 	SessionBase   int64 `json:"session_base,omitempty"`
 	SessionPrefix int   `json:"session_prefix,omitempty"`
+	// Malformed counts tool calls whose arguments were not a JSON object
+	// (Limits.MaxMalformedCalls).
+	Malformed int `json:"malformed,omitempty"`
 	// SessionAppended is set once the run's items are in the session.
 	SessionAppended bool `json:"session_appended,omitempty"`
 	// Agent records the agent version that drove the run last;

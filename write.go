@@ -125,6 +125,9 @@ func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []st
 
 // finish ends the run in a final (or interrupted) status.
 func (d *drive) finish(ctx context.Context, status store.RunStatus, evType string) error {
+	if d.cp.Error != nil {
+		d.cp.Error.Message = d.redactText("", d.cp.Error.Message)
+	}
 	data := &RunEndedData{Status: statusOf(status), Usage: d.cp.Usage, Error: d.cp.Error}
 	if status == store.RunInterrupted {
 		data.Interruptions = d.cp.Interruptions

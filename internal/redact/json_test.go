@@ -120,13 +120,13 @@ func TestJSONInvalid(t *testing.T) {
 
 func TestJSONExtraKeysAndNil(t *testing.T) {
 	t.Parallel()
-	out, _, err := redact.New("session_id").JSON(json.RawMessage(`{"sessionId":"s","id":"i"}`))
-	if err != nil || string(out) != `{"sessionId":"[REDACTED]","id":"i"}` {
+	out, _, err := redact.New("tenant_ref").JSON(json.RawMessage(`{"tenantRef":"s","id":"i"}`))
+	if err != nil || string(out) != `{"tenantRef":"[REDACTED]","id":"i"}` {
 		t.Errorf("extra: %s, %v", out, err)
 	}
 	var r *redact.Redactor
-	out, _, err = r.JSON(json.RawMessage(`{"sessionId":"s","token":"t"}`))
-	if err != nil || string(out) != `{"sessionId":"s","token":"[REDACTED]"}` {
+	out, _, err = r.JSON(json.RawMessage(`{"tenantRef":"s","token":"t"}`))
+	if err != nil || string(out) != `{"tenantRef":"s","token":"[REDACTED]"}` {
 		t.Errorf("nil: %s, %v", out, err)
 	}
 }

@@ -20,6 +20,11 @@ var defaultWords = []string{
 	"cookie",
 	"privatekey",
 	"credential",
+	// Session identifiers are bearer credentials: session_id, JSESSIONID,
+	// PHPSESSID, session_key cookies.
+	"sessionid",
+	"sessid",
+	"sessionkey",
 }
 
 // suffixWord is matched only at the end of the normalised key; see the
@@ -65,7 +70,7 @@ func (r *Redactor) IsSecretKey(k string) bool {
 	if n == "" {
 		return false
 	}
-	if strings.HasSuffix(n, suffixWord) {
+	if strings.HasSuffix(n, suffixWord) || tokenWord(k) {
 		return true
 	}
 	for _, w := range defaultWords {
@@ -122,4 +127,72 @@ func (r *Redactor) String(s string, secrets ...string) string {
 		pairs = append(pairs, sec, Placeholder)
 	}
 	return strings.NewReplacer(pairs...).Replace(s)
+}
+
+// usageWords are the words that, next to "token" or "tokens", make a key
+// a usage counter or token metadata rather than a secret: max_tokens,
+// input_tokens, token_count, token_type, token_url.
+var usageWords = map[string]bool{
+	"max": true, "min": true, "input": true, "output": true, "total": true, "prompt": true, "completion": true,
+	"completions": true, "count": true, "counts": true, "used": true, "usage": true, "type": true, "limit": true,
+	"limits": true, "budget": true, "cached": true, "cache": true, "reasoning": true, "remaining": true, "num": true,
+	"number": true, "estimated": true, "per": true, "minute": true, "second": true, "rate": true, "thinking": true,
+	"thoughts": true, "candidates": true, "billed": true, "context": true, "window": true, "length": true, "len": true,
+	"size": true, "details": true, "creation": true, "read": true, "write": true, "audio": true, "text": true,
+	"image": true, "accepted": true, "rejected": true, "prediction": true, "generated": true, "left": true,
+	"available": true, "consumed": true, "spent": true, "cost": true, "price": true, "url": true, "uri": true,
+	"endpoint": true, "expiry": true, "expires": true, "expiration": true, "ttl": true, "kind": true, "format": true,
+	"n": true,
+}
+
+// tokenWord reports whether k has the word token or tokens next to at
+// least one other word, none of which is a usage word: auth_tokens,
+// tokenValue, access_tokens, session-tokens. "tokens" alone, and
+// max_tokens or token_type, are not secret.
+func tokenWord(k string) bool {
+	ws := words(k)
+	if len(ws) < 2 {
+		return false
+	}
+	found := false
+	for _, w := range ws {
+		switch {
+		case w == "token" || w == "tokens":
+			found = true
+		case usageWords[w]:
+			return false
+		}
+	}
+	return found
+}
+
+// words splits a key into lowercase words at every character that is not
+// a letter or digit and at camel-case boundaries: "tokenValue" → token,
+// value; "X-API-Key" → x, api, key; "APIKeys" → api, keys.
+func words(k string) []string {
+	rs := []rune(k)
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.Map(func(c rune) rune { return unicode.ToLower(unicode.ToUpper(c)) }, string(cur)))
+			cur = cur[:0]
+		}
+	}
+	for i, c := range rs {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			flush()
+			continue
+		}
+		if unicode.IsUpper(c) && len(cur) > 0 {
+			prev := cur[len(cur)-1]
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+				flush()
+			}
+		}
+		cur = append(cur, c)
+	}
+	flush()
+	return out
 }

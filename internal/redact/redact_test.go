@@ -18,6 +18,9 @@ func TestIsSecretKey(t *testing.T) {
 		"passwd", "cookie", "Cookie", "Set-Cookie", "cookies",
 		"private_key", "privateKey", "PRIVATE-KEY-PEM",
 		"credential", "credentials", "GoogleCredentials",
+		// Variants a review found unredacted (issue 10, break 3).
+		"auth_tokens", "tokenValue", "token_value", "access_tokens", "AuthTokens", "x-api-key", "client_secret",
+		"private_key", "session_id", "sessionId", "JSESSIONID", "PHPSESSID", "session_key", "sessionToken",
 	}
 	notSecret := []string{
 		"", "-", "name", "url", "key", "id", "value", "auth",
@@ -25,6 +28,8 @@ func TestIsSecretKey(t *testing.T) {
 		"max_tokens", "input_tokens", "output_tokens", "tokens_used", "tokens", "total_tokens",
 		"totalTokenCount", "prompt_token_count", "token_type", "tokenizer", "max_completion_tokens",
 		"keyboard", "monkey",
+		"cached_tokens", "reasoning_tokens", "cache_write_tokens", "cached_input_tokens", "tokens_per_minute",
+		"token_count", "tokenCount", "num_tokens", "token_url", "TokenURL", "session", "session_base", "session_prefix",
 	}
 	var r *redact.Redactor // nil uses the defaults
 	for _, k := range secret {
@@ -41,19 +46,19 @@ func TestIsSecretKey(t *testing.T) {
 
 func TestExtraKeys(t *testing.T) {
 	t.Parallel()
-	r := redact.New("Session-ID", "access_tokens", "", "--", "_")
-	for _, k := range []string{"session_id", "X-Session-Id", "sessionid", "access_tokens", "api_key"} {
+	r := redact.New("Tenant-Ref", "billing_ids", "", "--", "_")
+	for _, k := range []string{"tenant_ref", "X-Tenant-Ref", "tenantref", "billing_ids", "api_key"} {
 		if !r.IsSecretKey(k) {
 			t.Errorf("IsSecretKey(%q) = false", k)
 		}
 	}
 	// Separator-only extras are ignored, not "match everything".
-	for _, k := range []string{"name", "max_tokens", "session"} {
+	for _, k := range []string{"name", "max_tokens", "tenant"} {
 		if r.IsSecretKey(k) {
 			t.Errorf("IsSecretKey(%q) = true", k)
 		}
 	}
-	if (&redact.Redactor{}).IsSecretKey("session_id") {
+	if (&redact.Redactor{}).IsSecretKey("tenant_ref") {
 		t.Error("zero Redactor matched an extra key")
 	}
 }

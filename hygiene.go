@@ -1,0 +1,69 @@
+package actoviq
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/actoviq/actoviq-go/internal/redact"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Data hygiene (SPEC §9): besides the arguments, every field the runtime
+// persists or emits that can carry a secret is redacted at its source:
+// free text (error messages, interruption reasons, probe evidence, error
+// results) loses secret-looking assignments and the call's own secret
+// argument values; JSON (result data, operator results, evidence) loses
+// the values of secret-looking keys.
+
+// redactText cleans free text that concerns callID ("" for none).
+func (d *drive) redactText(callID, s string) string {
+	if s == "" {
+		return s
+	}
+	if callID != "" {
+		for _, sec := range d.secretsOf(callID) {
+			s = strings.ReplaceAll(s, sec, redact.Placeholder)
+		}
+	}
+	return d.e.redactor.Text(s)
+}
+
+// redactErrJSON cleans a persisted error or evidence object.
+func (d *drive) redactErrJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return b
+	}
+	return d.e.redactor.JSONText(b)
+}
+
+// redactDecision cleans a recorded decision (approval or resolution).
+func (d *drive) redactDecision(callID string, dec *store.Decision) *store.Decision {
+	if dec == nil {
+		return nil
+	}
+	c := *dec
+	c.Reason, c.Note, c.Message = d.redactText(callID, c.Reason), d.redactText(callID, c.Note), d.redactText(callID, c.Message)
+	if len(c.Result) > 0 {
+		c.Result = scrub(d.redactJSON(c.Result), d.secretsOf(callID))
+	}
+	c.Evidence = d.redactErrJSON(c.Evidence)
+	return &c
+}
+
+// redactProbe cleans a probe's answer before it is shown or stored.
+func (d *drive) redactProbe(callID string, ans *ProbeAnswer) *ProbeAnswer {
+	if ans == nil {
+		return nil
+	}
+	c := *ans
+	c.Evidence, c.Error = d.redactText(callID, c.Evidence), d.redactText(callID, c.Error)
+	return &c
+}
+
+// redactEntry cleans the free-text and JSON fields of a ledger entry
+// about to be written.
+func (d *drive) redactEntry(en *store.LedgerEntry) {
+	en.Error = d.redactErrJSON(en.Error)
+	en.Approval = d.redactDecision(en.CallID, en.Approval)
+	en.Resolution = d.redactDecision(en.CallID, en.Resolution)
+}

@@ -1,0 +1,131 @@
+package actoviq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// Is reports whether target is [ErrModelBehavior] for a run that failed
+// with code model_behavior, so errors.Is(res.Error, ErrModelBehavior)
+// tells a refused model response from other failures.
+func (e *RunError) Is(target error) bool {
+	return target == ErrModelBehavior && e != nil && e.Code == "model_behavior"
+}
+
+// malformedCall reports whether it is a tool call that is valid except
+// for its arguments, which are not a JSON object (an array, a string,
+// text that is not JSON). Such a call is recorded and answered with an
+// error result; any other invalid item ends the run.
+func malformedCall(it item.Item) bool {
+	if it.Type != item.TypeToolCall || it.ToolCall == nil || it.ToolCall.Name == "" {
+		return false
+	}
+	probe := it
+	tc := *it.ToolCall
+	tc.Arguments = json.RawMessage(`{}`)
+	probe.ToolCall = &tc
+	return probe.Validate() == nil && !isJSONObject(it.ToolCall.Arguments)
+}
+
+func isJSONObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+}
+
+// maxEvidenceText bounds the text kept of a value that is not JSON.
+const maxEvidenceText = 4096
+
+// argsEvidence is how the ledger keeps arguments that are not a JSON
+// object: JSON values redacted as usual, anything else as a JSON string
+// of the (redacted, bounded) text.
+func (d *drive) argsEvidence(raw json.RawMessage) (json.RawMessage, string) {
+	if json.Valid(raw) {
+		kind := "a JSON " + jsonKind(raw)
+		return d.redactJSON(raw), kind
+	}
+	return mustJSON(truncateUTF8(d.e.redactor.Text(string(raw)), maxEvidenceText)), "text that is not JSON"
+}
+
+func jsonKind(raw json.RawMessage) string {
+	switch b := bytes.TrimSpace(raw); {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '[':
+		return "array"
+	case b[0] == '"':
+		return "string"
+	case b[0] == 'n':
+		return "null"
+	case b[0] == 't' || b[0] == 'f':
+		return "boolean"
+	}
+	return "number"
+}
+
+// malformedEntry records a call whose arguments are not a JSON object. It
+// is never executed: its entry is created committed with an error result
+// the model sees, so it can correct itself. The transcript gets the call
+// with empty arguments, which every provider accepts back.
+func (d *drive) malformedEntry(turn, index int, tc item.ToolCall, effect tool.Effect) (*store.LedgerEntry, item.Item) {
+	raw := tc.Arguments
+	args, kind := d.argsEvidence(raw)
+	msg := fmt.Sprintf("The arguments of this call were %s, not a JSON object, so the call was not run. Call the tool again with a JSON object as its arguments.", kind)
+	r := tool.Result{Content: msg, IsError: true}
+	tc.Arguments = json.RawMessage(`{}`)
+	it := item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant, ToolCall: &tc}
+	now := d.e.clock()
+	return &store.LedgerEntry{Tenant: d.e.tenant, RunID: d.run.ID, CallID: tc.ID, Turn: turn, Index: index,
+		Tool: tc.Name, Effect: effect.String(), State: store.LedgerCommitted, IdempotencyKey: idempotencyKey(d.e.tenant, d.run.ID, tc.ID),
+		ArgsDigest: argsDigest(raw), Args: args, Result: mustJSON(r), CommittedAt: now,
+		Error:      mustJSON(map[string]string{"code": "malformed_arguments", "message": fmt.Sprintf("arguments were %s", kind)}),
+		Resolution: &store.Decision{Kind: "not-run", By: "runtime", At: now, Reason: "the arguments are not a JSON object"},
+	}, it
+}
+
+// refuse ends the run failed with code model_behavior, keeping the
+// response as evidence in a form that can always be persisted.
+func (d *drive) refuse(ctx context.Context, resp *llm.Response, msg string) (*RunResult, error) {
+	d.cp.Rejected = d.evidence(resp.Items)
+	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
+	d.cp.Error = &RunError{Code: "model_behavior", Message: msg}
+	return d.end(ctx, store.RunFailed, EvRunFailed)
+}
+
+// evidence is a refused response as it may be persisted: valid items
+// redacted like any other, an invalid one as a raw item describing it
+// (its type, why it is invalid, its fields as redacted text).
+func (d *drive) evidence(items []item.Item) []item.Item {
+	out := make([]item.Item, 0, len(items))
+	for _, it := range items {
+		if err := it.Validate(); err == nil {
+			out = append(out, d.redactItem(it))
+			continue
+		} else {
+			desc := map[string]any{"type": it.Type, "invalid": err.Error()}
+			if it.Text != "" {
+				desc["text"] = truncateUTF8(d.e.redactor.Text(it.Text), maxEvidenceText)
+			}
+			if tc := it.ToolCall; tc != nil {
+				args, _ := d.argsEvidence(tc.Arguments)
+				desc["tool_call"] = map[string]any{"id": tc.ID, "name": tc.Name, "arguments": args}
+			}
+			out = append(out, item.Item{Type: item.TypeRaw, Raw: &item.Raw{Provider: "actoviq.rejected", Value: d.redactJSON(mustJSON(desc))}})
+		}
+	}
+	return out
+}
+
+// effectOf is a tool's declared effect; an unknown tool is a side effect.
+func (d *drive) effectOf(name string) tool.Effect {
+	if t, ok := d.runner.Lookup(name); ok {
+		return t.Spec().Effect
+	}
+	return tool.SideEffect
+}
