@@ -12,13 +12,6 @@ import (
 	"github.com/actoviq/actoviq-go/tool"
 )
 
-// Is reports whether target is [ErrModelBehavior] for a run that failed
-// with code model_behavior, so errors.Is(res.Error, ErrModelBehavior)
-// tells a refused model response from other failures.
-func (e *RunError) Is(target error) bool {
-	return target == ErrModelBehavior && e != nil && e.Code == "model_behavior"
-}
-
 // malformedCall reports whether it is a tool call that is valid except
 // for its arguments, which are not a JSON object (an array, a string,
 // text that is not JSON). Such a call is recorded and answered with an

@@ -57,9 +57,16 @@ func init() {
 }
 
 // Is makes errors.Is(res.Error, ErrSessionConflict) report an overtaken
-// run.
+// run, and errors.Is(res.Error, ErrModelBehavior) a refused model
+// response (code model_behavior).
 func (e *RunError) Is(target error) bool {
-	return target == ErrSessionConflict && e.Code == codeSessionConflict
+	switch target {
+	case ErrSessionConflict:
+		return e.Code == codeSessionConflict
+	case ErrModelBehavior:
+		return e.Code == "model_behavior"
+	}
+	return false
 }
 
 // appendSession appends the run's items to its session (CAS on the
