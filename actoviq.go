@@ -40,7 +40,11 @@ func (e *Runtime) ResumeWith(ctx context.Context, a *AgentSpec, runID string, de
 // The decisions are checked against the ledger; one that does not fit it
 // returns a [*DecisionError].
 func (e *Runtime) Decide(ctx context.Context, runID string, decisions ...Decision) error {
-	return e.decide(ctx, runID, decisions)
+	rest, err := e.routeChildDecisions(ctx, runID, decisions) // child.go
+	if err != nil || len(rest) == 0 && len(decisions) > 0 {
+		return err
+	}
+	return e.decide(ctx, runID, rest)
 }
 
 // Stream starts a run and yields its events as they happen; the last

@@ -102,7 +102,7 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	}
 	if run.Status == store.RunInterrupted {
 		for _, in := range cp.Interruptions {
-			if in.Kind == InterruptProvider { // open until the next drive
+			if in.Kind == InterruptProvider || in.RunID != "" { // open until the next drive; a child's (child.go)
 				info.Interruptions = append(info.Interruptions, in)
 				continue
 			}

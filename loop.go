@@ -41,12 +41,18 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 				// next pass runs it.
 				continue
 			}
+			if res, err, stop := d.childFailFast(ctx); stop { // child.go
+				return res, err
+			}
 			d.fold()
 		}
 		d.cp.Interruptions = nil
 		if d.cp.Turn >= d.limits.MaxTurns {
 			d.cp.Error = &RunError{Code: "max_turns", Message: fmt.Sprintf("the run reached its limit of %d model turns", d.limits.MaxTurns)}
 			return d.end(ctx, store.RunFailed, EvRunFailed)
+		}
+		if res, err, stop := d.overBudget(ctx); stop { // a child's tree budget (child.go)
+			return res, err
 		}
 		resp, err := d.callModel(ctx)
 		if err != nil {
@@ -288,6 +294,12 @@ func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
 		if !ok {
 			return nil, &store.DataError{Kind: "ledger", ID: d.run.ID + "/" + id, Err: errors.New("pending call has no ledger entry")}
 		}
+		if ok, err := d.reenterChild(ctx, en); err != nil || ok { // child.go
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		spec, _ := d.lookupSpec(en.Tool)
 		switch ledger.Recover(en.State, en.Effect, en.IdempotencyKey, d.agent.Recovery) {
 		case ledger.ActionNone, ledger.ActionRun:
@@ -427,6 +439,7 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 	en = d.entry(en.CallID)
 	tctx, cancel := d.withinDeadline(ctx)
 	defer cancel()
+	tctx = d.childCallContext(tctx, en) // an agent tool's parent (child.go)
 	res, err := d.runner.Run(tctx, &tool.Call{Name: en.Tool, Args: args, Key: en.IdempotencyKey, Attempt: en.Attempt, Approved: true})
 	return d.recordOutcome(ctx, en, res, err)
 }
@@ -434,6 +447,9 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 // recordOutcome writes what a started call produced. It runs on a detached
 // context (d.write), so a cancellation cannot lose a result that exists.
 func (d *drive) recordOutcome(ctx context.Context, en *store.LedgerEntry, res tool.Result, err error) (*Interruption, error) {
+	if in, err, ok := d.childOutcome(ctx, en, err); ok { // an agent tool's child run (child.go)
+		return in, err
+	}
 	if err == nil {
 		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, res, nil)
 	}

@@ -143,6 +143,15 @@ func (e *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Eve
 // Resume continues a run: decisions are recorded first, then the recovery
 // rules are applied to the ledger, then the run goes on.
 func (e *Runtime) resumeOpts(ctx context.Context, a *AgentSpec, runID string, opts *ResumeOptions) (*RunResult, error) {
+	if len(opts.Decisions) > 0 { // decisions for a child's calls are recorded on the child (child.go)
+		rest, err := e.routeChildDecisions(ctx, runID, opts.Decisions)
+		if err != nil {
+			return nil, err
+		}
+		o := *opts
+		o.Decisions = rest
+		opts = &o
+	}
 	d, err := e.newDrive(a, opts.Sinks)
 	if err != nil {
 		return nil, err
@@ -374,7 +383,12 @@ func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFu
 // the run does not continue. A run driven by another process is refused
 // with [ErrRunHeld]. To stop driving without deciding anything (a process
 // shutting down), use [Runtime.Close].
-func (e *Runtime) Cancel(ctx context.Context, runID string) error {
+func (e *Runtime) Cancel(ctx context.Context, runID string) (err error) {
+	defer func() { // its children, by their parent-close policy (child.go)
+		if err == nil {
+			e.closeChildren(ctx, runID)
+		}
+	}()
 	e.mu.Lock()
 	c, live := e.cancels[runID]
 	e.mu.Unlock()

@@ -149,6 +149,8 @@ func (e *Runtime) Close() error {
 // checkpoint is the engine's durable run state (store.Run.Checkpoint).
 type checkpoint struct {
 	V int `json:"v"`
+	// Child is set for a child run (child.go).
+	Child *childInfo `json:"child,omitempty"`
 	// Items is the transcript: input, model responses and the tool results
 	// of every turn before the pending one. Tool-call arguments are stored
 	// redacted.

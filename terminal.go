@@ -84,7 +84,7 @@ func (d *drive) stopCheck(ctx context.Context) (*RunResult, error, bool) {
 // [Runtime.Decide] records with); otherwise the run stops interrupted,
 // which is also how a shutdown during a side effect ends.
 func (d *drive) stopInterrupted(ctx context.Context, interrupts []Interruption) (*RunResult, error) {
-	d.cp.Interruptions = interrupts
+	d.cp.Interruptions = flattenChild(interrupts)
 	if d.pastDeadline() || d.cancelled(ctx) {
 		if res, err, stop := d.stopCheck(ctx); stop {
 			return res, err

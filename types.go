@@ -78,6 +78,13 @@ type Interruption struct {
 	LastError json.RawMessage `json:"last_error,omitempty"`
 	// Provider is the evidence of a provider interruption.
 	Provider *ProviderFailure `json:"provider,omitempty"`
+	// RunID is set when the call belongs to a child run (an agent used as
+	// a tool): the run whose ledger holds it, where it is decided. Empty
+	// for the run's own calls. See child.go.
+	RunID string `json:"run_id,omitempty"`
+
+	// nested are a child run's interruptions, shown in its parent's place.
+	nested []Interruption
 }
 
 // ProbeAnswer is what a tool's Reconcile probe said.
@@ -107,6 +114,11 @@ const (
 type Decision struct {
 	// CallID is the interrupted call decided on.
 	CallID string `json:"call_id"`
+	// RunID names the child run the call belongs to when the decision is
+	// given to its parent (an interruption's RunID); empty means the run
+	// decided on, or, if it has no such call, the child run whose open
+	// interruption has this call id.
+	RunID string `json:"run_id,omitempty"`
 	// Kind is what was decided.
 	Kind DecisionKind `json:"kind"`
 	// By names who decided; required.

@@ -350,6 +350,12 @@ func (e *Runtime) Enqueue(ctx context.Context, a *AgentSpec, in *Input) (string,
 
 // newQueued writes a queued run record.
 func (e *Runtime) newQueued(ctx context.Context, a *AgentSpec, in *Input) (*store.Run, error) {
+	return e.newQueuedWith(ctx, a, in, nil)
+}
+
+// newQueuedWith is newQueued; mutate, when set, adjusts the checkpoint and
+// the record before they are written.
+func (e *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, mutate func(*checkpoint, *store.Run)) (*store.Run, error) {
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
@@ -373,15 +379,19 @@ func (e *Runtime) newQueued(ctx context.Context, a *AgentSpec, in *Input) (*stor
 	for _, it := range in.Items {
 		cp.Items = append(cp.Items, d.redactItem(it))
 	}
+	run := &store.Run{Tenant: e.tenant, ID: runID, ParentID: in.ParentRunID, AgentID: a.ID,
+		AgentDigest: a.Digest(), Status: store.RunQueued, Meta: in.Meta}
+	if a.Limits.RunTimeout > 0 {
+		run.Deadline = e.clock().Add(a.Limits.RunTimeout)
+	}
+	if mutate != nil {
+		mutate(cp, run)
+	}
 	raw, err := json.Marshal(cp)
 	if err != nil {
 		return nil, err
 	}
-	run := &store.Run{Tenant: e.tenant, ID: runID, ParentID: in.ParentRunID, AgentID: a.ID,
-		AgentDigest: a.Digest(), Status: store.RunQueued, Checkpoint: raw, Meta: in.Meta}
-	if a.Limits.RunTimeout > 0 {
-		run.Deadline = e.clock().Add(a.Limits.RunTimeout)
-	}
+	run.Checkpoint = raw
 	created, err := e.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
 	if errors.Is(err, store.ErrExists) {
 		return nil, fmt.Errorf("%w: %s (a run id is never re-run; use Resume)", ErrRunExists, runID)

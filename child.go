@@ -1,0 +1,890 @@
+package actoviq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/actoviq/actoviq-go/internal/ledger"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// Child runs (SPEC §7). An agent offered to another agent as a tool
+// ([AgentTool]) runs as a run of its own: its id is derived from the
+// parent's run id and the call id ("<parent>.<call>"), so every attempt
+// and every resume of the parent's call finds the same child, with its own
+// checkpoint, ledger and keys ("<child>:<call>"). The parent's ledger entry
+// for the call is an ordinary entry; what is special is recovery: the
+// child keeps its own ledger, so re-entering it is safe, and a started
+// agent-tool call is re-entered (the child resumes from its checkpoint)
+// instead of being reconciled. Nothing the child started runs twice: the
+// child's own recovery rules apply to its own calls.
+//
+// What a child's end does to its parent:
+//   - completed: its output is the call's result;
+//   - interrupted (approval, reconciliation, recovery, provider): the
+//     parent stops interrupted, showing the child's interruptions with the
+//     child's run id; an operator decides on either run, and resuming the
+//     parent resumes the child first;
+//   - failed or cancelled (never a success): by the tool's [ChildFailure]
+//     policy, the parent fails (fail-fast, and retry-safe once its attempts
+//     are spent) or the model gets an error result (collect).
+
+// ChildFailure says what a child run's failure does to its parent.
+type ChildFailure string
+
+// Child failure policies.
+const (
+	// FailFast ends the parent failed when the child fails or is cancelled.
+	FailFast ChildFailure = "fail-fast"
+	// Collect gives the model an error result naming the child's failure;
+	// the parent goes on.
+	Collect ChildFailure = "collect"
+	// RetrySafe resumes the child from its own checkpoint (same run id,
+	// same call ids, same keys) when its drive fails or it stops for a
+	// provider outage or a started read or idempotent write, up to
+	// MaxAttempts, then fails like FailFast. It is accepted only for a
+	// child whose every tool is read or idempotent-write.
+	RetrySafe ChildFailure = "retry-safe"
+)
+
+// ErrRetryUnsafe: retry-safe was asked for a child that can reach a
+// side effect.
+var ErrRetryUnsafe = errors.New("actoviq: retry-safe refused for a child that can reach a side effect")
+
+// RetryUnsafeError names the tool that makes a child unsafe to retry. It
+// matches [ErrRetryUnsafe].
+type RetryUnsafeError struct {
+	Agent, Tool string
+	Effect      tool.Effect
+}
+
+func (e *RetryUnsafeError) Error() string {
+	return fmt.Sprintf("actoviq: agent %s: retry-safe refused: its tool %s is %s (retry-safe needs every tool to be read or idempotent-write); use fail-fast or collect",
+		e.Agent, e.Tool, e.Effect)
+}
+
+// Is reports whether target is [ErrRetryUnsafe].
+func (e *RetryUnsafeError) Is(target error) bool { return target == ErrRetryUnsafe }
+
+// Budget bounds a tree of runs: the root and every child below it. Zero
+// fields mean no bound (MaxDepth: 8). A child's budget is the narrowest
+// of the one it inherits and the one its tool sets; usage is counted over
+// the whole tree, failed attempts included (a retry resumes the same
+// checkpoint, whose usage only grows).
+type Budget struct {
+	// MaxTurns bounds model turns across the tree.
+	MaxTurns int `json:"max_turns,omitempty"`
+	// MaxTokens bounds input plus output tokens across the tree.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// MaxDepth bounds how deep children nest (a root's child is depth 1);
+	// 0 means 8.
+	MaxDepth int `json:"max_depth,omitempty"`
+	// MaxChildren bounds the child runs in the tree.
+	MaxChildren int `json:"max_children,omitempty"`
+}
+
+func narrowInt(a, b int) int {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+func (b Budget) narrow(o Budget) Budget {
+	t := int64(narrowInt(int(b.MaxTokens), int(o.MaxTokens)))
+	return Budget{MaxTurns: narrowInt(b.MaxTurns, o.MaxTurns), MaxTokens: t,
+		MaxDepth: narrowInt(b.MaxDepth, o.MaxDepth), MaxChildren: narrowInt(b.MaxChildren, o.MaxChildren)}
+}
+
+// childInfo is a child run's place in its tree (checkpoint.Child).
+type childInfo struct {
+	Root   string `json:"root"`
+	Depth  int    `json:"depth"`
+	Mode   string `json:"mode"` // foreground | background
+	Tool   string `json:"tool,omitempty"`
+	Budget Budget `json:"budget,omitzero"`
+	// ParentClose is what cancelling the parent does to a background
+	// child: cancel (default) or abandon.
+	ParentClose ParentClosePolicy `json:"parent_close,omitempty"`
+	Failure     ChildFailure      `json:"failure,omitempty"`
+}
+
+// AgentToolOptions configures [AgentTool]. A nil *AgentToolOptions means
+// defaults.
+type AgentToolOptions struct {
+	// Name is the tool's name; empty means the child's ID (characters a
+	// tool name cannot have become '_').
+	Name string
+	// Description is what the model reads; empty means "Ask agent <ID>".
+	Description string
+	// Effect, when set, declares the tool's effect. It may only be more
+	// conservative than the strongest effect among the child's tools
+	// (which is the default); a weaker one is refused.
+	Effect *tool.Effect
+	// Failure is the failure policy; empty means FailFast.
+	Failure ChildFailure
+	// MaxAttempts bounds the attempts of a RetrySafe child; 0 means 3.
+	MaxAttempts int
+	// Backoff is the wait before the second attempt, doubling after each;
+	// 0 means 1 s.
+	Backoff time.Duration
+	// Budget narrows the tree budget the child inherits.
+	Budget Budget
+	// Timeout bounds one call of the tool (the child's drive); 0 means
+	// 24 h. The child's own limits and the parent's deadline still apply.
+	Timeout time.Duration
+}
+
+type agentTool struct {
+	child *AgentSpec
+	o     AgentToolOptions
+	spec  tool.Spec
+}
+
+var toolNameBad = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+
+// AgentTool offers child to other agents as a tool that takes
+// {"input": "..."} and runs child as a child run. Its effect is the
+// strongest among child's tools ([tool.Read] for a child without tools). It
+// refuses RetrySafe for a child that can reach a side effect with a
+// [*RetryUnsafeError], and a declared effect weaker than the child's.
+func AgentTool(child *AgentSpec, opts *AgentToolOptions) (tool.Tool, error) {
+	if err := child.Validate(); err != nil {
+		return nil, err
+	}
+	var o AgentToolOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = toolNameBad.ReplaceAllString(child.ID, "_")
+	}
+	if o.Description == "" {
+		o.Description = "Ask agent " + child.ID + " to do a task; it answers with its final output."
+	}
+	switch o.Failure {
+	case "":
+		o.Failure = FailFast
+	case FailFast, Collect, RetrySafe:
+	default:
+		return nil, fmt.Errorf("actoviq: AgentTool %s: unknown failure policy %q (want fail-fast, collect or retry-safe)", o.Name, o.Failure)
+	}
+	if o.MaxAttempts < 0 || o.Backoff < 0 || o.Timeout < 0 {
+		return nil, fmt.Errorf("actoviq: AgentTool %s: MaxAttempts, Backoff and Timeout must not be negative", o.Name)
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	if o.Backoff == 0 {
+		o.Backoff = time.Second
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 24 * time.Hour
+	}
+	effect := childEffect(child)
+	if o.Failure == RetrySafe {
+		if err := retrySafe(child); err != nil {
+			return nil, err
+		}
+	}
+	if o.Effect != nil {
+		if !o.Effect.Valid() {
+			return nil, fmt.Errorf("actoviq: AgentTool %s: invalid effect %d", o.Name, int(*o.Effect))
+		}
+		if strength(*o.Effect) < strength(effect) {
+			return nil, fmt.Errorf("actoviq: AgentTool %s: declared effect %s is weaker than the child's %s (a declared effect may only be more conservative)",
+				o.Name, *o.Effect, effect)
+		}
+		effect = *o.Effect
+	}
+	t := &agentTool{child: child, o: o, spec: tool.Spec{Name: o.Name, Description: o.Description, Effect: effect, Timeout: o.Timeout,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the task for the agent"}},"required":["input"],"additionalProperties":false}`)}}
+	if err := t.spec.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// strength orders effects: read < idempotent-write < side-effect.
+func strength(e tool.Effect) int {
+	switch e {
+	case tool.Read:
+		return 0
+	case tool.IdempotentWrite:
+		return 1
+	}
+	return 2
+}
+
+func childEffect(a *AgentSpec) tool.Effect {
+	eff := tool.Read
+	for _, t := range a.Tools {
+		if e := t.Spec().Effect; strength(e) > strength(eff) {
+			eff = e
+		}
+	}
+	return eff
+}
+
+func retrySafe(a *AgentSpec) error {
+	for _, t := range a.Tools {
+		if e := t.Spec().Effect; e != tool.Read && e != tool.IdempotentWrite {
+			return &RetryUnsafeError{Agent: a.ID, Tool: t.Spec().Name, Effect: e}
+		}
+	}
+	return nil
+}
+
+// Spec implements [tool.Tool].
+func (t *agentTool) Spec() tool.Spec { return t.spec }
+
+// parentCall is what an agent tool learns about the call that runs it.
+type parentCall struct {
+	d      *drive
+	callID string
+}
+
+type parentKey struct{}
+
+// childCallContext hands an agent tool its parent call.
+func (d *drive) childCallContext(ctx context.Context, en *store.LedgerEntry) context.Context {
+	if d.runner == nil {
+		return ctx
+	}
+	if t, ok := d.runner.Lookup(en.Tool); ok {
+		if _, ok := t.(parentAware); ok {
+			return context.WithValue(ctx, parentKey{}, &parentCall{d: d, callID: en.CallID})
+		}
+	}
+	return ctx
+}
+
+// parentAware tools are given their parent call: the agent, spawn and
+// child-result tools of this package.
+type parentAware interface{ wantsParent() }
+
+func (t *agentTool) wantsParent() {}
+
+func (d *drive) agentToolOf(name string) (*agentTool, bool) {
+	if d.runner == nil {
+		return nil, false
+	}
+	t, ok := d.runner.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	at, ok := t.(*agentTool)
+	return at, ok
+}
+
+// ChildRunID is the run id of the child that call callID of run parentID
+// starts through an agent tool.
+func ChildRunID(parentID, callID string) string {
+	return parentID + "." + toolNameBad.ReplaceAllString(callID, "_")
+}
+
+// childInterrupted: the child stopped for a decision.
+type childInterrupted struct {
+	runID         string
+	interruptions []Interruption
+}
+
+func (e *childInterrupted) Error() string {
+	return fmt.Sprintf("child run %s is interrupted (%d open)", e.runID, len(e.interruptions))
+}
+
+// childStopped: the child's drive stopped without an outcome (the
+// process shuts down, a store error): the parent stops the same way and
+// its call stays started, to be re-entered.
+type childStopped struct {
+	runID string
+	err   error
+}
+
+func (e *childStopped) Error() string { return fmt.Sprintf("child run %s: %v", e.runID, e.err) }
+func (e *childStopped) Unwrap() error { return e.err }
+
+// ChildFailedError reports a child run that failed or was cancelled. A
+// fail-fast parent ends failed with it.
+type ChildFailedError struct {
+	RunID  string
+	Status Status
+	Err    *RunError
+}
+
+func (e *ChildFailedError) Error() string {
+	msg := fmt.Sprintf("child run %s %s", e.RunID, e.Status)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// childFailureRecord is stored as the ledger entry's Error of a fail-fast
+// child call, so that a resume after a crash still fails the parent.
+type childFailureRecord struct {
+	Code    string       `json:"code"` // child_failed
+	RunID   string       `json:"child_run_id"`
+	Status  Status       `json:"status"`
+	Policy  ChildFailure `json:"policy"`
+	Message string       `json:"message"`
+}
+
+// Call implements [tool.Tool]: it starts or resumes the child run.
+func (t *agentTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	pc, ok := ctx.Value(parentKey{}).(*parentCall)
+	if !ok {
+		return tool.Result{}, fmt.Errorf("actoviq: agent tool %s was called outside a run of this runtime", t.spec.Name)
+	}
+	var in struct {
+		Input string `json:"input"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return tool.Result{Content: "invalid arguments: " + err.Error(), IsError: true}, nil
+	}
+	e, parent := pc.d.e, pc.d
+	childID := ChildRunID(parent.run.ID, pc.callID)
+	agent := t.inherit(parent.agent)
+	backoff := t.o.Backoff
+	for attempt := 1; ; attempt++ {
+		res, refused, err := t.drive(ctx, pc, agent, childID, in.Input)
+		if refused != "" {
+			return tool.Result{Content: refused, IsError: true}, nil
+		}
+		retry := false
+		switch {
+		case err != nil:
+			if stopsParent(ctx, err) || t.o.Failure != RetrySafe {
+				return tool.Result{}, &childStopped{runID: childID, err: err}
+			}
+			retry = true
+		case res.Status == StatusCompleted:
+			return childResult(res), nil
+		case res.Status == StatusInterrupted:
+			if t.o.Failure == RetrySafe && retriable(res.Interruptions) && attempt < t.o.MaxAttempts {
+				if err := t.reexecute(ctx, e, childID, res.Interruptions); err != nil {
+					return tool.Result{}, &childStopped{runID: childID, err: err}
+				}
+				retry = true
+				break
+			}
+			return tool.Result{}, &childInterrupted{runID: childID, interruptions: res.Interruptions}
+		default: // failed, cancelled: never a success
+			if t.o.Failure == Collect {
+				return tool.Result{IsError: true, Content: (&ChildFailedError{RunID: childID, Status: res.Status, Err: res.Error}).Error()}, nil
+			}
+			return tool.Result{}, &ChildFailedError{RunID: childID, Status: res.Status, Err: res.Error}
+		}
+		if retry && attempt >= t.o.MaxAttempts {
+			return tool.Result{}, &ChildFailedError{RunID: childID, Status: StatusFailed,
+				Err: &RunError{Code: "retries_exhausted", Message: fmt.Sprintf("%d attempts; last: %v", attempt, err)}}
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return tool.Result{}, &childStopped{runID: childID, err: context.Cause(ctx)}
+		case <-timer.C:
+		}
+		backoff *= 2
+	}
+}
+
+// stopsParent reports whether a child's drive error is the parent's
+// stop too: its context ended (cancellation, Close, a worker's release) or
+// the child's claim is another's.
+func stopsParent(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrReleased) || errors.Is(err, errLostClaim) ||
+		errors.Is(err, ErrDigestMismatch)
+}
+
+// retriable: interruptions a retry-safe child may get past on its own.
+func retriable(ins []Interruption) bool {
+	for _, in := range ins {
+		if in.Kind != InterruptRecovery && in.Kind != InterruptProvider {
+			return false
+		}
+	}
+	return len(ins) > 0
+}
+
+// reexecute records the retry-safe policy's decision to run the child's
+// started reads and idempotent writes again, with their keys.
+func (t *agentTool) reexecute(ctx context.Context, e *Runtime, childID string, ins []Interruption) error {
+	var ds []Decision
+	for _, in := range ins {
+		if in.Kind == InterruptRecovery && in.RunID == "" {
+			ds = append(ds, Decision{CallID: in.CallID, Kind: DecideReexecute, By: "retry-safe:" + t.spec.Name,
+				Reason: "the child's tools are all read or idempotent-write: a new attempt with the same key is safe"})
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	return e.decide(ctx, childID, ds)
+}
+
+func childResult(res *RunResult) tool.Result {
+	var text []string
+	var data json.RawMessage
+	for _, it := range res.Output {
+		switch it.Type {
+		case item.TypeText:
+			text = append(text, it.Text)
+		case item.TypeStructured:
+			data = it.Structured
+			text = append(text, string(it.Structured))
+		}
+	}
+	return tool.Result{Content: strings.Join(text, "\n"), Data: data}
+}
+
+// inherit narrows the child's policies by its parent's: a call that needs
+// approval in the parent needs it in the child, and the child re-runs a
+// started call on its own only if both allow it.
+func (t *agentTool) inherit(parent *AgentSpec) *AgentSpec {
+	c := *t.child
+	if parent == nil {
+		return &c
+	}
+	effects := append([]tool.Effect(nil), c.Approval.Effects...)
+	for _, pe := range parent.Approval.Effects {
+		found := false
+		for _, ce := range effects {
+			found = found || ce == pe
+		}
+		if !found {
+			effects = append(effects, pe)
+		}
+	}
+	c.Approval.Effects = effects
+	if c.Approval.Policy == nil && parent.Approval.Policy != nil {
+		c.Approval.Policy, c.Approval.Version = parent.Approval.Policy, "inherited:"+parent.Approval.Version
+	}
+	c.Recovery.RerunReads = c.Recovery.RerunReads && parent.Recovery.RerunReads
+	c.Recovery.RerunIdempotentWrites = c.Recovery.RerunIdempotentWrites && parent.Recovery.RerunIdempotentWrites
+	return &c
+}
+
+// drive starts the child run, or resumes it, and drives it to a stop. A
+// non-empty refused says why no child was started (a budget).
+func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec, childID, input string) (*RunResult, string, error) {
+	e, parent := pc.d.e, pc.d
+	tree := childInfo{Root: parent.run.ID, Mode: "foreground", Tool: t.spec.Name, Budget: t.o.Budget, Failure: t.o.Failure}
+	if pi := parent.cp.Child; pi != nil {
+		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth, pi.Budget.narrow(t.o.Budget)
+	}
+	tree.Depth++
+	for {
+		run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: childID})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if why, err := e.budgetRefusal(ctx, &tree, true); err != nil || why != "" {
+				return nil, why, err
+			}
+			if err := e.createChild(ctx, parent, agent, childID, input, &tree); err != nil && !errors.Is(err, store.ErrExists) {
+				return nil, "", err
+			}
+			continue
+		case err != nil:
+			return nil, "", fmt.Errorf("actoviq: child run %s: %w", childID, err)
+		case run.ParentID != parent.run.ID:
+			return nil, "", fmt.Errorf("actoviq: run %s exists and is not a child of %s", childID, parent.run.ID)
+		}
+		left, why, err := e.budgetLeft(ctx, &tree)
+		if err != nil || why != "" {
+			return nil, why, err
+		}
+		res, err := e.driveChildRun(withBudget(ctx, left), agent, childID)
+		var held *RunHeldError
+		if errors.As(err, &held) {
+			// Another drive holds the child (a worker adopted it when this
+			// parent's process died, or it is still stopping): wait for it.
+			if err := e.waitUnheld(ctx, childID); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		return res, "", err
+	}
+}
+
+// createChild writes the child run: running, deadline no later than its
+// parent's, its place in the tree in its checkpoint.
+func (e *Runtime) createChild(ctx context.Context, parent *drive, a *AgentSpec, childID, input string, tree *childInfo) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	cp := &checkpoint{V: 1, TraceID: parent.cp.TraceID, PolicyVersion: a.Approval.version(), Child: tree,
+		Items: []item.Item{item.UserText(input)}}
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	run := &store.Run{Tenant: e.tenant, ID: childID, ParentID: parent.run.ID, AgentID: a.ID, AgentDigest: a.Digest(),
+		Status: store.RunRunning, Checkpoint: raw, Deadline: parent.run.Deadline}
+	if a.Limits.RunTimeout > 0 {
+		if dl := e.clock().Add(a.Limits.RunTimeout); run.Deadline.IsZero() || dl.Before(run.Deadline) {
+			run.Deadline = dl
+		}
+	}
+	_, err = e.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
+	return err
+}
+
+// driveChildRun drives an existing child run as Resume does, starting it
+// when it never ran.
+func (e *Runtime) driveChildRun(ctx context.Context, a *AgentSpec, runID string) (*RunResult, error) {
+	d, err := e.newDrive(a, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.load(ctx, runID); err != nil {
+		return nil, err
+	}
+	if d.run.Status.Terminal() {
+		return d.cp.result(runID, d.run.Status), nil
+	}
+	if err := d.checkAgent(nil); err != nil {
+		return nil, err
+	}
+	start := EvRunResumed
+	if d.run.EventSeq == 0 {
+		start = EvRunStarted
+	}
+	return e.claimAndDrive(ctx, d, start, nil)
+}
+
+// waitUnheld waits until nobody holds the run's claim.
+func (e *Runtime) waitUnheld(ctx context.Context, runID string) error {
+	delay := 20 * time.Millisecond
+	for {
+		h, err := e.RunHolder(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if h == nil || !h.Live {
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// treeUsage sums turns and tokens over a tree, and counts its children.
+type treeUsage struct {
+	turns    int
+	tokens   int64
+	children int
+}
+
+func (e *Runtime) usageOf(ctx context.Context, root string) (treeUsage, error) {
+	var u treeUsage
+	queue := []string{root}
+	for first := true; len(queue) > 0; first = false {
+		id := queue[0]
+		queue = queue[1:]
+		run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: id})
+		if err != nil {
+			return u, fmt.Errorf("actoviq: budget of tree %s: %w", root, err)
+		}
+		if !first {
+			u.children++
+		}
+		if cp, err := decodeCheckpoint(run); err == nil {
+			u.turns += cp.Turn
+			u.tokens += cp.Usage.InputTokens + cp.Usage.OutputTokens
+		}
+		kids, err := e.store.RunList(ctx, &store.RunListParams{Tenant: e.tenant, ParentID: id})
+		if err != nil && !errors.Is(err, store.ErrData) {
+			return u, fmt.Errorf("actoviq: budget of tree %s: %w", root, err)
+		}
+		for _, k := range kids {
+			queue = append(queue, k.ID)
+		}
+	}
+	return u, nil
+}
+
+// budgetRefusal says why a new child may not start (depth, count, spent
+// budget); empty means it may.
+func (e *Runtime) budgetRefusal(ctx context.Context, tree *childInfo, isNew bool) (string, error) {
+	maxDepth := tree.Budget.MaxDepth
+	if maxDepth == 0 {
+		maxDepth = 8
+	}
+	if tree.Depth > maxDepth {
+		return fmt.Sprintf("This agent was not started: child runs may nest %d deep and this one would be at depth %d.", maxDepth, tree.Depth), nil
+	}
+	_, why, err := e.budgetLeftNew(ctx, tree, isNew)
+	return why, err
+}
+
+func (e *Runtime) budgetLeft(ctx context.Context, tree *childInfo) (*budgetLeft, string, error) {
+	return e.budgetLeftNew(ctx, tree, false)
+}
+
+func (e *Runtime) budgetLeftNew(ctx context.Context, tree *childInfo, isNew bool) (*budgetLeft, string, error) {
+	b := tree.Budget
+	if b.MaxTurns == 0 && b.MaxTokens == 0 && b.MaxChildren == 0 {
+		return nil, "", nil
+	}
+	u, err := e.usageOf(ctx, tree.Root)
+	if err != nil {
+		return nil, "", err
+	}
+	if isNew && b.MaxChildren > 0 && u.children >= b.MaxChildren {
+		return nil, fmt.Sprintf("This agent was not started: the run tree already has %d child runs, its budget.", u.children), nil
+	}
+	left := &budgetLeft{turns: -1, tokens: -1}
+	if b.MaxTurns > 0 {
+		left.turns = b.MaxTurns - u.turns
+	}
+	if b.MaxTokens > 0 {
+		left.tokens = b.MaxTokens - u.tokens
+	}
+	if left.turns == 0 || left.turns < -1 || left.tokens == 0 || left.tokens < -1 {
+		return nil, fmt.Sprintf("This agent was not started: the run tree spent its budget (%d turns, %d tokens used).", u.turns, u.tokens), nil
+	}
+	return left, "", nil
+}
+
+// budgetLeft is what a child drive may still spend (-1: no bound),
+// counted from the drive's first check.
+type budgetLeft struct {
+	turns  int
+	tokens int64
+
+	started     bool
+	startTurn   int
+	startTokens int64
+}
+
+type budgetKey struct{}
+
+// withBudget sets the child drive's budget; nil (no bound) also hides the
+// budget of the drive that runs the agent tool.
+func withBudget(ctx context.Context, b *budgetLeft) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// overBudget ends a child run failed when its tree's budget is spent.
+func (d *drive) overBudget(ctx context.Context) (*RunResult, error, bool) {
+	b, _ := ctx.Value(budgetKey{}).(*budgetLeft)
+	if b == nil || d.cp.Child == nil {
+		return nil, nil, false
+	}
+	tokens := d.cp.Usage.InputTokens + d.cp.Usage.OutputTokens
+	if !b.started {
+		b.started, b.startTurn, b.startTokens = true, d.cp.Turn, tokens
+	}
+	if b.turns >= 0 && d.cp.Turn-b.startTurn >= b.turns || b.tokens >= 0 && tokens-b.startTokens >= b.tokens {
+		d.cp.Error = &RunError{Code: "budget", Message: fmt.Sprintf("the run tree of %s spent its budget (%+v)", d.cp.Child.Root, d.cp.Child.Budget)}
+		res, err := d.end(ctx, store.RunFailed, EvRunFailed)
+		return res, err, true
+	}
+	return nil, nil, false
+}
+
+// childOutcome records what an agent tool's child run came to, when it
+// is not a plain result.
+func (d *drive) childOutcome(ctx context.Context, en *store.LedgerEntry, err error) (*Interruption, error, bool) {
+	if err == nil {
+		return nil, nil, false
+	}
+	var ci *childInterrupted
+	var cs *childStopped
+	var cf *ChildFailedError
+	switch {
+	case errors.As(err, &ci):
+		// The call stays started: resuming the parent re-enters the child.
+		in := d.interruption(InterruptApproval, d.entry(en.CallID), "the child run "+ci.runID+" is interrupted", nil)
+		in.RunID = ci.runID
+		for _, n := range ci.interruptions {
+			if n.RunID == "" {
+				n.RunID = ci.runID
+			}
+			in.nested = append(in.nested, n)
+		}
+		return &in, nil, true
+	case errors.As(err, &cs):
+		return nil, fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, cs), true
+	case errors.As(err, &cf):
+		at, _ := d.agentToolOf(en.Tool)
+		policy := FailFast
+		if at != nil {
+			policy = at.o.Failure
+		}
+		rec := childFailureRecord{Code: "child_failed", RunID: cf.RunID, Status: cf.Status, Policy: policy, Message: cf.Error()}
+		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, tool.Result{Content: cf.Error(), IsError: true},
+			func(n *store.LedgerEntry) { n.Error = mustJSON(rec) }), true
+	}
+	return nil, nil, false
+}
+
+// reenterChild: a started (or unknown) call of an agent tool is run
+// again, which resumes its child run from the child's own checkpoint. It
+// keeps its key; the attempt it had started was allowed to start, so the
+// new attempt does not ask for approval again.
+func (d *drive) reenterChild(ctx context.Context, en *store.LedgerEntry) (bool, error) {
+	if _, ok := d.agentToolOf(en.Tool); !ok || !ledger.MayHaveRun(en.State) {
+		return false, nil
+	}
+	next := cloneEntry(en)
+	next.State = store.LedgerPrepared
+	now := d.e.clock()
+	reason := "the call's child run " + ChildRunID(d.run.ID, en.CallID) + " keeps its own ledger: it resumes from its checkpoint"
+	next.Resolution = &store.Decision{Kind: "resume-child", By: "runtime", At: now, Reason: reason}
+	next.Approval = &store.Decision{Kind: string(DecideReexecute), By: "runtime", At: now, Reason: reason,
+		ArgsDigest: en.ArgsDigest, PolicyVersion: d.pv, Attempt: en.Attempt + 1}
+	return true, d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
+}
+
+// childFailFast ends the parent failed when a fail-fast child call of the
+// settled turn failed. The failure is in the call's ledger entry, so a
+// crash between the commit and this write fails the parent on resume too.
+func (d *drive) childFailFast(ctx context.Context) (*RunResult, error, bool) {
+	for _, id := range d.cp.Pending {
+		en := d.ledger[id]
+		if en == nil || len(en.Error) == 0 {
+			continue
+		}
+		var rec childFailureRecord
+		if json.Unmarshal(en.Error, &rec) != nil || rec.Code != "child_failed" || rec.Policy == Collect {
+			continue
+		}
+		d.fold() // the error result is part of the record
+		d.cp.Error = &RunError{Code: "child_failed", Message: fmt.Sprintf("call %s: %s (policy %s)", en.CallID, rec.Message, rec.Policy)}
+		res, err := d.end(ctx, store.RunFailed, EvRunFailed)
+		return res, err, true
+	}
+	return nil, nil, false
+}
+
+// flattenChild puts a child's interruptions in the place of the parent's
+// call that waits for them.
+func flattenChild(ins []Interruption) []Interruption {
+	var out []Interruption
+	for _, in := range ins {
+		if in.nested != nil {
+			out = append(out, in.nested...)
+			continue
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// routeChildDecisions records, on their child runs, the decisions given to
+// a parent for its children's calls, and returns the others.
+func (e *Runtime) routeChildDecisions(ctx context.Context, runID string, decisions []Decision) ([]Decision, error) {
+	if len(decisions) == 0 {
+		return decisions, nil
+	}
+	var open []Interruption
+	var own map[string]bool
+	load := func() error {
+		if own != nil {
+			return nil
+		}
+		own = map[string]bool{}
+		run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
+		if err != nil {
+			return nil // the parent's own checks report it
+		}
+		if cp, err := decodeCheckpoint(run); err == nil {
+			open = cp.Interruptions
+		}
+		entries, err := e.store.LedgerList(ctx, &store.LedgerListParams{Tenant: e.tenant, RunID: runID})
+		if err != nil {
+			return fmt.Errorf("actoviq: ledger of %s: %w", runID, err)
+		}
+		for _, en := range entries {
+			own[en.CallID] = true
+		}
+		return nil
+	}
+	var rest []Decision
+	byChild := map[string][]Decision{}
+	var order []string
+	for _, dec := range decisions {
+		target := dec.RunID
+		if target == "" {
+			if err := load(); err != nil {
+				return nil, err
+			}
+			if !own[dec.CallID] {
+				for _, in := range open {
+					if in.RunID != "" && in.CallID == dec.CallID {
+						if target != "" && target != in.RunID {
+							return nil, &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf(
+								"child runs %s and %s both wait on a call with this id; name the run (Decision.RunID)", target, in.RunID)}
+						}
+						target = in.RunID
+					}
+				}
+			}
+		}
+		if target == "" || target == runID {
+			dec.RunID = ""
+			rest = append(rest, dec)
+			continue
+		}
+		dec.RunID = ""
+		if _, seen := byChild[target]; !seen {
+			order = append(order, target)
+		}
+		byChild[target] = append(byChild[target], dec)
+	}
+	for _, child := range order {
+		if err := e.Decide(ctx, child, byChild[child]...); err != nil {
+			return nil, fmt.Errorf("actoviq: decisions for child run %s: %w", child, err)
+		}
+	}
+	return rest, nil
+}
+
+// ParentClosePolicy says what cancelling a parent does to a background
+// child (foreground children always end with their parent's call).
+type ParentClosePolicy string
+
+// Parent-close policies.
+const (
+	// ParentCloseCancel cancels the child with its parent (the default).
+	ParentCloseCancel ParentClosePolicy = "cancel"
+	// ParentCloseAbandon lets the child run on to its own end.
+	ParentCloseAbandon ParentClosePolicy = "abandon"
+)
+
+// closeChildren applies the parent-close policy to a cancelled run's
+// children that have not ended. A child held by a drive in another process
+// is left to its lease (Cancel stops only drives of this process).
+func (e *Runtime) closeChildren(ctx context.Context, parentID string) {
+	kids, _ := e.store.RunList(ctx, &store.RunListParams{Tenant: e.tenant, ParentID: parentID})
+	for _, k := range kids {
+		if k.Status.Terminal() {
+			continue
+		}
+		cp, err := decodeCheckpoint(k)
+		if err != nil || cp.Child != nil && cp.Child.ParentClose == ParentCloseAbandon {
+			continue
+		}
+		_ = e.Cancel(ctx, k.ID)
+	}
+}
