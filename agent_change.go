@@ -525,7 +525,7 @@ func (d *drive) adopt(ctx context.Context, opts *ResumeOptions) error {
 		meta = opts.Meta
 		events = append(events, d.event(EvRunMetaChanged, "", &MetaChangedData{From: d.run.Meta, To: opts.Meta}))
 	}
-	raw, err := json.Marshal(d.cp)
+	raw, err := d.cpEnc.encode(d.cp)
 	if err != nil {
 		return fmt.Errorf("actoviq: encode checkpoint: %w", err)
 	}
