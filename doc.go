@@ -38,14 +38,31 @@
 //   - approval: the [ApprovalPolicy] asks a person before the call starts;
 //   - reconciliation: a side effect may or may not have happened;
 //   - recovery: a read or idempotent write was started when the run stopped
-//     and the [RecoveryPolicy] does not allow re-running it.
+//     and the [RecoveryPolicy] does not allow re-running it;
+//   - provider: a model call failed after the transport's bounded retries
+//     with a transient error (5xx, 408/409/425/429, a transport error, a
+//     broken stream, a Retry-After above the cap). Nothing is lost and
+//     nothing needs deciding: Resume makes one new model call from the
+//     committed checkpoint ([ProviderFailure] is the evidence). The runtime
+//     never does that on its own; [Limits].MaxProviderInterruptions bounds
+//     them in a row. A final error (400, 401, 403, 404, context length, a
+//     policy refusal) ends the run failed, its [RunError].Hint saying what
+//     to do.
 //
 // [Runtime.Decide] records a [Decision] (approve, reject, committed with a
 // result, failed with a message for the model, or re-execute with the same
 // key), with who, when and why; [Runtime.Resume] applies decisions and the
-// recovery rules and goes on. Resume refuses a changed agent (its digest),
-// a run another live worker holds, and ends a run past its deadline as
-// cancelled with its ledger untouched. The decisions of one call are one
+// recovery rules and goes on. A new version of the agent may take a
+// waiting run over: Resume refuses only a change to what an unsettled call
+// depends on (its tool's name, effect, input schema, approval need, or the
+// policy version its approval is bound to), with an [*AgentChangeError]
+// listing each change; [ResumeOptions].AcceptAgentChange takes it over,
+// recorded, voiding the affected approvals (see Example_agentUpgrade).
+// Resume refuses a run another live process holds ([*RunHeldError] names
+// it), and ends a run past its deadline as cancelled with its ledger
+// untouched. [Runtime.Get] and [Runtime.List] derive liveness from the
+// claim: [StatusStalled] is a run stored running that no live process
+// drives. The decisions of one call are one
 // atomic write; on a finished run Resume refuses them ([RunFinishedError]),
 // and Decide takes only what records the truth about a started call
 // (committed or failed), for the audit trail.
