@@ -155,6 +155,16 @@
 // [Options.TerminateWait] (default 500ms; the npm reference servers ignore
 // stdin closing), then SIGKILL.
 //
+// A stdio server runs in a process group of its own and, on Linux, with
+// the parent-death signal set (SIGKILL): when the process that started it
+// dies, even by SIGKILL, the kernel kills the server, so a killed run leaves
+// no orphaned server. The signal reaches the process the configuration
+// names; a launcher (npx, sh -c) that starts the real server as its child
+// passes it on only if that child exits when its stdin closes. Other
+// systems have no parent-death signal: there the server sees its stdin
+// close when the runtime's process dies, and one that ignores that outlives
+// it.
+//
 // The Source is the user's to close: create it before the actoviq.Runtime and
 // close it after the Runtime's Close has returned (with defers: source first,
 // runtime second, so the runtime closes first). Runtime.Close waits for live
