@@ -145,3 +145,14 @@ func TestUpgradeKeepsPersistedKey(t *testing.T) {
 		t.Fatalf("entry %+v", en)
 	}
 }
+
+// Enqueue (a run for a worker) refuses the same run ids as Run.
+func TestEnqueueRefusesAmbiguousRunID(t *testing.T) {
+	s := newSetup(t)
+	a := agent(scripted.New(scripted.Turn{Text: "x"}))
+	_, err := s.rt.Enqueue(s.ctx, a, &actoviq.Input{RunID: "acct:7"})
+	var ide *actoviq.IDError
+	if !errors.As(err, &ide) || ide.Field != "Input.RunID" {
+		t.Fatalf("Enqueue with a separator in the run id: %v", err)
+	}
+}

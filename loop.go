@@ -54,7 +54,7 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 		if res, err, stop := d.overBudget(ctx); stop { // a child's tree budget (child.go)
 			return res, err
 		}
-		resp, err := d.callModel(ctx)
+		resp, err := d.callModelSafe(ctx) // panics.go
 		if err != nil {
 			if ctx.Err() != nil || d.pastDeadline() {
 				continue // ends cancelled above

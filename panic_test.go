@@ -3,10 +3,12 @@ package actoviq_test
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"strings"
 	"testing"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/tool"
@@ -92,5 +94,26 @@ func TestProbePanicEscalates(t *testing.T) {
 	if in.Kind != actoviq.InterruptReconciliation || in.Probe == nil || in.Probe.Outcome != tool.ProbeUnknown.String() ||
 		!strings.Contains(in.Probe.Error, "probe panicked: probe bug") || pay.count() != 1 {
 		t.Fatalf("interruption %+v probe %+v, %d calls", in, in.Probe, pay.count())
+	}
+}
+
+// panicProvider panics in every model call.
+type panicProvider struct{ *scripted.Provider }
+
+func (panicProvider) Generate(context.Context, *llm.Request) (*llm.Response, error) { panic("provider bug") }
+func (panicProvider) Stream(context.Context, *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	panic("provider bug")
+}
+
+// A provider is user code too: its panic used to take the process down.
+// The run ends with the panic as its model error; nothing was committed.
+func TestProviderPanicRecovered(t *testing.T) {
+	s := newSetup(t)
+	a := agent(nil)
+	a.Provider = panicProvider{scripted.New()}
+	res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
+	if err != nil || res.Status == actoviq.StatusRunning || res.Status == actoviq.StatusCompleted || res.Error == nil ||
+		!strings.Contains(res.Error.Message, "provider panicked: provider bug") {
+		t.Fatalf("%+v %v", res, err)
 	}
 }

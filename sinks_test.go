@@ -133,3 +133,25 @@ func TestSinkPanicRecovered(t *testing.T) {
 		t.Fatalf("no sink.panicked event recording the panic: %v", stored)
 	}
 }
+
+// Requeue writes on a run nobody drives too: its events reach the sinks.
+func TestRequeueEventsReachSinks(t *testing.T) {
+	s := newSetup(t)
+	sink := &recordSink{}
+	rt, err := actoviq.New(s.st, &actoviq.Config{Clock: s.clock.Now, Sinks: []actoviq.EventSink{sink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	pay := &payTool{name: "pay"}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	if res, err := rt.Run(s.ctx, approvalAgent(p, pay), &actoviq.Input{RunID: "r1"}); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if err := rt.Requeue(s.ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sink.stored("r1"), storedEvents(t, s, "r1"); !slices.Equal(got, want) {
+		t.Fatalf("sink:\n got %v\nwant %v", got, want)
+	}
+}

@@ -309,7 +309,8 @@ func (e *Runtime) driveClaimed(ctx context.Context, a *AgentSpec, runID string, 
 // with the reason as its error, its ledger untouched, for an operator (or
 // a worker with the right agent after Runtime.Resume).
 func (e *Runtime) park(ctx context.Context, runID string, fence store.Fence, code, msg string) (*RunResult, error) {
-	d := &drive{e: e, ledger: map[string]*store.LedgerEntry{}, fence: fence}
+	d := e.bareDrive()
+	d.fence = fence
 	defer d.release(ctx)
 	if err := d.read(ctx, runID); err != nil {
 		return nil, err
@@ -370,9 +371,12 @@ func (e *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, mu
 			return nil, fmt.Errorf("actoviq: input item %d: %w", i, err)
 		}
 	}
-	runID := in.RunID
+	runID, field := in.RunID, "Input.RunID"
 	if runID == "" {
-		runID = e.newID()
+		runID, field = e.newID(), "Config.NewID"
+	}
+	if err := checkRunID(field, runID); err != nil {
+		return nil, err
 	}
 	d := &drive{e: e}
 	cp := &checkpoint{V: 1, TraceID: e.newID(), PolicyVersion: a.Approval.version()}
@@ -406,7 +410,7 @@ func (e *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, mu
 // it back to the queue, for a worker to resume. A run that already ended
 // is returned unchanged with [ErrRunFinished].
 func (e *Runtime) Requeue(ctx context.Context, runID string, decisions ...Decision) error {
-	d := &drive{e: e, ledger: map[string]*store.LedgerEntry{}}
+	d := e.bareDrive()
 	if err := d.load(ctx, runID); err != nil {
 		return err
 	}
