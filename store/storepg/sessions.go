@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
 // An append is one statement, hence one transaction: a data-modifying CTE
@@ -26,18 +27,18 @@ const (
 			ON CONFLICT (tenant, session_id) DO NOTHING
 			RETURNING revision
 		)
-		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, item)
-		SELECT $1, $2, s.revision - $3 + e.ord, $4, $6, e.item
-		FROM s, unnest($5::text[]) WITH ORDINALITY AS e(item, ord)`
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, n, item)
+		SELECT $1, $2, s.revision - $3 + 1, $4, $6, $3, $5::text
+		FROM s`
 	sessionAppendNext = `
 		WITH s AS (
 			UPDATE {{schema}}.sessions SET revision = revision + $3
 			WHERE tenant = $1 AND session_id = $2 AND revision = $6
 			RETURNING revision
 		)
-		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, item)
-		SELECT $1, $2, s.revision - $3 + e.ord, $4, $7, e.item
-		FROM s, unnest($5::text[]) WITH ORDINALITY AS e(item, ord)`
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, n, item)
+		SELECT $1, $2, s.revision - $3 + 1, $4, $7, $3, $5::text
+		FROM s`
 )
 
 func (s *Store) sessionRevision(ctx context.Context, tenant, id string) (int64, error) {
@@ -55,11 +56,8 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 	if err := store.Check(p); err != nil {
 		return 0, err
 	}
-	items := make([]string, len(p.Items))
-	for i, it := range p.Items {
-		items[i] = string(it)
-	}
-	n := int64(len(items))
+	items := journal.Join(p.Items) // one row per append (migrations/004)
+	n := int64(len(p.Items))
 	var affected int64
 	appendIn := func(q interface {
 		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
@@ -99,7 +97,7 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 	if err != nil {
 		return 0, err
 	}
-	if affected != n {
+	if affected != 1 {
 		actual, err := s.sessionRevision(ctx, p.Tenant, p.SessionID)
 		if err != nil {
 			return 0, mapErr("append to session "+p.SessionID, err)
@@ -145,29 +143,50 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 			return nil, err
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, turn, item FROM {{schema}}.session_entries
-		WHERE tenant = $1 AND session_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq`),
+	// The rows after the snapshot, and the row that holds the snapshot's
+	// revision (an append can straddle it).
+	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, turn, n, item FROM {{schema}}.session_entries
+		WHERE tenant = $1 AND session_id = $2 AND seq <= $4
+		  AND seq >= COALESCE((SELECT max(seq) FROM {{schema}}.session_entries
+			WHERE tenant = $1 AND session_id = $2 AND seq <= $3), 0)
+		ORDER BY seq`),
 		p.Tenant, p.SessionID, st.SnapshotRevision, st.Revision)
 	if err != nil {
 		return nil, mapErr("load session "+p.SessionID, err)
 	}
 	defer rows.Close()
 	st.Entries = make([]store.SessionEntry, 0, st.Revision-st.SnapshotRevision)
+	next := st.SnapshotRevision + 1 // the seq the next entry must have
 	for rows.Next() {
 		var (
 			seq         int64
-			turn        int32
+			turn, n     int32
 			runID, item *string
 		)
-		if err := rows.Scan(&seq, &runID, &turn, &item); err != nil {
+		if err := rows.Scan(&seq, &runID, &turn, &n, &item); err != nil {
 			return nil, mapErr("load session "+p.SessionID, err)
 		}
 		d := &decoder{kind: "session", id: fmt.Sprintf("%s#%d", p.SessionID, seq)}
-		e := store.SessionEntry{Seq: seq, RunID: d.str("run_id", runID), Turn: int(turn), Item: d.json("item", item)}
+		rid := d.str("run_id", runID)
+		if item == nil {
+			d.fail("column item: unexpected NULL")
+		}
 		if err := d.result(); err != nil {
 			return nil, err
 		}
-		st.Entries = append(st.Entries, e)
+		items, err := journal.Split([]byte(*item), int(n))
+		if err != nil {
+			return nil, &store.DataError{Kind: "session", ID: d.id, Err: err}
+		}
+		for i, it := range items {
+			if s := seq + int64(i); s >= next && s <= st.Revision {
+				if s != next {
+					return nil, &store.DataError{Kind: "session", ID: p.SessionID, Err: fmt.Errorf("journal has no item %d", next)}
+				}
+				st.Entries = append(st.Entries, store.SessionEntry{Seq: s, RunID: rid, Turn: int(turn), Item: it})
+				next++
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr("load session "+p.SessionID, err)

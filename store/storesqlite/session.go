@@ -6,10 +6,11 @@ import (
 	"fmt"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
-// Sessions are an append-only journal (session_journal, one row per item,
-// seq = revision) with a sessions row holding the revision that appends
+// Sessions are an append-only journal (session_journal, one row per
+// append: seq is its first item's revision, n its number of items) with a sessions row holding the revision that appends
 // CAS on, and snapshots keyed by the revision they cover.
 
 // SessionAppend implements [store.Store].
@@ -48,13 +49,10 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 			}
 			return &store.ConflictError{Kind: "session", ID: p.SessionID, Expected: p.ExpectedRevision, Actual: actual}
 		}
-		for i, it := range p.Items {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO session_journal (tenant, session_id, seq, run_id, turn, item)
-				VALUES (?, ?, ?, ?, ?, ?)`, p.Tenant, p.SessionID, p.ExpectedRevision+int64(i)+1, p.RunID, p.Turn, string(it)); err != nil {
-				return err
-			}
-		}
-		return nil
+		// One row for the whole append (see migrations/0003).
+		_, err = tx.ExecContext(ctx, `INSERT INTO session_journal (tenant, session_id, seq, run_id, turn, n, item)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, p.Tenant, p.SessionID, p.ExpectedRevision+1, p.RunID, p.Turn, len(p.Items), journal.Join(p.Items))
+		return err
 	})
 	if err != nil {
 		return 0, wrap("append to session "+p.SessionID, err)
@@ -98,8 +96,12 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, turn, item FROM session_journal
-			WHERE tenant = ? AND session_id = ? AND seq > ? ORDER BY seq`, p.Tenant, p.SessionID, st.SnapshotRevision)
+		// The rows after the snapshot, and the row that holds the
+		// snapshot's revision (an append can straddle it).
+		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, turn, n, item FROM session_journal
+			WHERE tenant = ? AND session_id = ? AND seq >= COALESCE((SELECT MAX(seq) FROM session_journal
+				WHERE tenant = ? AND session_id = ? AND seq <= ?), 0)
+			ORDER BY seq`, p.Tenant, p.SessionID, p.Tenant, p.SessionID, st.SnapshotRevision)
 		if err != nil {
 			return err
 		}
@@ -107,18 +109,39 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		if n := st.Revision - st.SnapshotRevision; n > 0 {
 			st.Entries = make([]store.SessionEntry, 0, n)
 		}
+		next := st.SnapshotRevision + 1 // the seq the next entry must have
 		for rows.Next() {
 			var (
-				e    store.SessionEntry
-				item sql.NullString
+				seq, n int64
+				runID  string
+				turn   int
+				row    []byte
 			)
-			if err := rows.Scan(&e.Seq, &e.RunID, &e.Turn, &item); err != nil {
+			if err := rows.Scan(&seq, &runID, &turn, &n, &row); err != nil {
 				return d.scanErr(err)
 			}
-			if e.Item = d.reqJSON(fmt.Sprintf("item %d", e.Seq), item); d.err != nil {
+			items, err := journal.Split(row, int(n))
+			if err != nil {
+				d.fail("journal row %d: %v", seq, err)
 				return d.result()
 			}
-			st.Entries = append(st.Entries, e)
+			for i, it := range items {
+				if s := seq + int64(i); s >= next {
+					if s != next {
+						d.fail("journal has no item %d", next)
+						return d.result()
+					}
+					st.Entries = append(st.Entries, store.SessionEntry{Seq: s, RunID: runID, Turn: turn, Item: it})
+					next++
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if next != st.Revision+1 {
+			d.fail("journal ends at item %d, want %d", next-1, st.Revision)
+			return d.result()
 		}
 		return rows.Err()
 	})

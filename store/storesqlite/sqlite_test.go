@@ -544,3 +544,34 @@ func TestFenceOnEveryFirstStatement(t *testing.T) {
 		t.Fatalf("stale revision under a good fence: %v", err)
 	}
 }
+
+// TestSessionRowsOfOneItem: journal rows written before appends became one
+// row each (one row per item, n left at its default) load as before, and
+// an append after them goes on from their revision.
+func TestSessionRowsOfOneItem(t *testing.T) {
+	b := setup(t)
+	db := b.s.DB()
+	if _, err := db.Exec(`INSERT INTO sessions (tenant, session_id, revision, created_at, updated_at) VALUES ('t', 'old', 2, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range []string{`{"a":1}`, `"b"`} {
+		if _, err := db.Exec(`INSERT INTO session_journal (tenant, session_id, seq, run_id, item) VALUES ('t', 'old', ?, 'r', ?)`, i+1, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.s.SessionAppend(b.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "old", ExpectedRevision: 2, RunID: "q",
+		Items: []json.RawMessage{json.RawMessage(`3`), json.RawMessage(`[4]`)}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.s.SessionLoad(b.ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range st.Entries {
+		got = append(got, fmt.Sprintf("%d:%s:%s", e.Seq, e.RunID, e.Item))
+	}
+	if want := `1:r:{"a":1} 2:r:"b" 3:q:3 4:q:[4]`; strings.Join(got, " ") != want || st.Revision != 4 {
+		t.Fatalf("revision %d entries %s, want 4 and %s", st.Revision, strings.Join(got, " "), want)
+	}
+}

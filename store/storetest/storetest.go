@@ -739,6 +739,30 @@ func testSessions(t *testing.T, bb *bundle) {
 	if st.SnapshotRevision != 3 || len(st.Entries) != 0 {
 		t.Fatalf("load from newest snapshot: %+v", st)
 	}
+
+	// A snapshot inside one append: the entries after it come back, with
+	// the append's run and turn, and nothing before it.
+	if _, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s2", RunID: "r", Turn: 2,
+		Items: items(`{"i":1}`, `{"i": 2}`, `[3]`, `"4"`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bb.s.SessionSnapshotPut(bb.ctx, &store.SessionSnapshotPutParams{Tenant: "t", SessionID: "s2", Revision: 2, Data: json.RawMessage(`[1,2]`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s2", ExpectedRevision: 4, RunID: "q", Items: items(`5`)}); err != nil {
+		t.Fatal(err)
+	}
+	st, err = bb.s.SessionLoad(bb.ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(st.Revision, st.SnapshotRevision)
+	for _, e := range st.Entries {
+		got += fmt.Sprintf(" %d:%s:%d:%s", e.Seq, e.RunID, e.Turn, e.Item)
+	}
+	if want := `5 2 3:r:2:[3] 4:r:2:"4" 5:q:0:5`; got != want {
+		t.Fatalf("load from a snapshot inside an append: %s, want %s", got, want)
+	}
 }
 
 func testSessionRace(t *testing.T, bb *bundle) {
