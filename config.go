@@ -48,6 +48,8 @@ func (l Limits) validate(agentID string) error {
 		return bad("ToolTimeout", l.ToolTimeout, "5m")
 	case l.ReadParallelism < 0:
 		return bad("ReadParallelism", l.ReadParallelism, "4")
+	case l.MaxProviderInterruptions < 0:
+		return bad("MaxProviderInterruptions", l.MaxProviderInterruptions, "5")
 	}
 	return nil
 }

@@ -37,11 +37,12 @@ func TestConfigAndLimitsValidated(t *testing.T) {
 	}
 	defer rt.Close()
 	for field, lim := range map[string]actoviq.Limits{
-		"Limits.MaxTurns":        {MaxTurns: -1},
-		"Limits.RunTimeout":      {RunTimeout: -time.Second},
-		"Limits.ModelTimeout":    {ModelTimeout: -time.Second},
-		"Limits.ToolTimeout":     {ToolTimeout: -time.Second},
-		"Limits.ReadParallelism": {ReadParallelism: -1},
+		"Limits.MaxTurns":                 {MaxTurns: -1},
+		"Limits.RunTimeout":               {RunTimeout: -time.Second},
+		"Limits.ModelTimeout":             {ModelTimeout: -time.Second},
+		"Limits.ToolTimeout":              {ToolTimeout: -time.Second},
+		"Limits.ReadParallelism":          {ReadParallelism: -1},
+		"Limits.MaxProviderInterruptions": {MaxProviderInterruptions: -1},
 	} {
 		a := agent(scripted.New(scripted.Turn{Text: "ok"}))
 		a.Limits = lim
