@@ -541,3 +541,19 @@ func voidBy(a *AcceptAgentChange) string {
 	}
 	return "runtime"
 }
+
+// lastAgentDigest is the digest of the agent version that drove the run
+// last, as its checkpoint records it; "" when it records none. After a new
+// version took a run over, the run row still names the version it started
+// with.
+func lastAgentDigest(run *store.Run) string {
+	var cp struct {
+		Agent *struct {
+			Digest string `json:"digest"`
+		} `json:"agent"`
+	}
+	if json.Unmarshal(run.Checkpoint, &cp) != nil || cp.Agent == nil {
+		return ""
+	}
+	return cp.Agent.Digest
+}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storemem"
 	"github.com/actoviq/actoviq-go/tool"
 )
 
@@ -222,5 +224,40 @@ func TestConservativeEffectChangeIsTaken(t *testing.T) {
 	// Under the old version (effect down again) the resume is refused.
 	if _, err := s.rt.Resume(s.ctx, v1, "r1"); !errors.Is(err, actoviq.ErrAgentChanged) {
 		t.Fatalf("effect lowered again: %v", err)
+	}
+}
+
+// A run that a new version took over is driven by a worker that has only
+// that version: the worker matches the version the run was driven by last.
+func TestWorkerDrivesRunTakenOverByNewVersion(t *testing.T) {
+	ctx := context.Background()
+	shared := storemem.New(nil)
+	pay := &payTool{name: "pay"}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	v1 := approvalAgent(p, pay)
+	v2 := approvalAgent(p, pay)
+	v2.Instructions = "pay carefully"
+	rt, err := actoviq.New(shared, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	res, err := rt.Run(ctx, v1, &actoviq.Input{RunID: "r1"})
+	if err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	// v2 takes it over (a free change) and it still waits for approval.
+	if res, err = rt.Resume(ctx, v2, "r1"); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("takeover: %+v %v", res, err)
+	}
+	if err := rt.Requeue(ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	startWorkers(t, []store.Store{shared}, 1, v2, actoviq.WorkOptions{})
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err = rt.Wait(wctx, "r1")
+	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 {
+		t.Fatalf("worker with v2: %+v %v, pay ran %d times", res, err, pay.count())
 	}
 }

@@ -256,6 +256,9 @@ func (e *Runtime) Work(ctx context.Context, opts *WorkOptions) error {
 func (e *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, claim *store.Claim) (*RunResult, error) {
 	fence := store.Fence{Key: claim.Key, Holder: claim.Holder, Epoch: claim.Epoch}
 	a, ok := e.registered(run.AgentID, run.AgentDigest)
+	if d := lastAgentDigest(run); !ok && d != "" {
+		a, ok = e.registered(run.AgentID, d) // a version that took the run over (agent_change.go)
+	}
 	if !ok && o.Resolve != nil {
 		info, err := e.Get(ctx, run.ID)
 		if err != nil {
@@ -266,7 +269,7 @@ func (e *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, clai
 		if err != nil {
 			return e.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf("the worker could not build agent %s: %v", run.AgentID, err))
 		}
-		a, ok = ra, ra.Digest() == run.AgentDigest
+		a, ok = ra, ra.Digest() == run.AgentDigest || ra.Digest() == lastAgentDigest(run)
 		if !ok {
 			return e.park(ctx, run.ID, fence, "agent_changed", fmt.Sprintf(
 				"the run was started with agent %s digest %s; the worker built digest %s", run.AgentID, run.AgentDigest, ra.Digest()))
