@@ -106,11 +106,15 @@ func (e *env) runtime(ctx context.Context, c *common, sinks ...actoviq.EventSink
 	if c.tenant == "" {
 		return nil, nil, usageErr("--tenant must not be empty")
 	}
+	codec, err := e.codec()
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := e.openStore(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, Sinks: sinks})
+	rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, Sinks: sinks, Codec: codec})
 	if err != nil {
 		st.Close()
 		return nil, nil, err

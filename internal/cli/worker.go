@@ -48,12 +48,16 @@ func (e *env) workerCmd() *cobra.Command {
 				return usageErr("--tenant must not be empty")
 			}
 			ctx := cmd.Context()
+			codec, err := e.codec()
+			if err != nil {
+				return err
+			}
 			st, err := e.openStore(ctx, &c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL})
+			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL, Codec: codec})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
