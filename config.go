@@ -24,6 +24,9 @@ func (c *Config) validate() error {
 	if err := checkControl("Config.Tenant", c.Tenant); err != nil {
 		return err
 	}
+	if err := checkControl("Config.Holder", c.Holder); err != nil {
+		return err
+	}
 	for i, s := range c.Sinks {
 		if s == nil {
 			return fmt.Errorf("actoviq: Config.Sinks[%d] is nil", i)
@@ -50,6 +53,10 @@ func (l Limits) validate(agentID string) error {
 		return bad("ReadParallelism", l.ReadParallelism, "4")
 	case l.MaxProviderInterruptions < 0:
 		return bad("MaxProviderInterruptions", l.MaxProviderInterruptions, "5")
+	case l.MaxToolOutput < 0:
+		return bad("MaxToolOutput", l.MaxToolOutput, "1 MiB")
+	case l.MaxMalformedCalls < 0:
+		return bad("MaxMalformedCalls", l.MaxMalformedCalls, "3")
 	}
 	return nil
 }

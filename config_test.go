@@ -43,6 +43,8 @@ func TestConfigAndLimitsValidated(t *testing.T) {
 		"Limits.ToolTimeout":              {ToolTimeout: -time.Second},
 		"Limits.ReadParallelism":          {ReadParallelism: -1},
 		"Limits.MaxProviderInterruptions": {MaxProviderInterruptions: -1},
+		"Limits.MaxToolOutput":            {MaxToolOutput: -1},
+		"Limits.MaxMalformedCalls":        {MaxMalformedCalls: -1},
 	} {
 		a := agent(scripted.New(scripted.Turn{Text: "ok"}))
 		a.Limits = lim
