@@ -97,8 +97,8 @@ func TestCrashBetweenSessionAppendAndCompletion(t *testing.T) {
 			crashChild(t, b, scenario{effect: tool.SideEffect}, modeSession, "", pointSessionAppended)
 
 			info, err := rt.Get(ctx, b.runID)
-			if err != nil || info.Status != actoviq.StatusRunning {
-				t.Fatalf("after the kill: %+v %v, want the run still running", info, err)
+			if err != nil || info.StoredStatus != actoviq.StatusRunning {
+				t.Fatalf("after the kill: %+v %v, want the run still running (stored)", info, err)
 			}
 			a, p := sessionAgent("second answer")
 			res, err := resumeWhenFree(ctx, b.parent(t), a, b.runID)
