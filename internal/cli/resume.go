@@ -105,6 +105,13 @@ func configChanges(base, cfg *runConfig) []string {
 	add("--recover", base.Recover, cfg.Recover)
 	add("--max-retries", retriesText(base.MaxRetries), retriesText(cfg.MaxRetries))
 	add("--demo-bank", base.DemoBank, cfg.DemoBank)
+	add("--mcp-log", base.MCPLog, cfg.MCPLog)
+	add("--no-stream", fmt.Sprint(base.NoStream), fmt.Sprint(cfg.NoStream))
+	add("--demo-no-probe", fmt.Sprint(base.DemoNoProbe), fmt.Sprint(cfg.DemoNoProbe))
+	if len(out) == 0 && string(base.meta()) != string(cfg.meta()) {
+		// A setting without its own line here: still recorded, never silent.
+		out = append(out, "changed settings")
+	}
 	return out
 }
 
@@ -159,7 +166,8 @@ func heldMessage(h *actoviq.RunHeldError, c *common) error {
 // would have no effect, so they are refused rather than ignored.
 func refuseFlagsWithDetach(cmd *cobra.Command) error {
 	var given []string
-	for _, name := range []string{"model", "base-url", "mcp-config", "system", "approve", "recover", "max-retries", "timeout", "demo-bank", "accept-agent-change"} {
+	for _, name := range []string{"model", "base-url", "mcp-config", "mcp-log", "system", "approve", "recover", "max-retries", "timeout", "no-stream",
+		"demo-bank", "demo-no-probe", "demo-crash", "accept-agent-change"} {
 		if cmd.Flags().Changed(name) {
 			given = append(given, "--"+name)
 		}

@@ -252,13 +252,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func short(digest string) string {
-	if len(digest) > 19 {
-		return digest[:19]
-	}
-	return digest
-}
-
 // printOpenQuestions prints each interruption with the commands that answer
 // it, then the command that continues the run.
 func printOpenQuestions(w io.Writer, runID string, ins []actoviq.Interruption, flags string) {
