@@ -76,7 +76,7 @@ func (c *Console) storeError(w http.ResponseWriter, id string, err error) {
 	writeError(w, http.StatusInternalServerError, "internal", err.Error())
 }
 
-var statuses = []string{"running", "stalled", "interrupted", "completed", "failed", "cancelled"}
+var statuses = []string{"queued", "running", "stalled", "interrupted", "completed", "failed", "cancelled"}
 
 func validStatus(s string) bool {
 	for _, v := range statuses {
@@ -163,7 +163,7 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 	v := &Run{RunSummary: summary(info), Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
 		Transcript: info.Transcript, Output: info.Output, Usage: info.Usage, Error: info.Error, Ledger: callsOf(info),
 		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
-		Resume: ResumeInfo{Available: c.cfg.Resume != nil, Command: c.cfg.ResumeCommand(info.ID)}}
+		Resume: c.resumeInfo(info.ID)}
 	if v.Transcript == nil {
 		v.Transcript = []item.Item{}
 	}
@@ -361,7 +361,7 @@ func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	resp := DecisionsResponse{RunID: id, By: op, Resume: ResumeInfo{Available: c.cfg.Resume != nil, Command: c.cfg.ResumeCommand(id)}}
+	resp := DecisionsResponse{RunID: id, By: op, Resume: c.resumeInfo(id)}
 	for _, d := range decs {
 		resp.Recorded = append(resp.Recorded, d.CallID)
 	}
@@ -477,3 +477,11 @@ func (c *Console) startResume(id string) (<-chan resumeResult, bool) {
 }
 
 func errorsIsNotFound(err error) bool { return errors.Is(err, actoviq.ErrNotFound) }
+
+func (c *Console) resumeInfo(id string) ResumeInfo {
+	ri := ResumeInfo{Available: c.cfg.Resume != nil, Command: c.cfg.ResumeCommand(id)}
+	if ri.Available {
+		ri.Description = c.cfg.ResumeDescription
+	}
+	return ri
+}

@@ -96,6 +96,21 @@ func TestLoginSessionAndCSRF(t *testing.T) {
 	if r := f.callWith(b.c, "POST", "/api/v1/runs/run-1/resume", "", "", "X-CSRF-Token", "nope"); r.status != http.StatusForbidden {
 		t.Errorf("resume with a wrong CSRF token: %d %s", r.status, r.body)
 	}
+	// From another site, even the right CSRF token does not do.
+	if r := f.callWith(b.c, "POST", "/api/v1/runs/run-1/decisions", "", body, "X-CSRF-Token", b.csrf, "Origin", "https://evil.example"); r.status != http.StatusForbidden || r.errCode(t) != "csrf" {
+		t.Errorf("cross-origin decision: %d %s", r.status, r.body)
+	}
+	if r := f.callWith(b.c, "POST", "/api/v1/runs/run-1/decisions", "", body, "X-CSRF-Token", b.csrf, "Sec-Fetch-Site", "cross-site"); r.status != http.StatusForbidden {
+		t.Errorf("cross-site decision: %d %s", r.status, r.body)
+	}
+	req, _ := http.NewRequest("POST", f.srv.URL+"/login", strings.NewReader("token="+tokenAnon+"&name=eve"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	if res, err := f.srv.Client().Do(req); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin login: %v %v", err, res)
+	} else {
+		res.Body.Close()
+	}
 	info, _ := f.rt.Get(context.Background(), "run-1")
 	if info.Ledger[0].Approval != nil {
 		t.Fatalf("a refused request recorded %+v", info.Ledger[0].Approval)
@@ -123,7 +138,7 @@ func TestLoginSessionAndCSRF(t *testing.T) {
 	if r := f.callWith(b.c, "POST", "/logout", "", ""); r.status != http.StatusForbidden {
 		t.Errorf("logout without CSRF: %d", r.status)
 	}
-	req, _ := http.NewRequest("POST", f.srv.URL+"/logout", strings.NewReader("csrf="+b.csrf))
+	req, _ = http.NewRequest("POST", f.srv.URL+"/logout", strings.NewReader("csrf="+b.csrf))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	res, err := b.c.Do(req)
 	if err != nil || res.StatusCode != http.StatusSeeOther {

@@ -166,10 +166,26 @@ func (a *auth) limited(r *http.Request) (bool, time.Duration) {
 
 func (a *auth) fail(r *http.Request) {
 	key := clientKey(r)
+	now := a.cfg.Clock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.failures[key] = append(a.failures[key], a.cfg.Clock())
+	if len(a.failures) >= maxTrackedClients {
+		// Many addresses failing at once: forget the ones whose failures
+		// aged out, so the table stays bounded.
+		for k, ts := range a.failures {
+			if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= a.cfg.LoginWindow {
+				delete(a.failures, k)
+			}
+		}
+	}
+	ts := append(a.failures[key], now)
+	if len(ts) > a.cfg.LoginFailures {
+		ts = ts[len(ts)-a.cfg.LoginFailures:]
+	}
+	a.failures[key] = ts
 }
+
+const maxTrackedClients = 10000
 
 func retryAfter(w http.ResponseWriter, d time.Duration) {
 	secs := int(d.Round(time.Second) / time.Second)
@@ -227,6 +243,10 @@ func (c *Console) api(h http.HandlerFunc) http.HandlerFunc {
 			}
 			p = &principal{operator: op}
 		} else if s := c.auth.session(r); s != nil {
+			if crossSite(r) {
+				writeError(w, http.StatusForbidden, "csrf", "a request from another site may not change anything here")
+				return
+			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead && !c.csrfOK(r, s) {
 				writeError(w, http.StatusForbidden, "csrf", "missing or wrong CSRF token: reload the page and try again")
 				return
@@ -239,6 +259,23 @@ func (c *Console) api(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, p)))
 	}
+}
+
+// crossSite reports a state change a browser says comes from another site
+// (Sec-Fetch-Site, or an Origin that is not this host). It is refused
+// whatever it carries: defence in depth beside SameSite and the CSRF token.
+func crossSite(r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return false
+	}
+	if s := r.Header.Get("Sec-Fetch-Site"); s == "cross-site" || s == "same-site" {
+		return true
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		return err != nil || u.Host != r.Host
+	}
+	return false
 }
 
 // csrfOK compares the request's CSRF token (header, or form field for
@@ -268,7 +305,7 @@ func (c *Console) page(h http.HandlerFunc) http.HandlerFunc {
 			http.Error(w, "sign in first", http.StatusUnauthorized)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !c.csrfOK(r, s) {
+		if crossSite(r) || r.Method != http.MethodGet && r.Method != http.MethodHead && !c.csrfOK(r, s) {
 			http.Error(w, "missing or wrong CSRF token: reload the page and try again", http.StatusForbidden)
 			return
 		}
@@ -284,6 +321,11 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 // login URL's fragment (filled in by the page's script) or be typed.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
+	if crossSite(r) {
+		// Login CSRF: another site must not sign a browser in.
+		http.Error(w, "a sign-in from another site is refused", http.StatusForbidden)
+		return
+	}
 	if lim, wait := c.auth.limited(r); lim {
 		retryAfter(w, wait)
 		c.render(w, r, http.StatusTooManyRequests, "login.html", map[string]any{"Next": next,

@@ -302,6 +302,11 @@ func TestBrowserApproveAndResume(t *testing.T) {
 	f.waitText("#inbox", "inv-42")
 	f.waitText("#inbox-live", "Live")
 	f.shot("inbox-approval.png")
+	// The inbox follows the store without a reload.
+	if _, err := f.rt.Run(context.Background(), agent, &actoviq.Input{RunID: "inv-44", Items: []item.Item{item.UserText("pay invoice INV-44")}}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitText("#inbox", "inv-44")
 	f.run(chromedp.Click(chromedp.CSS(`#inbox a[href^="/runs/inv-42"]`)), chromedp.WaitVisible(chromedp.ID("call-call_pay")))
 	f.waitText("#call-call_pay .reason", "approval")
 	f.run(
@@ -324,6 +329,19 @@ func TestBrowserApproveAndResume(t *testing.T) {
 	info, _ := f.rt.Get(context.Background(), "inv-42")
 	if a := info.Ledger[0].Approval; info.Status != actoviq.StatusCompleted || a == nil || a.By != "alice" || a.Note != "invoice INV-42 checked" {
 		t.Fatalf("run %s, approval %+v", info.Status, a)
+	}
+
+	// Someone else decides first: the page says so plainly.
+	f.run(chromedp.Navigate(f.srv.URL+"/runs/inv-44"), chromedp.WaitVisible(chromedp.ID("call-call_pay")),
+		chromedp.Click(chromedp.Search(`//article[@id="call-call_pay"]//summary[normalize-space()="Approve"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#call-call_pay form[data-kind="approve"] input[name="note"]`), "looks fine"))
+	if err := f.rt.Decide(context.Background(), "inv-44", actoviq.Decision{CallID: "call_pay", Kind: actoviq.DecideReject, By: "carol", Reason: "duplicate invoice"}); err != nil {
+		t.Fatal(err)
+	}
+	f.run(chromedp.Click(chromedp.CSS(`#call-call_pay form[data-kind="approve"] button[type="submit"]`)))
+	f.waitText("#call-call_pay .decide-result", "Not recorded: this decision no longer fits the run (someone may have decided first)")
+	if info, _ := f.rt.Get(context.Background(), "inv-44"); info.Ledger[0].Approval == nil || info.Ledger[0].Approval.By != "carol" {
+		t.Fatalf("inv-44: %+v", info.Ledger[0].Approval)
 	}
 
 	// The same page at a phone's width, in dark mode.

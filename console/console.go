@@ -49,6 +49,10 @@ type Config struct {
 	// never resumes runs itself: it shows ResumeCommand instead. A returned
 	// error matching [ErrCannotResume] shows ResumeCommand too.
 	Resume func(ctx context.Context, runID string) (*actoviq.RunResult, error)
+	// ResumeDescription is the sentence beside the Resume button saying
+	// what resuming does here; empty means it continues the run in this
+	// process. A Resume that hands runs to a worker queue says so.
+	ResumeDescription string
 	// ResumeCommand says how to resume a run outside the console, e.g.
 	// "actoviq resume RUN --store URL". Nil means a sentence naming
 	// Runtime.Resume.
@@ -150,6 +154,9 @@ func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
 	}
 	if c.InboxLimit == 0 {
 		c.InboxLimit = 500
+	}
+	if c.ResumeDescription == "" {
+		c.ResumeDescription = "Resuming applies the recorded decisions and the recovery rules, then continues from the last checkpoint: nothing committed runs again, and a call whose outcome is unknown is never re-run without a decision."
 	}
 	if c.ResumeCommand == nil {
 		c.ResumeCommand = func(runID string) string {

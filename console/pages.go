@@ -22,6 +22,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"stamp":   stamp,
 		"json":    prettyJSON,
 		"summary": itemSummary,
+		"event":   eventLine,
 		"canDecide": func(kind actoviq.InterruptionKind, decision string) bool {
 			if kind == actoviq.InterruptApproval {
 				return decision == "approve" || decision == "reject"
@@ -167,4 +168,40 @@ func itemSummary(it item.Item) string {
 	}
 	b, _ := json.Marshal(it)
 	return string(b)
+}
+
+// eventLine says in one line what an event recorded, from its typed
+// payload; an event this build does not know gets its type alone.
+func eventLine(ev actoviq.Event) string {
+	data, err := ev.Payload()
+	if err != nil {
+		return "(payload does not decode: " + err.Error() + ")"
+	}
+	switch d := data.(type) {
+	case *actoviq.RunStartedData:
+		return fmt.Sprintf("driven by %s (epoch %d), agent %s, model %s", d.Holder, d.Epoch, d.AgentID, d.Model)
+	case *actoviq.RunEndedData:
+		s := string(d.Status)
+		if d.Error != nil {
+			s += ": " + d.Error.Error()
+		}
+		if n := len(d.Interruptions); n > 0 {
+			s += fmt.Sprintf(", %d open question(s)", n)
+		}
+		return s
+	case *actoviq.ModelResponseData:
+		return fmt.Sprintf("turn %d, %d item(s), stop %s, %d in / %d out tokens", d.Turn, len(d.Items), d.StopReason, d.Usage.InputTokens, d.Usage.OutputTokens)
+	case *actoviq.ToolCallData:
+		return fmt.Sprintf("%s %s (%s) → %s, attempt %d, key %s", d.Tool, d.CallID, d.Effect, d.State, d.Attempt, d.IdempotencyKey)
+	case *actoviq.ToolProbedData:
+		s := fmt.Sprintf("probe of %s answered %s", d.CallID, d.Outcome)
+		if d.Evidence != "" {
+			s += ": " + d.Evidence
+		}
+		if d.Error != "" {
+			s += " (error: " + d.Error + ")"
+		}
+		return s
+	}
+	return ""
 }

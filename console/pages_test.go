@@ -44,7 +44,7 @@ func TestPages(t *testing.T) {
 	}
 	run := f.callWith(b.c, "GET", "/runs/run-1", "", "")
 	for _, want := range []string{`data-kind="approve"`, `data-kind="reject"`, "run-1:call_1", "Resume run", "awaiting_approval", "run.started",
-		"The call will never run", "when the run is resumed"} {
+		"The call will never run", "when the run is resumed", "pay call_1 (side-effect) → awaiting_approval, attempt 0, key run-1:call_1", "driven by "} {
 		if !strings.Contains(string(run.body), want) {
 			t.Errorf("run page lacks %q", want)
 		}

@@ -90,6 +90,8 @@ type ChildRun struct {
 type ResumeInfo struct {
 	// Available: POST /api/v1/runs/{id}/resume continues the run here.
 	Available bool `json:"available"`
+	// Description says what resuming here does.
+	Description string `json:"description,omitempty"`
 	// Command resumes the run outside the console.
 	Command string `json:"command"`
 }

@@ -26,7 +26,7 @@ type consoleFlags struct {
 	tlsKey         string
 	insecureListen bool
 	mcpConfig      string
-	noResume       bool
+	resume         string
 }
 
 func (e *env) consoleCmd() *cobra.Command {
@@ -41,8 +41,11 @@ func (e *env) consoleCmd() *cobra.Command {
 			"It listens on loopback unless told otherwise; another address needs --tls-cert and --tls-key, or\n" +
 			"--insecure-listen (behind a TLS-terminating proxy: the session cookie is Secure, so a browser keeps it\n" +
 			"only over https or on localhost).\n\n" +
-			"It resumes runs itself when it can rebuild the run's agent (the provider's API key in its environment,\n" +
-			"the MCP config as the run remembers it, or --mcp-config); otherwise the page shows the resume command.",
+			"--resume says what the page's Resume button does:\n" +
+			"  here   resume the run in this process when it can rebuild the run's agent (the provider's API key in its\n" +
+			"         environment, the MCP config as the run remembers it, or --mcp-config); otherwise show the command\n" +
+			"  queue  hand the run to the workers' queue (actoviq worker processes of this store and tenant resume it)\n" +
+			"  none   only show the actoviq resume command",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return e.console(cmd, &c, &f) },
 	}
@@ -55,7 +58,7 @@ func (e *env) consoleCmd() *cobra.Command {
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fl.BoolVar(&f.insecureListen, "insecure-listen", false, "allow plain HTTP on a non-loopback address (behind a TLS-terminating proxy)")
 	fl.StringVar(&f.mcpConfig, "mcp-config", "", "MCP servers config for the runs this console resumes (default: each run's own)")
-	fl.BoolVar(&f.noResume, "no-resume", false, "never resume runs here; show the resume command instead")
+	fl.StringVar(&f.resume, "resume", "here", "what Resume does: here, queue (actoviq worker) or none (show the command)")
 	return cmd
 }
 
@@ -110,6 +113,11 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	if err != nil {
 		return usageErr("--listen %q: want HOST:PORT (%v)", f.listen, err)
 	}
+	switch f.resume {
+	case "here", "queue", "none":
+	default:
+		return usageErr("--resume %q: want here, queue or none", f.resume)
+	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usageErr("--tls-cert and --tls-key go together")
 	}
@@ -130,10 +138,19 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 		Tokens:        []console.Token{{Secret: secret, Operator: f.operator}},
 		ResumeCommand: func(runID string) string { return "actoviq resume " + shellQuote(runID) + storeFlags(c) },
 	}
-	if !f.noResume {
+	switch f.resume {
+	case "here":
 		cfg.Resume = func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
 			return e.consoleResume(ctx, rt, f, runID)
 		}
+	case "queue":
+		cfg.Resume = func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
+			if err := rt.Requeue(ctx, runID); err != nil {
+				return nil, err
+			}
+			return &actoviq.RunResult{RunID: runID, Status: actoviq.StatusQueued}, nil
+		}
+		cfg.ResumeDescription = "Resuming hands the run to the workers' queue: an actoviq worker of this store and tenant continues it, applying the recorded decisions and the recovery rules; nothing committed runs again."
 	}
 	con, err := console.New(rt, cfg)
 	if err != nil {
@@ -159,8 +176,11 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	} else {
 		fmt.Fprintf(e.stdout, "sign in at %s/login with the console's token\n", base)
 	}
-	if cfg.Resume == nil {
-		fmt.Fprintln(e.stdout, "runs are not resumed here (--no-resume): the page shows the resume command")
+	switch f.resume {
+	case "none":
+		fmt.Fprintln(e.stdout, "runs are not resumed here (--resume none): the page shows the resume command")
+	case "queue":
+		fmt.Fprintln(e.stdout, "resume hands runs to the workers' queue: start one with actoviq worker"+storeFlags(c))
 	}
 
 	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,

@@ -12,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
 )
 
 type syncBuffer struct {
@@ -136,7 +140,7 @@ func TestConsoleCommandShowsResumeCommand(t *testing.T) {
 	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
 	tokenFile := filepath.Join(h.dir, "token")
 	os.WriteFile(tokenFile, []byte("file-token-0123456789abcdef\n"), 0o600)
-	out, _, _ := startConsole(t, h, "--token-file", tokenFile, "--operator", "bob", "--no-resume", "--tenant", "default")
+	out, _, _ := startConsole(t, h, "--token-file", tokenFile, "--operator", "bob", "--resume", "none", "--tenant", "default")
 	base := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)\n`).FindStringSubmatch(out.String())[1]
 	if strings.Contains(out.String(), "file-token") {
 		t.Fatalf("a given token is printed: %s", out)
@@ -185,4 +189,52 @@ func TestConsoleCommandEnvTokenAndRefusals(t *testing.T) {
 	}
 	h.want(ExitUsage, "console", "--store", "sqlite:"+filepath.Join(h.dir, "none.db"))
 
+}
+
+func TestConsoleCommandHandsResumeToTheWorkers(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay INV-42")...)
+	h.envs["ACTOVIQ_CONSOLE_TOKEN"] = "env-token-0123456789abcdef"
+	out, _, _ := startConsole(t, h, "--resume", "queue")
+	base := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)\n`).FindStringSubmatch(out.String())[1]
+	if !strings.Contains(out.String(), "actoviq worker --store "+h.store) {
+		t.Errorf("output does not say how to start a worker: %s", out)
+	}
+	tok := "env-token-0123456789abcdef"
+	if code, v := apiCall(t, "GET", base+"/api/v1/runs/r1", tok, ""); code != 200 || !strings.Contains(v["resume"].(map[string]any)["description"].(string), "workers' queue") {
+		t.Fatalf("run: %d %v", code, v["resume"])
+	}
+	if code, v := apiCall(t, "POST", base+"/api/v1/runs/r1/decisions", tok, `{"call_id":"call_pay","kind":"approve","by":"alice"}`); code != 200 {
+		t.Fatalf("approve: %d %v", code, v)
+	}
+	code, v := apiCall(t, "POST", base+"/api/v1/runs/r1/resume", tok, "")
+	if code != 200 || v["status"] != "queued" {
+		t.Fatalf("resume: %d %v", code, v)
+	}
+	if h.bankLines() != 0 {
+		t.Fatal("the console paid; the workers should")
+	}
+	// A worker picks it up and completes it.
+	we := &env{stdout: &syncBuffer{ch: make(chan struct{}, 1)}, stderr: &syncBuffer{ch: make(chan struct{}, 1)},
+		getenv: func(k string) string { return h.envs[k] }, executable: os.Executable}
+	wctx, wcancel := context.WithCancel(context.Background())
+	wdone := make(chan int, 1)
+	go func() { wdone <- we.main(wctx, []string{"worker", "--store", h.store, "--poll", "20ms"}) }()
+	defer func() { wcancel(); <-wdone }()
+	st, err := storesqlite.Open(strings.TrimPrefix(h.store, "sqlite:"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, _ := actoviq.New(st, nil)
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := rt.Wait(ctx, "r1")
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("wait: %v %+v", err, res)
+	}
+	if h.bankLines() != 1 {
+		t.Fatalf("%d payments", h.bankLines())
+	}
 }

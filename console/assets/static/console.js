@@ -92,7 +92,10 @@
       show(out, "Resuming…", "");
       api("POST", "/api/v1/runs/" + encodeURIComponent(runID) + "/resume").then(function (r) {
         resume.disabled = false;
-        if (r.status === 200) {
+        if (r.status === 200 && r.data.status === "queued") {
+          flash("The run was handed to the workers' queue; this page updates when a worker has driven it.");
+          location.reload();
+        } else if (r.status === 200) {
           flash("The run was resumed and is now " + r.data.status + ".");
           location.reload();
         } else if (r.status === 202) {
