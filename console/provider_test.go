@@ -24,7 +24,9 @@ func (downModel) err() error {
 	return &llm.ProviderError{Provider: "down", Status: 503, Code: "overloaded", Message: "try later", RequestID: "req-503",
 		Retryable: true, RetryAfter: 3 * time.Second}
 }
-func (m downModel) Generate(context.Context, *llm.Request) (*llm.Response, error) { return nil, m.err() }
+func (m downModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	return nil, m.err()
+}
 func (m downModel) Stream(context.Context, *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 	return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, m.err()) }
 }
