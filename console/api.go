@@ -160,7 +160,8 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 	if err != nil && !errors.Is(err, actoviq.ErrData) {
 		return nil, err
 	}
-	v := &Run{RunSummary: summary(info), Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
+	v := &Run{RunSummary: summary(info), StoredStatus: string(info.StoredStatus), Holder: info.Holder,
+		Unsettled: info.Unsettled, AgentChanges: info.AgentChanges, Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
 		Transcript: info.Transcript, Output: info.Output, Usage: info.Usage, Error: info.Error, Ledger: callsOf(info),
 		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
 		Resume: c.resumeInfo(info.ID)}

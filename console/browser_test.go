@@ -94,6 +94,30 @@ func browserAgent(id string, b *fileBank, approve bool) *actoviq.AgentSpec {
 	return a
 }
 
+// crashRun starts a process that drives runID until its payment has
+// started, and SIGKILLs it there.
+func crashRun(t *testing.T, dbPath, bankPath, runID string) {
+	t.Helper()
+	spec, _ := json.Marshal(map[string]string{"Store": dbPath, "Bank": bankPath, "Run": runID})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+string(spec))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "paying" {
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+}
+
 func crashChild(spec string) int {
 	var s struct{ Store, Bank, Run string }
 	if err := json.Unmarshal([]byte(spec), &s); err != nil {
@@ -367,31 +391,18 @@ func TestBrowserSettlesReconciliationAfterSIGKILL(t *testing.T) {
 	f.agents["treasurer"] = browserAgent("treasurer", bank, false)
 
 	// A process starts the payment and is SIGKILLed while it runs.
-	spec, _ := json.Marshal(map[string]string{"Store": f.dbPath, "Bank": bank.path, "Run": "inv-43"})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+string(spec))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() && sc.Text() != "paying" {
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	crashRun(t, f.dbPath, bank.path, "inv-43")
 	if n := bank.payments(t); n != 1 {
 		t.Fatalf("the killed process made %d payments, want 1", n)
 	}
 
 	f.login("bob")
-	f.run(chromedp.Navigate(f.srv.URL+"/runs?q=inv-43"), chromedp.Click(chromedp.CSS(`a[href="/runs/inv-43"]`)),
-		chromedp.WaitVisible(chromedp.ID("run")))
+	// The inbox shows the run as stalled: its worker's process is gone.
+	f.waitText("#inbox .kind-stalled", "inv-43")
+	f.waitText("#inbox .kind-stalled", "process is gone")
+	f.shot("inbox-stalled.png")
+	f.run(chromedp.Click(chromedp.CSS(`#inbox a[href="/runs/inv-43"]`)), chromedp.WaitVisible(chromedp.ID("run")))
+	f.waitText("#run-status", "stalled")
 	f.waitText(".ledger", "started")
 	// Resuming applies the recovery rules: a started side effect goes to
 	// reconciliation, never to replay.

@@ -95,9 +95,17 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 				items = append(items, InboxItem{Kind: "resume", RunID: info.ID, AgentID: info.AgentID, Since: info.UpdatedAt,
 					Reason: "every open question is decided; the run waits to be resumed"})
 			}
-		case "stalled":
+		case actoviq.StatusStalled:
+			reason := "its worker stopped (the claim expired or its process died)"
+			if h := r.Holder; h != nil && h.Host != "" {
+				state := "its claim expired"
+				if h.Dead {
+					state = "its process is gone"
+				}
+				reason = fmt.Sprintf("its worker %s pid %d stopped (%s)", h.Host, h.PID, state)
+			}
 			items = append(items, InboxItem{Kind: "stalled", RunID: r.ID, AgentID: r.AgentID, Since: r.UpdatedAt,
-				Reason: "its worker stopped (the claim expired or its process died); resume it to apply the recovery rules"})
+				Reason: reason + "; resume it to apply the recovery rules"})
 		}
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].Since.Before(items[j].Since) })

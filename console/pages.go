@@ -24,10 +24,17 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"summary": itemSummary,
 		"event":   eventLine,
 		"canDecide": func(kind actoviq.InterruptionKind, decision string) bool {
+			if kind == "unsettled" {
+				return decision == "committed" || decision == "failed"
+			}
 			if kind == actoviq.InterruptApproval {
 				return decision == "approve" || decision == "reject"
 			}
 			return decision == "committed" || decision == "failed" || decision == "reexecute"
+		},
+		"unsettled": func(in actoviq.Interruption) actoviq.Interruption {
+			in.Kind = "unsettled"
+			return in
 		},
 		"terminal": func(status string) bool {
 			return status == "completed" || status == "failed" || status == "cancelled"

@@ -80,14 +80,15 @@ func payAgent(b *bank, args string) *actoviq.AgentSpec {
 }
 
 type fixture struct {
-	t     *testing.T
-	clock *clock
-	rt    *actoviq.Runtime
-	other *actoviq.Runtime // tenant "acme", same store
-	bank  *bank
-	agent *actoviq.AgentSpec
-	con   *console.Console
-	srv   *httptest.Server
+	t      *testing.T
+	dbPath string
+	clock  *clock
+	rt     *actoviq.Runtime
+	other  *actoviq.Runtime // tenant "acme", same store
+	bank   *bank
+	agent  *actoviq.AgentSpec
+	con    *console.Console
+	srv    *httptest.Server
 }
 
 type setupOpts struct {
@@ -100,7 +101,8 @@ func setup(t *testing.T, o *setupOpts) *fixture {
 	if o == nil {
 		o = &setupOpts{}
 	}
-	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "actoviq.db"), nil)
+	dbPath := filepath.Join(t.TempDir(), "actoviq.db")
+	st, err := storesqlite.Open(dbPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func setup(t *testing.T, o *setupOpts) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, clock: clk, rt: rt, other: other, bank: &bank{payments: map[string]int{}}}
+	f := &fixture{t: t, dbPath: dbPath, clock: clk, rt: rt, other: other, bank: &bank{payments: map[string]int{}}}
 	f.agent = payAgent(f.bank, `{"to":"ada","amount":5}`)
 	cfg := &console.Config{
 		Tokens:        []console.Token{{Secret: tokenAnon}, {Secret: tokenAlice, Operator: "alice"}},

@@ -26,9 +26,15 @@ type RunSummary struct {
 // appear redacted, exactly as the runtime stored them.
 type Run struct {
 	RunSummary
-	Revision int64     `json:"revision"`
-	Turn     int       `json:"turn"`
-	Deadline time.Time `json:"deadline,omitzero"`
+	// StoredStatus is the status the last drive wrote; Status is derived
+	// from it and the claim (running while a live worker holds it, stalled
+	// when the worker that held it is gone).
+	StoredStatus string `json:"stored_status"`
+	// Holder is the worker driving the run, or that drove it last.
+	Holder   *actoviq.RunClaim `json:"holder,omitempty"`
+	Revision int64             `json:"revision"`
+	Turn     int               `json:"turn"`
+	Deadline time.Time         `json:"deadline,omitzero"`
 	// Transcript is the run's items as stored.
 	Transcript []item.Item       `json:"transcript"`
 	Output     []item.Item       `json:"output,omitempty"`
@@ -37,8 +43,13 @@ type Run struct {
 	Ledger     []Call            `json:"ledger"`
 	// Interruptions are the open ones, with their evidence.
 	Interruptions []actoviq.Interruption `json:"interruptions"`
+	// Unsettled are the calls a finished run left started or unknown; a
+	// decision records what happened to them, for the record.
+	Unsettled []actoviq.Interruption `json:"unsettled,omitempty"`
 	// Audit is every recorded decision, oldest first.
 	Audit []AuditEntry `json:"audit"`
+	// AgentChanges are the agent versions that took the run over.
+	AgentChanges []actoviq.AgentChangeRecord `json:"agent_changes,omitempty"`
 	// Events is the stored event timeline, in sequence order.
 	Events []actoviq.Event `json:"events"`
 	// Children are the run's child runs, each with its own children.
