@@ -31,8 +31,16 @@
 // [Runtime.Run] drives a run: each model response is committed together
 // with a "prepared" ledger entry per tool call before anything runs; a call
 // is recorded "started" (and that write has returned) before the tool is
-// invoked, and "committed" with its result after. Reads may run in
-// parallel. A run ends completed, failed or cancelled, or stops
+// invoked, and "committed" with its result after. The calls of one
+// response run in the model's order: a call waits while any call before
+// it is unsettled (awaiting approval, interrupted), and only a run of
+// consecutive reads runs in parallel, so a read never overtakes an
+// earlier write. A tool result larger than [Limits].MaxToolOutput (1 MiB)
+// is truncated with a note the model sees. A tool call whose arguments
+// are not a JSON object is recorded, never run, and answered with an
+// error result ([Limits].MaxMalformedCalls bounds them); any other invalid
+// response ends the run failed with code model_behavior
+// ([ErrModelBehavior]). A run ends completed, failed or cancelled, or stops
 // "interrupted" with [Interruption]s that carry their evidence:
 //
 //   - approval: the [ApprovalPolicy] asks a person before the call starts;
@@ -67,6 +75,18 @@
 // and Decide takes only what records the truth about a started call
 // (committed or failed), for the audit trail.
 //
+// # Arguments that hold secrets
+//
+// Secret-looking values are redacted before a call's arguments are
+// persisted, but the call must still run with the real ones, under its key,
+// also on a re-run or re-execute. The runtime that received them keeps them
+// in memory until the call's turn is recorded; a [Codec] ([Config].Codec,
+// [NewSealCodec]) seals them in the run for other processes. Without
+// either, the model is told a call "was not run" only when the ledger
+// proves it never started; an approved call goes back to awaiting approval,
+// and a re-run or re-execute stops with a recovery or reconciliation
+// interruption whose reason says why.
+//
 // # Stopping
 //
 // [Runtime.Cancel] is the caller's decision: the run ends cancelled for
@@ -97,8 +117,11 @@
 //
 // Every transition is an [Event] in a stable envelope (schema, id, per-run
 // sequence, run and parent ids, trace and span ids, type, time, data),
-// stored with the transition and handed to [EventSink]s; secret-looking keys
-// are redacted before anything is stored or emitted. otelsink turns events
+// stored with the transition and handed to [EventSink]s. Redaction runs
+// before anything is stored or emitted, on every field that can carry a
+// secret: arguments, result data, error results and persisted errors,
+// interruption reasons, probe answers, recorded decisions, run error
+// messages and a refused response kept as evidence. otelsink turns events
 // into OpenTelemetry spans.
 //
 // # How a call is written

@@ -11,17 +11,29 @@
 // "api.key" all become "apikey". The normalised key is secret when
 //
 //   - it contains one of authorization, apikey, secret, password, passwd,
-//     cookie, privatekey, credential, or a configured extra key (normalised
-//     the same way): "client_secret", "Set-Cookie", "AWS_SECRET_ACCESS_KEY",
-//     "credentials" and "db_password_hash" are secret; or
+//     cookie, privatekey, credential, sessionid, sessid, sessionkey, or a
+//     configured extra key (normalised the same way): "client_secret",
+//     "Set-Cookie", "AWS_SECRET_ACCESS_KEY", "credentials",
+//     "db_password_hash", "session_id" and "JSESSIONID" are secret; or
 //   - it ends with token: "token", "access_token", "X-Auth-Token",
-//     "refreshToken" are secret.
+//     "refreshToken" are secret; or
+//   - split into words (at separators and camel case), it has the word
+//     token or tokens next to other words none of which is a usage word
+//     (max, input, output, total, count, type, url, ...): "auth_tokens",
+//     "tokenValue", "access_tokens" are secret.
 //
-// token is the one word matched only at the end, because in an LLM runtime
-// it is mostly a unit of usage: "max_tokens", "input_tokens", "tokens_used"
-// and "totalTokenCount" are counters the operator needs to see, not secrets.
-// The price is that a key such as "access_tokens" or "token_value" is not
-// redacted by default; pass it as an extra key.
+// token is matched this carefully because in an LLM runtime it is mostly a
+// unit of usage: "max_tokens", "input_tokens", "tokens_used", "tokens",
+// "token_type" and "totalTokenCount" are counters or metadata the operator
+// needs to see, not secrets.
+//
+// # Free text
+//
+// [Redactor.Text] cleans text that may quote a secret (error messages,
+// interruption reasons, evidence): the value of every assignment to a
+// secret-looking key ("api_key=…", "x-api-key: …", `"client_secret": "…"`)
+// and every "Bearer …" credential is replaced. [Redactor.JSONText] applies
+// both to a JSON document built around text, such as a persisted error.
 //
 // Substring matching errs towards redacting: "secretary" and
 // "cookie_consent" are redacted too. Leaking a secret into a checkpoint is
