@@ -45,6 +45,11 @@ func (d *drive) redactDecision(callID string, dec *store.Decision) *store.Decisi
 	c.Reason, c.Note, c.Message = d.redactText(callID, c.Reason), d.redactText(callID, c.Note), d.redactText(callID, c.Message)
 	if len(c.Result) > 0 {
 		c.Result = scrub(d.redactJSON(c.Result), d.secretsOf(callID))
+		if len(c.Result) > DefaultMaxToolOutput {
+			// The result itself is bounded in the entry; the record of the
+			// decision keeps its size only, so no row grows without bound.
+			c.Result = mustJSON(map[string]any{"truncated": true, "size": len(c.Result)})
+		}
 	}
 	c.Evidence = d.redactErrJSON(c.Evidence)
 	return &c

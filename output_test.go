@@ -102,3 +102,30 @@ func TestToolDataNotJSONIsAnErrorResult(t *testing.T) {
 		t.Fatalf("entry %+v notice %v calls %d", en, n, rt.calls)
 	}
 }
+
+// Siblings of the output bound and of redaction: an operator's committed
+// result is bounded like a tool's, also in the decision's record, and a
+// run's Meta loses secret-looking keys.
+func TestOperatorResultBoundedAndMetaRedacted(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay", fail: errUnknownOutcome}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	a := agent(p, pay)
+	res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1", Meta: json.RawMessage(`{"ticket":"T-1","api_key":"sk-meta-1"}`)})
+	if err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	big := strings.Repeat("x", 3<<20)
+	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops", Result: big})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	info, _ := s.rt.Get(s.ctx, "r1")
+	en := info.Ledger[0]
+	if len(en.Result) > actoviq.DefaultMaxToolOutput+1024 || en.Resolution == nil || len(en.Resolution.Result) > 1024 {
+		t.Fatalf("result %d bytes, resolution result %d bytes", len(en.Result), len(en.Resolution.Result))
+	}
+	if strings.Contains(string(info.Meta), "sk-meta-1") || !strings.Contains(string(info.Meta), "T-1") {
+		t.Fatalf("meta %s", info.Meta)
+	}
+}

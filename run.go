@@ -125,7 +125,7 @@ func (e *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Eve
 		return nil, err
 	}
 	run := &store.Run{Tenant: e.tenant, ID: runID, ParentID: in.ParentRunID, SessionID: in.SessionID, AgentID: a.ID,
-		AgentDigest: a.Digest(), Status: store.RunRunning, Checkpoint: raw, Meta: in.Meta}
+		AgentDigest: a.Digest(), Status: store.RunRunning, Checkpoint: raw, Meta: d.redactJSON(in.Meta)}
 	if a.Limits.RunTimeout > 0 {
 		run.Deadline = e.clock().Add(a.Limits.RunTimeout)
 	}

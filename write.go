@@ -45,12 +45,17 @@ func (d *drive) redactJSON(b json.RawMessage) json.RawMessage {
 // redactItem returns the item as it may be persisted: tool-call arguments
 // lose secret-looking values.
 func (d *drive) redactItem(it item.Item) item.Item {
-	if it.Type != item.TypeToolCall || it.ToolCall == nil {
-		return it
+	switch {
+	case it.Type == item.TypeToolCall && it.ToolCall != nil:
+		tc := *it.ToolCall
+		tc.Arguments = d.redactJSON(tc.Arguments)
+		it.ToolCall = &tc
+	case it.Type == item.TypeToolResult && it.ToolResult != nil && len(it.ToolResult.Data) > 0:
+		// A tool result given as input (a session imported from elsewhere).
+		tr := *it.ToolResult
+		tr.Data = d.redactJSON(tr.Data)
+		it.ToolResult = &tr
 	}
-	tc := *it.ToolCall
-	tc.Arguments = d.redactJSON(tc.Arguments)
-	it.ToolCall = &tc
 	return it
 }
 
