@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 )
 
@@ -36,7 +38,14 @@ const suffixWord = "token"
 // use.
 type Redactor struct {
 	extra []string // normalised extra keys, matched as substrings
+	// known memoises IsSecretKey: the same few keys (call_id, tool,
+	// state, ...) come back in every event. At most maxKnown keys are
+	// kept, so keys chosen by a model or a tool cannot grow it forever.
+	known  sync.Map // string -> bool
+	nKnown atomic.Int64
 }
+
+const maxKnown = 4096
 
 // New returns a Redactor for the default keys plus extraKeys. Extra keys
 // are normalised like the keys they are matched against and matched as
@@ -66,6 +75,22 @@ func normalise(k string) string {
 
 // IsSecretKey reports whether values under key k are redacted.
 func (r *Redactor) IsSecretKey(k string) bool {
+	if r == nil {
+		return r.isSecretKey(k)
+	}
+	if v, ok := r.known.Load(k); ok {
+		return v.(bool)
+	}
+	secret := r.isSecretKey(k)
+	if r.nKnown.Load() < maxKnown {
+		if _, loaded := r.known.LoadOrStore(k, secret); !loaded {
+			r.nKnown.Add(1)
+		}
+	}
+	return secret
+}
+
+func (r *Redactor) isSecretKey(k string) bool {
 	n := normalise(k)
 	if n == "" {
 		return false
