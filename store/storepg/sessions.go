@@ -27,8 +27,8 @@ const (
 			ON CONFLICT (tenant, session_id) DO NOTHING
 			RETURNING revision
 		)
-		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, n, item)
-		SELECT $1, $2, s.revision - $3 + 1, $4, $6, $3, $5::text
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, n, crc, item)
+		SELECT $1, $2, s.revision - $3 + 1, $4, $6, $3, $7, $5::text
 		FROM s`
 	sessionAppendNext = `
 		WITH s AS (
@@ -36,8 +36,8 @@ const (
 			WHERE tenant = $1 AND session_id = $2 AND revision = $6
 			RETURNING revision
 		)
-		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, n, item)
-		SELECT $1, $2, s.revision - $3 + 1, $4, $7, $3, $5::text
+		INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, n, crc, item)
+		SELECT $1, $2, s.revision - $3 + 1, $4, $7, $3, $8, $5::text
 		FROM s`
 )
 
@@ -57,6 +57,7 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 		return 0, err
 	}
 	items := journal.Join(p.Items) // one row per append (migrations/004)
+	sum := journal.Sum([]byte(items))
 	n := int64(len(p.Items))
 	var affected int64
 	appendIn := func(q interface {
@@ -67,9 +68,9 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 			err error
 		)
 		if p.ExpectedRevision == 0 {
-			tag, err = q.Exec(ctx, s.q(sessionAppendFirst), p.Tenant, p.SessionID, n, p.RunID, items, p.Turn)
+			tag, err = q.Exec(ctx, s.q(sessionAppendFirst), p.Tenant, p.SessionID, n, p.RunID, items, p.Turn, sum)
 		} else {
-			tag, err = q.Exec(ctx, s.q(sessionAppendNext), p.Tenant, p.SessionID, n, p.RunID, items, p.ExpectedRevision, p.Turn)
+			tag, err = q.Exec(ctx, s.q(sessionAppendNext), p.Tenant, p.SessionID, n, p.RunID, items, p.ExpectedRevision, p.Turn, sum)
 		}
 		affected = tag.RowsAffected()
 		return err
@@ -145,7 +146,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 	}
 	// The rows after the snapshot, and the row that holds the snapshot's
 	// revision (an append can straddle it).
-	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, turn, n, item FROM {{schema}}.session_entries
+	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, turn, n, crc, item FROM {{schema}}.session_entries
 		WHERE tenant = $1 AND session_id = $2 AND seq <= $4
 		  AND seq >= COALESCE((SELECT max(seq) FROM {{schema}}.session_entries
 			WHERE tenant = $1 AND session_id = $2 AND seq <= $3), 0)
@@ -161,9 +162,10 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		var (
 			seq         int64
 			turn, n     int32
+			crc         *int64
 			runID, item *string
 		)
-		if err := rows.Scan(&seq, &runID, &turn, &n, &item); err != nil {
+		if err := rows.Scan(&seq, &runID, &turn, &n, &crc, &item); err != nil {
 			return nil, mapErr("load session "+p.SessionID, err)
 		}
 		d := &decoder{kind: "session", id: fmt.Sprintf("%s#%d", p.SessionID, seq)}
@@ -174,7 +176,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		if err := d.result(); err != nil {
 			return nil, err
 		}
-		items, err := journal.Split([]byte(*item), int(n))
+		items, err := journal.Split([]byte(*item), int(n), crc)
 		if err != nil {
 			return nil, &store.DataError{Kind: "session", ID: d.id, Err: err}
 		}

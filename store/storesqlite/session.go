@@ -50,8 +50,10 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 			return &store.ConflictError{Kind: "session", ID: p.SessionID, Expected: p.ExpectedRevision, Actual: actual}
 		}
 		// One row for the whole append (see migrations/0003).
-		_, err = tx.ExecContext(ctx, `INSERT INTO session_journal (tenant, session_id, seq, run_id, turn, n, item)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, p.Tenant, p.SessionID, p.ExpectedRevision+1, p.RunID, p.Turn, len(p.Items), journal.Join(p.Items))
+		row := journal.Join(p.Items)
+		_, err = tx.ExecContext(ctx, `INSERT INTO session_journal (tenant, session_id, seq, run_id, turn, n, crc, item)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.Tenant, p.SessionID, p.ExpectedRevision+1, p.RunID, p.Turn, len(p.Items),
+			journal.Sum([]byte(row)), row)
 		return err
 	})
 	if err != nil {
@@ -98,7 +100,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		}
 		// The rows after the snapshot, and the row that holds the
 		// snapshot's revision (an append can straddle it).
-		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, turn, n, item FROM session_journal
+		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, turn, n, crc, item FROM session_journal
 			WHERE tenant = ? AND session_id = ? AND seq >= COALESCE((SELECT MAX(seq) FROM session_journal
 				WHERE tenant = ? AND session_id = ? AND seq <= ?), 0)
 			ORDER BY seq`, p.Tenant, p.SessionID, p.Tenant, p.SessionID, st.SnapshotRevision)
@@ -115,12 +117,17 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 				seq, n int64
 				runID  string
 				turn   int
+				crc    sql.NullInt64
 				row    []byte
 			)
-			if err := rows.Scan(&seq, &runID, &turn, &n, &row); err != nil {
+			if err := rows.Scan(&seq, &runID, &turn, &n, &crc, &row); err != nil {
 				return d.scanErr(err)
 			}
-			items, err := journal.Split(row, int(n))
+			var sum *int64
+			if crc.Valid {
+				sum = &crc.Int64
+			}
+			items, err := journal.Split(row, int(n), sum)
 			if err != nil {
 				d.fail("journal row %d: %v", seq, err)
 				return d.result()

@@ -3,13 +3,25 @@
 // U+001E. Valid JSON text never contains that byte (control characters
 // are escaped inside strings and are not whitespace), so the items split
 // back exactly.
+//
+// A row also stores a CRC-32C of its text, written when the append's
+// items were checked to be JSON. A load verifies the checksum instead of
+// parsing every item again (a checksum runs at memory speed, a JSON
+// validation at a fraction of it); rows without one (written before
+// checksums) have each item validated.
 package journal
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 )
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Sum is the checksum stored with a row's text.
+func Sum(row []byte) int64 { return int64(crc32.Checksum(row, castagnoli)) }
 
 // Sep separates the items of one row.
 const Sep = '\x1e'
@@ -33,11 +45,15 @@ func Join(items []json.RawMessage) string {
 	return string(b)
 }
 
-// Split returns the n items of a row, each checked to be valid JSON. The
+// Split returns the n items of a row. With a stored checksum sum, the
+// row must match it; without one (nil), each item must be valid JSON. The
 // items share the row's bytes.
-func Split(row []byte, n int) ([]json.RawMessage, error) {
+func Split(row []byte, n int, sum *int64) ([]json.RawMessage, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("row holds %d items", n)
+	}
+	if sum != nil && Sum(row) != *sum {
+		return nil, fmt.Errorf("row does not match its checksum")
 	}
 	if k := bytes.Count(row, []byte{Sep}) + 1; k != n {
 		return nil, fmt.Errorf("row holds %d items, want %d", k, n)
@@ -48,7 +64,7 @@ func Split(row []byte, n int) ([]json.RawMessage, error) {
 		if i := bytes.IndexByte(row, Sep); i >= 0 {
 			part, row = row[:i], row[i+1:]
 		}
-		if !json.Valid(part) {
+		if sum == nil && !json.Valid(part) {
 			return nil, fmt.Errorf("item %d of the row is not valid JSON", len(out)+1)
 		}
 		out = append(out, json.RawMessage(part))

@@ -1,0 +1,4 @@
+-- The CRC-32C of a journal row's item text, written with the append (whose
+-- items were checked to be JSON). A load verifies it instead of parsing
+-- every item again; rows without one have each item validated.
+ALTER TABLE {{schema}}.session_entries ADD COLUMN crc bigint;
