@@ -305,12 +305,16 @@ func (d *drive) agentDiff(cur *agentRecord) []AgentChange {
 	}
 	num := func(n int64) string { return fmt.Sprint(n) }
 	dur := func(n int64) string { return time.Duration(n).String() }
-	ol, cl := old.Limits, cur.Limits
+	// A record written before a limit existed holds zero for it: that run
+	// ran under the default.
+	ol, cl := old.Limits.withDefaults(), cur.Limits
 	limit("limits.max_turns", int64(ol.MaxTurns), int64(cl.MaxTurns), num)
 	limit("limits.model_timeout", int64(ol.ModelTimeout), int64(cl.ModelTimeout), dur)
 	limit("limits.tool_timeout", int64(ol.ToolTimeout), int64(cl.ToolTimeout), dur)
 	limit("limits.read_parallelism", int64(ol.ReadParallelism), int64(cl.ReadParallelism), num)
 	limit("limits.max_provider_interruptions", int64(ol.MaxProviderInterruptions), int64(cl.MaxProviderInterruptions), num)
+	limit("limits.max_tool_output", int64(ol.MaxToolOutput), int64(cl.MaxToolOutput), num)
+	limit("limits.max_malformed_calls", int64(ol.MaxMalformedCalls), int64(cl.MaxMalformedCalls), num)
 	if ol.RunTimeout != cl.RunTimeout {
 		// The deadline was fixed when the run started.
 		out = append(out, AgentChange{Field: "limits.run_timeout (the run keeps the deadline it started with)",

@@ -3,6 +3,7 @@ package actoviq_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -127,5 +128,29 @@ func TestOperatorResultBoundedAndMetaRedacted(t *testing.T) {
 	}
 	if strings.Contains(string(info.Meta), "sk-meta-1") || !strings.Contains(string(info.Meta), "T-1") {
 		t.Fatalf("meta %s", info.Meta)
+	}
+}
+
+// The output bound is a limit like the others: a new agent version may
+// narrow it while a run waits, not widen it.
+func TestOutputLimitsMayOnlyNarrow(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	if _, err := s.rt.Run(s.ctx, approvalAgent(p, pay), &actoviq.Input{RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	wide := approvalAgent(p, pay)
+	wide.Limits.MaxToolOutput, wide.Limits.MaxMalformedCalls = 2*actoviq.DefaultMaxToolOutput, 10
+	_, err := s.rt.Resume(s.ctx, wide, "r1")
+	var ce *actoviq.AgentChangeError
+	if !errors.As(err, &ce) || len(ce.Refused) != 2 || !strings.Contains(err.Error(), "limits.max_tool_output") || !strings.Contains(err.Error(), "limits.max_malformed_calls") {
+		t.Fatalf("widened: %v", err)
+	}
+	narrow := approvalAgent(p, pay)
+	narrow.Limits.MaxToolOutput = 1024
+	res, err := s.rt.Resume(s.ctx, narrow, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("narrowed: %+v %v", res, err)
 	}
 }
