@@ -331,9 +331,12 @@ func checkDurable(t *testing.T, rt *actoviq.Runtime, b *bundle, kill string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status != actoviq.StatusRunning || len(info.Ledger) != 1 || info.Ledger[0].State != want || info.Ledger[0].IdempotencyKey != b.key {
-		t.Fatalf("after the kill at %s: run %s with %d ledger entries %+v; want running, one entry %s with key %s",
-			kill, info.Status, len(info.Ledger), info.Ledger, want, b.key)
+	// The killed process held the claim: the stored status is still
+	// running, and Get derives stalled from the dead holder.
+	if info.StoredStatus != actoviq.StatusRunning || info.Status != actoviq.StatusStalled ||
+		len(info.Ledger) != 1 || info.Ledger[0].State != want || info.Ledger[0].IdempotencyKey != b.key {
+		t.Fatalf("after the kill at %s: run %s (stored %s) with %d ledger entries %+v; want stalled (stored running), one entry %s with key %s",
+			kill, info.Status, info.StoredStatus, len(info.Ledger), info.Ledger, want, b.key)
 	}
 }
 
