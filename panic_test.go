@@ -100,7 +100,9 @@ func TestProbePanicEscalates(t *testing.T) {
 // panicProvider panics in every model call.
 type panicProvider struct{ *scripted.Provider }
 
-func (panicProvider) Generate(context.Context, *llm.Request) (*llm.Response, error) { panic("provider bug") }
+func (panicProvider) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	panic("provider bug")
+}
 func (panicProvider) Stream(context.Context, *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 	panic("provider bug")
 }
