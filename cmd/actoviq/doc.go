@@ -1,7 +1,9 @@
 // Command actoviq runs LLM agents whose tool calls have real consequences,
 // and lets operators inspect runs, record decisions and resume them.
 //
-//	go install github.com/actoviq/actoviq-go/cmd/actoviq@latest
+// The module is not published yet; install it from a checkout:
+//
+//	go install ./cmd/actoviq
 //	actoviq demo
 //	actoviq run --model openai:gpt-4.1 --mcp-config mcp.json "..."
 //	actoviq runs list --status interrupted
