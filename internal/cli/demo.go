@@ -275,7 +275,6 @@ func (e *env) demo(ctx context.Context, o demoOpts) error {
 		rin := res.Interruptions[0]
 		n.say("run %s: interrupted, call %s needs a decision:", runID, rin.CallID)
 		printInterruption(indent(e.stdout), &rin)
-		entries, _ = bank.entries()
 		d := actoviq.Decision{CallID: rin.CallID, By: "demo-operator"}
 		var by string
 		if e, ok := bank.find(rin.IdempotencyKey); ok {
