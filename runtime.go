@@ -27,7 +27,10 @@ type Config struct {
 	// LeaseTTL is how long a run claim lives without a heartbeat; zero
 	// means 30 s, otherwise at least 1 ms. Heartbeats run every LeaseTTL/3.
 	LeaseTTL time.Duration
-	// Clock gives the time; nil means time.Now.
+	// Clock gives the time; nil means time.Now. Get and List compare
+	// claim expiries, which the store stamps with its own clock, against
+	// it: a Clock that runs behind the store's shows a released claim as
+	// live (a stopped run as running) until it catches up.
 	Clock func() time.Time
 	// NewID makes run ids and event ids; nil means 16 random hex bytes.
 	// It must be safe for concurrent use.

@@ -3,7 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -177,4 +179,40 @@ func refuseFlagsWithDetach(cmd *cobra.Command) error {
 			strings.Join(given, ", "))
 	}
 	return nil
+}
+
+// printAgentChanges lists the agent versions that took a run over.
+func printAgentChanges(w io.Writer, recs []actoviq.AgentChangeRecord) {
+	if len(recs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nagent changes:")
+	for _, r := range recs {
+		who := "taken without an override"
+		if r.By != "" {
+			who = "accepted by " + r.By
+			if r.Note != "" {
+				who += ": " + r.Note
+			}
+		}
+		fmt.Fprintf(w, "  %s  %s → %s, %s\n", r.At.Format(time.RFC3339), short12(r.From), short12(r.To), who)
+		for _, c := range r.Changes {
+			switch c.Kind {
+			case actoviq.ChangeRefused:
+				fmt.Fprintf(w, "    needed a decision: %s\n", c)
+			case actoviq.ChangeConservative:
+				fmt.Fprintf(w, "    more careful, taken: %s\n", c)
+			}
+		}
+		if len(r.Voided) > 0 {
+			fmt.Fprintf(w, "    approvals void (the calls ask again): %s\n", strings.Join(r.Voided, ", "))
+		}
+	}
+}
+
+func short12(digest string) string {
+	if len(digest) > 19 {
+		return digest[:19]
+	}
+	return digest
 }

@@ -174,6 +174,7 @@ func showRun(e *env, info *actoviq.RunInfo, c *common) {
 		fmt.Fprintf(w, "  %s\n", summarize(it))
 	}
 
+	printAgentChanges(w, info.AgentChanges)
 	fmt.Fprintln(w, "\nledger:")
 	if len(info.Ledger) == 0 {
 		fmt.Fprintln(w, "  (no tool calls)")
