@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/actoviq/actoviq-go/internal/ledger"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -137,9 +136,19 @@ func (p ApprovalPolicy) Decide(ctx context.Context, spec tool.Spec, args json.Ra
 	return tool.Verdict{Decision: tool.Allow}
 }
 
-// RecoveryPolicy says which started calls the runtime may run again on its
-// own after a crash. Side effects are never in it.
-type RecoveryPolicy = ledger.RecoveryPolicy
+// RecoveryPolicy is the explicit permission to run again, after a crash, a
+// call that was started and whose outcome is unknown. Side effects are
+// never in it: a started side effect always waits for a person or a probe.
+// The zero value re-runs nothing.
+type RecoveryPolicy struct {
+	// RerunReads lets a started read run again (any attempt). False means
+	// such a call stops the run with a recovery interruption.
+	RerunReads bool
+	// RerunIdempotentWrites lets a started idempotent write run again,
+	// under its persisted idempotency key with the attempt bumped. False
+	// means such a call stops the run with a recovery interruption.
+	RerunIdempotentWrites bool
+}
 
 // Validate checks the spec.
 func (a *AgentSpec) Validate() error {

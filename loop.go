@@ -301,7 +301,7 @@ func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
 			continue
 		}
 		spec, _ := d.lookupSpec(en.Tool)
-		switch ledger.Recover(en.State, en.Effect, en.IdempotencyKey, d.agent.Recovery) {
+		switch ledger.Recover(en.State, en.Effect, en.IdempotencyKey, ledger.RecoveryPolicy(d.agent.Recovery)) {
 		case ledger.ActionNone, ledger.ActionRun:
 		case ledger.ActionAwaitApproval:
 			interrupts = append(interrupts, d.interruption(InterruptApproval, en, "the call needs approval before it starts", nil))
