@@ -3,6 +3,7 @@ package mcptool_test
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -64,5 +65,25 @@ exit 1`
 	}
 	if got := log.String(); !strings.Contains(got, "starting step 1\n") || !strings.Contains(got, "accessible") {
 		t.Errorf("Options.Stderr got %q", got)
+	}
+}
+
+// The case that was reported: server-filesystem pointed at a directory
+// that does not exist exits before the handshake, and says so only on its
+// standard error.
+func TestFilesystemMissingDirSaysWhy(t *testing.T) {
+	t.Parallel()
+	entry := npmServer(t, "server-filesystem")
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	src, err := mcptool.New(&mcptool.Config{Servers: map[string]*mcptool.ServerConfig{
+		"fs": {Command: "node", Args: []string{entry, missing}},
+	}}, &mcptool.Options{TerminateWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	_, err = src.Tools(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "None of the specified directories are accessible") {
+		t.Fatalf("err = %v, want the server's own explanation in it", err)
 	}
 }
