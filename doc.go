@@ -97,6 +97,23 @@
 // panic in a tool, policy, probe or sink is recovered and recorded; a
 // panicking side effect is outcome-unknown, as after a crash.
 //
+// # Child runs and workers
+//
+// [AgentTool] offers an agent to another agent as a tool: each call runs a
+// child run of its own (id "<parent>.<call>", [ChildRunID]) with its own
+// ledger and keys, inheriting the parent's deadline, cancellation, tenant
+// and policies and a tree-wide [Budget]; its [ChildFailure] policy says
+// what a failure does to the parent. A child that stops for a decision
+// stops its parent with the child's interruptions ([Interruption].RunID);
+// resuming the parent resumes the child first. [Runtime.Spawn] queues a
+// background child; [Runtime.Wait] waits for any run.
+//
+// [Runtime.Work] is a worker: it claims queued runs (and runs whose holder
+// died) of the agents given to [Runtime.Register], drives them with a
+// concurrency limit until its context ends, and drains. Several workers in
+// several processes share a store; [Runtime.Enqueue] queues a run,
+// [Runtime.Requeue] hands a decided run back to the queue.
+//
 // # Sessions
 //
 // [Input.SessionID] continues a conversation: the session's history is

@@ -20,7 +20,7 @@ type workerProc struct {
 	done           chan error
 }
 
-func startWorker(t *testing.T, env []string, args ...string) *workerProc {
+func startWorker(t testing.TB, env []string, args ...string) *workerProc {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"worker"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
