@@ -139,6 +139,9 @@ type runConfig struct {
 	Timeout    string `json:"timeout,omitempty"`
 	DemoBank   string `json:"demo_bank,omitempty"`
 	NoStream   bool   `json:"no_stream,omitempty"`
+	// OpenAINoStore sends store:false with encrypted reasoning
+	// (openai-responses only).
+	OpenAINoStore bool `json:"openai_no_store,omitempty"`
 	// DemoNoProbe leaves the demo bank's probe out.
 	DemoNoProbe bool `json:"demo_no_probe,omitempty"`
 	// demoCrash is never remembered: a resume does not crash again unless
@@ -148,19 +151,20 @@ type runConfig struct {
 
 // agentFlags are the flags that define the agent, shared by run and resume.
 type agentFlags struct {
-	model       string
-	baseURL     string
-	mcpConfig   string
-	mcpLog      string
-	system      string
-	approve     string
-	recover     string
-	maxRetries  int
-	timeout     time.Duration
-	demoBank    string
-	demoCrash   string
-	demoNoProbe bool
-	noStream    bool
+	model         string
+	baseURL       string
+	mcpConfig     string
+	mcpLog        string
+	system        string
+	approve       string
+	recover       string
+	maxRetries    int
+	timeout       time.Duration
+	demoBank      string
+	demoCrash     string
+	demoNoProbe   bool
+	noStream      bool
+	openaiNoStore bool
 }
 
 func (f *agentFlags) register(cmd *cobra.Command) {
@@ -174,6 +178,7 @@ func (f *agentFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.recover, "recover", "none", "re-run started reads and keyed idempotent writes on resume: safe or none")
 	fl.IntVar(&f.maxRetries, "max-retries", 2, "provider retries per model call (0 turns retries off)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "run deadline from its start (0: none)")
+	fl.BoolVar(&f.openaiNoStore, "openai-no-store", false, "openai-responses: send store:false and get the reasoning back encrypted, for zero data retention (remembered by resume)")
 	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for whole responses instead of streaming them (remembered by resume; --no-stream=false turns streaming back on)")
 	fl.StringVar(&f.demoBank, "demo-bank", "", "add the demo's tools (lookup_invoice, pay_invoice with a probe) paying into this file")
 	fl.StringVar(&f.demoCrash, "demo-crash", "", "with --demo-bank: the process SIGKILLs itself before-pay or after-pay, to try a crash (not remembered)")
@@ -231,6 +236,9 @@ func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, er
 	if changed("no-stream") {
 		c.NoStream = f.noStream
 	}
+	if changed("openai-no-store") {
+		c.OpenAINoStore = f.openaiNoStore
+	}
 	if changed("demo-bank") {
 		c.DemoBank = absPath(f.demoBank)
 	}
@@ -261,6 +269,9 @@ func (c *runConfig) validate() error {
 	case "openai", "openai-responses", "anthropic", "scripted":
 	default:
 		return usageErr("--model: unknown provider %q (want openai, openai-responses, anthropic or scripted)", c.Provider)
+	}
+	if c.OpenAINoStore && c.Provider != "openai-responses" {
+		return usageErr("--openai-no-store goes with --model openai-responses:MODEL (the Responses API); %s has no such setting", c.Provider)
 	}
 	if _, err := approvalEffects(c.Approve); err != nil {
 		return err

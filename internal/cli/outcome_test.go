@@ -2,8 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -143,5 +147,35 @@ func TestMCPConnectErrorShowsServerStderr(t *testing.T) {
 	b, err := os.ReadFile(logPath)
 	if err != nil || !strings.Contains(string(b), "None of the specified directories are accessible") {
 		t.Errorf("--mcp-log %s: %v %q", logPath, err, b)
+	}
+}
+
+// --openai-no-store sends store:false and asks for the encrypted
+// reasoning; it is refused with a provider that has no such setting.
+func TestOpenAINoStore(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":1,\"output_index\":0,"+
+			"\"item\":{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"Hi.\",\"annotations\":[]}]}}\n\n"+
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"resp_1\",\"status\":\"completed\",\"model\":\"o4-test\","+
+			"\"output\":[],\"usage\":{\"input_tokens\":3,\"output_tokens\":2}}}\n\n")
+	}))
+	defer srv.Close()
+	h := newHarness(t)
+	h.want(ExitCompleted, "run", "--store", h.store, "--run-id", "z1", "--model", "openai-responses:o4-test", "--base-url", srv.URL, "--openai-no-store", "hi")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 || !strings.Contains(bodies[0], `"store":false`) || !strings.Contains(bodies[0], `"include":["reasoning.encrypted_content"]`) {
+		t.Fatalf("request bodies = %q", bodies)
+	}
+	h.want(ExitUsage, "run", "--store", h.store, "--model", "openai:gpt-4.1", "--base-url", srv.URL, "--openai-no-store", "hi")
+	if !strings.Contains(h.stderr.String(), "--openai-no-store goes with --model openai-responses:MODEL") {
+		t.Errorf("stderr = %s", h.stderr)
 	}
 }

@@ -25,6 +25,7 @@ func (e *env) provider(c *runConfig) (llm.Provider, error) {
 		if cfg.BaseURL == "" {
 			cfg.BaseURL = e.getenv("OPENAI_BASE_URL")
 		}
+		cfg.NoStore = c.OpenAINoStore
 		var p llm.Provider
 		var err error
 		if c.Provider == "openai" {
