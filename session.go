@@ -218,7 +218,7 @@ func (d *drive) overtaken(ctx context.Context, st *store.SessionState) (*RunResu
 	d.cp.Error = &RunError{Code: codeSessionConflict,
 		Message: fmt.Sprintf("session %s moved on without this run: %s appended to it first (the run started from revision %d, the session is at %d); "+
 			"nothing of this run was appended", d.run.SessionID, by, d.cp.SessionBase, st.Revision),
-		Hint: fmt.Sprintf("the run's transcript and answer stay in the run (Runtime.Get); to continue the conversation, start a new run in session %s, "+
-			"which sees its history as it is now", d.run.SessionID)}
+		Hint: fmt.Sprintf("the run is over and its transcript and answer stay in it; to continue the conversation, start a new run in session %s, "+
+			"which sees the session's history as it is now", d.run.SessionID)}
 	return d.end(ctx, store.RunFailed, EvRunFailed)
 }

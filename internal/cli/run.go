@@ -188,6 +188,10 @@ func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error,
 		if errors.Is(err, actoviq.ErrRunExists) {
 			return usageErr("%v", err)
 		}
+		var ide *actoviq.IDError
+		if errors.As(err, &ide) && ide.Field == "Input.RunID" {
+			return usageErr("--run-id %q: %s; nothing was stored", ide.ID, ide.Reason)
+		}
 		return &exitError{code: ExitFailed, err: err}
 	}
 	if out.json {

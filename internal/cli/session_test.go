@@ -81,3 +81,17 @@ func TestCancelledRunUnsettledCallResolvable(t *testing.T) {
 		t.Fatalf("still unsettled after resolve:\n%s", h.stdout)
 	}
 }
+
+// A run id that would make idempotency keys ambiguous is a usage error
+// that names the flag; nothing is stored.
+func TestRunIDWithSeparatorIsUsageError(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitUsage, h.runArgs("--run-id", "acct:7", "pay INV-42")...)
+	if out := h.stderr.String() + h.stdout.String(); !strings.Contains(out, `--run-id "acct:7"`) || strings.Contains(out, "Input.RunID") {
+		t.Fatalf("output:\n%s", out)
+	}
+	h.want(ExitCompleted, "runs", "list", "--store", h.store)
+	if strings.Contains(h.stdout.String(), "acct") {
+		t.Fatalf("a refused run was stored:\n%s", h.stdout)
+	}
+}
