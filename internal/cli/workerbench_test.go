@@ -183,4 +183,3 @@ func BenchmarkWorkerTakeover(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/takeover")
 }
-
