@@ -311,3 +311,28 @@ func TestCloseLeavesRunsResumable(t *testing.T) {
 		t.Fatalf("another runtime's resume: %+v %v, %d calls", res, err, pay.count())
 	}
 }
+
+// Requeue past the run's deadline used to record its decisions and queue
+// the run, which then ended cancelled with its ledger changed. It ends the
+// run cancelled, ledger untouched, and refuses the decisions, typed.
+func TestRequeuePastDeadlineRefusesDecisions(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	a := approvalAgent(p, pay)
+	a.Limits.RunTimeout = time.Hour
+	if res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"}); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	s.clock.Advance(2 * time.Hour)
+	before, _ := s.rt.Get(s.ctx, "r1")
+	err := s.rt.Requeue(s.ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "ops"})
+	var fin *actoviq.RunFinishedError
+	if !errors.As(err, &fin) || fin.Status != actoviq.StatusCancelled {
+		t.Fatalf("Requeue past the deadline: %v, want a RunFinishedError (cancelled)", err)
+	}
+	after, _ := s.rt.Get(s.ctx, "r1")
+	if after.StoredStatus != actoviq.StatusCancelled || after.Ledger[0].Revision != before.Ledger[0].Revision {
+		t.Fatalf("stored %s, ledger rev %d -> %d", after.StoredStatus, before.Ledger[0].Revision, after.Ledger[0].Revision)
+	}
+}

@@ -433,7 +433,9 @@ func (e *Runtime) Requeue(ctx context.Context, runID string, decisions ...Decisi
 	if d.run.Status.Terminal() {
 		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
 	}
-	if err := d.applyDecisions(ctx, decisions); err != nil {
+	// Past its deadline the run ends cancelled with its ledger untouched,
+	// and the decisions are refused, as Resume does (terminal.go).
+	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {
 		return err
 	}
 	return d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", map[string]any{"reason": "handed to the queue (Runtime.Requeue)"}))
