@@ -341,6 +341,10 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 						return
 					}
 				}
+				if cause := d.cancelRequested(ctx); cause != nil { // Cancel from another process (cancel.go)
+					cancel(cause)
+					return
+				}
 			}
 		}
 	}()
@@ -380,8 +384,11 @@ func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFu
 // effect in flight: nothing runs again, and a call that was started keeps
 // its ledger state (started or unknown). [Runtime.Decide] can still record
 // what happened to such a call (committed or failed), for the audit trail;
-// the run does not continue. A run driven by another process is refused
-// with [ErrRunHeld]. To stop driving without deciding anything (a process
+// the run does not continue. A run driven by another process (a worker
+// elsewhere) is asked to stop: the request is recorded in the store and
+// that drive ends the run cancelled at its next heartbeat (within
+// LeaseTTL/3). Cancel also applies the parent-close policy to the run's
+// children ([ParentClosePolicy]). To stop driving without deciding anything (a process
 // shutting down), use [Runtime.Close].
 func (e *Runtime) Cancel(ctx context.Context, runID string) (err error) {
 	defer func() { // its children, by their parent-close policy (child.go)
@@ -408,6 +415,9 @@ func (e *Runtime) Cancel(ctx context.Context, runID string) (err error) {
 		return err
 	}
 	if err := d.claim(ctx); err != nil {
+		if errors.Is(err, ErrRunHeld) { // driven by another process: ask it (cancel.go)
+			return e.requestCancel(ctx, runID)
+		}
 		return err
 	}
 	defer d.release(ctx)

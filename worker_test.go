@@ -379,3 +379,45 @@ func TestWorkerParksUnknownAgentVersion(t *testing.T) {
 		t.Fatalf("resume with v1: %+v %v", res, err)
 	}
 }
+
+// Cancel of a run a worker in another process drives reaches it: the
+// request is recorded, the worker's drive sees it at its next heartbeat and
+// ends the run cancelled.
+func TestCancelReachesAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	shared := storemem.New(nil)
+	m := &blockingModel{Provider: scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":3}`)}},
+		scripted.Turn{Text: "done"}), entered: make(chan struct{})}
+	pay := &payTool{name: "pay"}
+	a := &actoviq.AgentSpec{ID: "payer", Provider: m, Model: "scripted-1", Tools: []toolT{pay}}
+	worker, err := actoviq.New(shared, &actoviq.Config{LeaseTTL: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Register(a); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := actoviq.New(shared, nil) // another process
+	id, err := other.Enqueue(ctx, a, &actoviq.Input{Items: input("pay").Items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ended := make(chan *actoviq.RunResult, 1)
+	go func() {
+		_ = worker.Work(wctx, &actoviq.WorkOptions{PollInterval: 10 * time.Millisecond,
+			OnDrive: func(_ string, res *actoviq.RunResult, err error) { ended <- res }})
+	}()
+	<-m.entered
+	if err := other.Cancel(ctx, id); err != nil {
+		t.Fatalf("cancel of a run another process drives: %v", err)
+	}
+	res := <-ended
+	if res == nil || res.Status != actoviq.StatusCancelled || res.Error == nil || !strings.Contains(res.Error.Message, "cancelled by request") {
+		t.Fatalf("the worker's drive ended %+v, want cancelled by the request", res)
+	}
+	if pay.count() != 1 {
+		t.Fatalf("%d payments", pay.count())
+	}
+}
