@@ -100,6 +100,9 @@ func TestConfigErrors(t *testing.T) {
 		{"oauth and an Authorization header", `{"mcpServers":{"a":{"url":"http://h/mcp","headers":{"Authorization":"` + secret + `"},"oauth":{}}}}`, "a", "oauth"},
 		{"oauth metadata url not https", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"clientMetadataUrl":"http://c.example/md.json"}}}}`, "a", "oauth.clientMetadataUrl"},
 		{"oauth bad port", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"callbackPort":70000}}}}`, "a", "oauth.callbackPort"},
+		{"oauth private key without client credentials", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"clientId":"c","privateKey":"${K}"}}}}`, "a", "oauth.privateKey"},
+		{"oauth secret and private key", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"grant":"client_credentials","clientId":"c","clientSecret":"s","privateKey":"${K}"}}}}`, "a", "oauth.grant"},
+		{"oauth bad signing algorithm", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"grant":"client_credentials","clientId":"c","privateKey":"${K}","signingAlgorithm":"HS256"}}}}`, "a", "oauth.signingAlgorithm"},
 		{"oauth unknown field", `{"mcpServers":{"a":{"url":"http://h/mcp","oauth":{"client_id":"c"}}}}`, "a", ""},
 	}
 	for _, tt := range tests {

@@ -117,7 +117,9 @@
 // insufficient_scope asks again for the union of scopes (step-up); a
 // request is re-sent at most once per authorization. A server whose "oauth"
 // block says "grant": "client_credentials" gets its token with the client
-// credentials grant, asking no one: that is for workers.
+// credentials grant, asking no one: that is for workers. It authenticates
+// with "clientSecret", or with a signed JWT made from "privateKey"
+// (private_key_jwt, RFC 7523), which the SDK has no handler for.
 //
 //	"tickets": {"url": "https://mcp.example.com/mcp",
 //	            "oauth": {"clientId": "actoviq", "clientSecret": "${TICKETS_SECRET}",

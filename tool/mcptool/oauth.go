@@ -2,6 +2,7 @@ package mcptool
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"html"
@@ -64,6 +65,13 @@ type OAuthConfig struct {
 	// browser, with PKCE) or "client_credentials" (no person: for workers;
 	// needs clientId and clientSecret).
 	Grant string `json:"grant,omitempty"`
+	// PrivateKey, with "client_credentials", authenticates the client with a
+	// signed JWT (private_key_jwt, RFC 7523) instead of a secret: a PEM EC
+	// P-256 or RSA private key, usually written "${NAME}". A secret.
+	PrivateKey string `json:"privateKey,omitempty"`
+	// SigningAlgorithm is the JWT's "alg" for PrivateKey: "ES256" or
+	// "RS256". Empty: by the key's type.
+	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
 	// Disabled turns authorization off for the server: a 401 is an error.
 	Disabled bool `json:"disabled,omitempty"`
 }
@@ -85,11 +93,22 @@ func (o *OAuthConfig) validate(bad func(field, format string, args ...any) error
 	if o.ClientSecret != "" && o.ClientID == "" {
 		return bad("oauth.clientSecret", `needs "clientId"`)
 	}
-	if o.Grant == GrantClientCredentials && (o.ClientID == "" || o.ClientSecret == "") {
-		return bad("oauth.grant", `"client_credentials" needs "clientId" and "clientSecret"`)
+	if o.Grant == GrantClientCredentials && (o.ClientID == "" || (o.ClientSecret == "") == (o.PrivateKey == "")) {
+		return bad("oauth.grant", `"client_credentials" needs "clientId" and one of "clientSecret" and "privateKey"`)
+	}
+	if o.PrivateKey != "" && o.Grant != GrantClientCredentials {
+		return bad("oauth.privateKey", `only with "grant": "client_credentials"`)
+	}
+	switch o.SigningAlgorithm {
+	case "", "ES256", "RS256":
+	default:
+		return bad("oauth.signingAlgorithm", `unsupported %q: want "ES256" or "RS256"`, o.SigningAlgorithm)
 	}
 	if err := checkRefs(o.ClientSecret); err != nil {
 		return bad("oauth.clientSecret", "%v", err)
+	}
+	if err := checkRefs(o.PrivateKey); err != nil {
+		return bad("oauth.privateKey", "%v", err)
 	}
 	if strings.ContainsAny(o.ClientSecret+o.ClientID+o.Scopes, "\r\n") {
 		return bad("oauth", "a value contains a line break")
@@ -157,6 +176,9 @@ type oauthHandler struct {
 	opts   OAuthOptions
 	tokens TokenStore
 
+	key    crypto.Signer // private_key_jwt, with its alg
+	keyAlg string
+
 	mu       sync.Mutex
 	inner    auth.OAuthHandler
 	port     int
@@ -202,6 +224,14 @@ func (h *oauthHandler) get(ctx context.Context) (auth.OAuthHandler, error) {
 		return h.inner, nil
 	}
 	hc := h.httpClient()
+	if h.cfg.Grant == GrantClientCredentials && h.key != nil {
+		var scopes []string
+		if f := strings.Fields(h.cfg.Scopes); len(f) > 0 {
+			scopes = f
+		}
+		h.inner = &jwtClientCredentials{clientID: h.cfg.ClientID, key: h.key, alg: h.keyAlg, scopes: scopes, client: hc, scrub: h.sv.scrub}
+		return h.inner, nil
+	}
 	if h.cfg.Grant == GrantClientCredentials {
 		in, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
 			Credentials: &oauthex.ClientCredentials{ClientID: h.cfg.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: h.cfg.ClientSecret}},

@@ -2,12 +2,18 @@ package mcptool_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -53,6 +59,30 @@ type oauthPeer struct {
 	needScope  string // a scope tools/call needs beyond "tools"
 	ran        []string
 	seenAuth   []string // Authorization headers of MCP requests
+	jwtKey     *ecdsa.PublicKey
+}
+
+// verifyES256 checks a client assertion: ES256 signature, iss = sub =
+// client, aud = the issuer, not expired.
+func verifyES256(pub *ecdsa.PublicKey, jwt, client, issuer string) bool {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	hb, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	cb, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	sig, _ := base64.RawURLEncoding.DecodeString(parts[2])
+	var h struct{ Alg string }
+	var c struct {
+		Iss, Sub, Aud string
+		Exp           int64
+	}
+	if json.Unmarshal(hb, &h) != nil || json.Unmarshal(cb, &c) != nil || h.Alg != "ES256" || len(sig) != 64 {
+		return false
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	return ecdsa.Verify(pub, sum[:], r, s) && c.Iss == client && c.Sub == client && c.Aud == issuer && c.Exp > time.Now().Unix()
 }
 
 type codeGrant struct {
@@ -207,6 +237,17 @@ func (p *oauthPeer) token(w http.ResponseWriter, r *http.Request) {
 		p.refreshed++
 		issue(scopes, true)
 	case "client_credentials":
+		if a := r.PostForm.Get("client_assertion"); a != "" {
+			if r.PostForm.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" || p.jwtKey == nil ||
+				!verifyES256(p.jwtKey, a, r.PostForm.Get("client_id"), p.ts.URL) {
+				w.WriteHeader(http.StatusUnauthorized)
+				writeJSON(w, map[string]string{"error": "invalid_client"})
+				return
+			}
+			p.ccGrants++
+			issue([]string{"tools"}, false)
+			return
+		}
 		id, secret, ok := r.BasicAuth()
 		if !ok || p.clients[id] != secret || secret == "" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -577,5 +618,56 @@ func TestOAuthWrongClientSecret(t *testing.T) {
 	_, err := src.Tools(context.Background())
 	if !errors.Is(err, mcptool.ErrAuthRequired) || strings.Contains(err.Error(), "wrong-secret-77aa01") {
 		t.Fatalf("wrong secret: %v", err)
+	}
+}
+
+// TestOAuthClientCredentialsJWT: a worker authenticates with a signed JWT
+// (private_key_jwt) whose key comes from the environment; the key never
+// shows in an error.
+func TestOAuthClientCredentialsJWT(t *testing.T) {
+	t.Parallel()
+	p := newOAuthPeer(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	p.mu.Lock()
+	p.jwtKey = &key.PublicKey
+	p.mu.Unlock()
+	cfg := map[string]*mcptool.ServerConfig{"tickets": {URL: p.ts.URL + "/mcp",
+		OAuth: &mcptool.OAuthConfig{Grant: mcptool.GrantClientCredentials, ClientID: "jwt-client", PrivateKey: "${KEY}"}}}
+	src := newSource(t, cfg, &mcptool.Options{LookupEnv: func(string) (string, bool) { return pemKey, true }})
+	ts, err := src.ServerTools(context.Background(), "tickets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts[0].Call(tool.WithIdempotencyKey(context.Background(), "r1:c1"), json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	grants := p.ccGrants
+	p.mu.Unlock()
+	if grants != 1 {
+		t.Fatalf("%d client credentials grants, want 1", grants)
+	}
+	// The wrong key: refused, and the error shows nothing of the key.
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der2, _ := x509.MarshalPKCS8PrivateKey(other)
+	pem2 := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der2}))
+	src2 := newSource(t, cfg, &mcptool.Options{LookupEnv: func(string) (string, bool) { return pem2, true }})
+	_, err = src2.Tools(context.Background())
+	if !errors.Is(err, mcptool.ErrAuthRequired) || strings.Contains(err.Error(), "PRIVATE KEY") || !strings.Contains(err.Error(), "invalid_client") {
+		t.Fatalf("wrong key: %v", err)
+	}
+	// A key that is not PEM is a configuration error naming the field.
+	_, err = mcptool.New(&mcptool.Config{Servers: cfg}, &mcptool.Options{LookupEnv: func(string) (string, bool) { return "not a key", true }})
+	var ce *mcptool.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "oauth.privateKey" || strings.Contains(err.Error(), "not a key") {
+		t.Fatalf("bad key: %v", err)
 	}
 }

@@ -39,7 +39,9 @@ type Options struct {
 	// costs.
 	TerminateWait time.Duration
 	// ConnectTimeout bounds starting a server and the MCP handshake, within
-	// the caller's context. Zero means [DefaultConnectTimeout].
+	// the caller's context. Zero means [DefaultConnectTimeout]. When a
+	// person may sign in ([OAuthOptions.OpenURL] is set), the handshake may
+	// also take [OAuthOptions.LoginTimeout].
 	ConnectTimeout time.Duration
 	// Stderr receives the stdio servers' standard error. Nil discards it.
 	// What a server prints there is the server's business: this package
@@ -368,6 +370,16 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 			oc.ClientSecret = v
 		}
 		sv.auth = newOAuthHandler(sv, oc, src.opts.OAuth)
+		if oc.PrivateKey != "" {
+			pk, err := expand(oc.PrivateKey, lookup)
+			if err != nil {
+				return nil, &ConfigError{Server: name, Field: "oauth.privateKey", Reason: err.Error()}
+			}
+			secrets = append(secrets, pk)
+			if sv.auth.key, sv.auth.keyAlg, err = parsePrivateKey(pk, oc.SigningAlgorithm); err != nil {
+				return nil, &ConfigError{Server: name, Field: "oauth.privateKey", Reason: err.Error()}
+			}
+		}
 	}
 	sv.client = mcp.NewClient(&mcp.Implementation{Name: src.opts.ClientName, Version: src.opts.ClientVersion}, &mcp.ClientOptions{
 		// Declare no roots: our servers get their scope from their
@@ -454,7 +466,12 @@ func (sv *server) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, sv.src.opts.ConnectTimeout)
+	timeout := sv.src.opts.ConnectTimeout
+	if sv.auth != nil && sv.auth.opts.OpenURL != nil {
+		// The handshake may wait for a person to sign in.
+		timeout += sv.auth.opts.LoginTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cs, err := sv.client.Connect(cctx, t, nil)
 	if err != nil {

@@ -39,6 +39,8 @@ func main() {
 type scenarioContext struct {
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret"`
+	PrivateKey   string `json:"private_key_pem"`
+	Algorithm    string `json:"signing_algorithm"`
 }
 
 // call is one tool call a scenario makes.
@@ -82,6 +84,11 @@ func run(ctx context.Context, url, scenario, rawContext string) error {
 		if strings.HasPrefix(scenario, "auth/client-credentials-") {
 			oauth["grant"] = mcptool.GrantClientCredentials
 			delete(oauth, "clientMetadataUrl")
+			if sc.PrivateKey != "" {
+				oauth["privateKey"] = "${CONF_PRIVATE_KEY}"
+				env["CONF_PRIVATE_KEY"] = sc.PrivateKey
+				oauth["signingAlgorithm"] = sc.Algorithm
+			}
 		}
 		srv["oauth"] = oauth
 		calls = []call{{"test-tool", `{}`}}
