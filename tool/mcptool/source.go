@@ -22,6 +22,7 @@ import (
 const (
 	DefaultTerminateWait  = 500 * time.Millisecond
 	DefaultConnectTimeout = 30 * time.Second
+	DefaultResumeRetries  = 2
 )
 
 // ErrClosed is returned by a [Source] (and its tools) after Close.
@@ -61,8 +62,11 @@ type Options struct {
 	// streamable-HTTP server is resumed (a GET with Last-Event-ID, after the
 	// server's retry delay) without the stream making progress. Resuming
 	// re-reads the same response; it never re-sends the request. Zero means
-	// the SDK's default (5); negative turns resumption off, so a broken
-	// stream fails its call with an unknown outcome.
+	// [DefaultResumeRetries]; negative turns resumption off, so a broken
+	// stream fails its call with an unknown outcome. Each attempt waits the
+	// server's retry delay, or the SDK's backoff (1 s, then ×1.5, with
+	// jitter), so a server that is gone for good fails its calls after
+	// about 2-5 s with the default.
 	ResumeRetries int
 	// OAuth configures MCP authorization of streamable-HTTP servers: where
 	// tokens are kept and how a person signs in. Nil: tokens in memory,
@@ -123,6 +127,9 @@ func New(cfg *Config, opts *Options) (*Source, error) {
 	}
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
+	}
+	if o.ResumeRetries == 0 {
+		o.ResumeRetries = DefaultResumeRetries
 	}
 	s := &Source{opts: o, servers: map[string]*server{}}
 	if s.opts.HTTPClient == nil {
