@@ -29,10 +29,14 @@ var (
 
 // ConflictError reports a failed compare-and-swap.
 type ConflictError struct {
-	Kind     string // "run", "ledger", "session", ...
-	ID       string
+	// Kind is the record kind: "run", "ledger", "session", ….
+	Kind string
+	// ID names the record.
+	ID string
+	// Expected is the revision the writer expected.
 	Expected int64
-	Actual   int64 // 0 when the record does not exist
+	// Actual is the revision found; 0 when the record does not exist.
+	Actual int64
 }
 
 func (e *ConflictError) Error() string {
@@ -44,11 +48,16 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // FencedError reports a write whose fence no longer holds.
 type FencedError struct {
-	Key           string
-	Holder        string
-	Epoch         int64
+	// Key is the claim the write was fenced by.
+	Key string
+	// Holder is the holder named by the write's fence.
+	Holder string
+	// Epoch is the epoch named by the write's fence.
+	Epoch int64
+	// CurrentHolder is who holds the claim now.
 	CurrentHolder string
-	CurrentEpoch  int64
+	// CurrentEpoch is the claim's epoch now; higher than Epoch after a takeover.
+	CurrentEpoch int64
 }
 
 func (e *FencedError) Error() string {
@@ -61,10 +70,14 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 
 // ClaimHeldError reports a claim that another holder holds.
 type ClaimHeldError struct {
-	Key       string
-	Holder    string
-	Epoch     int64
-	ExpiresAt string // RFC 3339
+	// Key is the claim asked for.
+	Key string
+	// Holder is who holds it.
+	Holder string
+	// Epoch is the holder's epoch.
+	Epoch int64
+	// ExpiresAt is when the holder's lease ends without a heartbeat (RFC 3339).
+	ExpiresAt string
 }
 
 func (e *ClaimHeldError) Error() string {
@@ -76,9 +89,12 @@ func (e *ClaimHeldError) Is(target error) bool { return target == ErrClaimHeld }
 
 // DataError reports a record that cannot be decoded.
 type DataError struct {
+	// Kind is the record kind ("run", "checkpoint", "ledger", "event", …).
 	Kind string
-	ID   string
-	Err  error
+	// ID names the record.
+	ID string
+	// Err is the decoding error.
+	Err error
 }
 
 func (e *DataError) Error() string {
@@ -93,8 +109,10 @@ func (e *DataError) Unwrap() error { return e.Err }
 
 // NotFoundError reports a missing record.
 type NotFoundError struct {
+	// Kind is the record kind.
 	Kind string
-	ID   string
+	// ID names the record looked for.
+	ID string
 }
 
 func (e *NotFoundError) Error() string { return fmt.Sprintf("store: %s %s not found", e.Kind, e.ID) }
@@ -104,8 +122,10 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // ExistsError reports a create that found the key taken.
 type ExistsError struct {
+	// Kind is the record kind.
 	Kind string
-	ID   string
+	// ID names the record that exists.
+	ID string
 }
 
 func (e *ExistsError) Error() string { return fmt.Sprintf("store: %s %s already exists", e.Kind, e.ID) }
@@ -115,7 +135,9 @@ func (e *ExistsError) Is(target error) bool { return target == ErrExists }
 
 // InvalidError reports invalid parameters.
 type InvalidError struct {
-	Field  string
+	// Field names the bad parameter, as Params.Field.
+	Field string
+	// Reason says what is wrong with it.
 	Reason string
 }
 
@@ -127,7 +149,10 @@ func (e *InvalidError) Error() string {
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // FullError wraps a backend's out-of-space error.
-type FullError struct{ Err error }
+type FullError struct {
+	// Err is the backend's error.
+	Err error
+}
 
 func (e *FullError) Error() string { return fmt.Sprintf("store: storage full: %v", e.Err) }
 

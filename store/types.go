@@ -35,13 +35,20 @@ func (s RunStatus) Terminal() bool {
 // Run is a run record with its checkpoint. The checkpoint is owned by the
 // engine and opaque to the store, but it must be valid JSON.
 type Run struct {
-	Tenant      string
-	ID          string
-	ParentID    string // empty for a top-level run
-	SessionID   string // empty when the run continues no session
-	AgentID     string
+	// Tenant scopes the run; every key includes it.
+	Tenant string
+	// ID is the run's id, unique in its tenant.
+	ID string
+	// ParentID is the parent run's id; empty for a top-level run.
+	ParentID string
+	// SessionID is the session the run continues; empty for none.
+	SessionID string
+	// AgentID is the agent the run was started with.
+	AgentID string
+	// AgentDigest is the digest of that agent's definition at the last drive.
 	AgentDigest string
-	Status      RunStatus
+	// Status is the stored lifecycle state.
+	Status RunStatus
 	// Checkpoint is the engine's state (transcript, turn, usage...).
 	Checkpoint json.RawMessage
 	// Meta is caller-owned JSON about how the run was started (never secrets).
@@ -51,8 +58,10 @@ type Run struct {
 	// Revision is the run row's CAS revision, 1 after create.
 	Revision int64
 	// EventSeq is the sequence number of the run's last event, 0 if none.
-	EventSeq  int64
+	EventSeq int64
+	// CreatedAt is when the run was created (store clock).
 	CreatedAt time.Time
+	// UpdatedAt is when the run row was last written (store clock).
 	UpdatedAt time.Time
 }
 
@@ -79,21 +88,30 @@ func (s LedgerState) Valid() bool {
 
 // LedgerEntry is the durable record of one tool call.
 type LedgerEntry struct {
+	// Tenant and RunID name the run the call belongs to.
 	Tenant string
-	RunID  string
+	// RunID is the run's id.
+	RunID string
+	// CallID is the call's id in the run.
 	CallID string
 	// Turn is the model turn that asked for the call; Index its position in
 	// that turn's response. Together they order the calls of a run.
-	Turn  int
+	Turn int
+	// Index is the call's position in its turn's response.
 	Index int
-	Tool  string
+	// Tool is the called tool's name.
+	Tool string
 	// Effect is the tool's declared effect: "read", "idempotent-write" or
 	// "side-effect".
-	Effect         string
-	State          LedgerState
+	Effect string
+	// State is where the call is in the ledger's state machine.
+	State LedgerState
+	// IdempotencyKey is the call's stable key, persisted before the first
+	// start and the same on every attempt.
 	IdempotencyKey string
 	// Attempt counts started executions; 0 until the first start.
-	Attempt    int
+	Attempt int
+	// ArgsDigest is the digest of the unredacted arguments.
 	ArgsDigest string
 	// Args are the call's arguments after redaction.
 	Args json.RawMessage
@@ -106,27 +124,38 @@ type LedgerEntry struct {
 	// Resolution records how an unknown outcome was settled.
 	Resolution *Decision
 	// Holder and Epoch identify the worker that last moved the entry.
-	Holder      string
-	Epoch       int64
-	Revision    int64
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	StartedAt   time.Time // zero until started
-	CommittedAt time.Time // zero until committed
+	Holder string
+	// Epoch is that worker's claim epoch.
+	Epoch int64
+	// Revision is the entry's CAS revision.
+	Revision int64
+	// CreatedAt and UpdatedAt are the store's times of the first and the
+	// latest write.
+	CreatedAt time.Time
+	// UpdatedAt is the time of the latest write.
+	UpdatedAt time.Time
+	// StartedAt is when the last attempt was recorded started; zero until then.
+	StartedAt time.Time
+	// CommittedAt is when the result was committed; zero until then.
+	CommittedAt time.Time
 }
 
 // Decision is a recorded decision on a ledger entry: an approval or
 // rejection, or the settlement of an unknown outcome.
 type Decision struct {
 	// Kind is approve, reject, committed, failed, re-execute or probe.
-	Kind   string    `json:"kind"`
-	By     string    `json:"by"`
-	At     time.Time `json:"at"`
-	Reason string    `json:"reason,omitempty"`
+	Kind string `json:"kind"`
+	// By names who decided ("probe:<tool>" or "runtime" when no person did).
+	By string `json:"by"`
+	// At is when it was recorded.
+	At time.Time `json:"at"`
+	// Reason is why.
+	Reason string `json:"reason,omitempty"`
 	// Note is an operator's note, never shown to the model.
 	Note string `json:"note,omitempty"`
 	// ArgsDigest and PolicyVersion bind an approval to what was approved.
-	ArgsDigest    string `json:"args_digest,omitempty"`
+	ArgsDigest string `json:"args_digest,omitempty"`
+	// PolicyVersion is the approval policy version the approval binds to.
 	PolicyVersion string `json:"policy_version,omitempty"`
 	// Attempt is the attempt an approval is for: it lets exactly that
 	// attempt start, so moving the entry to started consumes it.
@@ -142,65 +171,95 @@ type Decision struct {
 // Event is one run event in the stable envelope of SPEC §9. Seq is assigned
 // by the store, gapless per run, starting at 1.
 type Event struct {
-	Tenant      string
-	RunID       string
-	Seq         int64
-	ID          string
+	// Tenant and RunID name the run.
+	Tenant string
+	// RunID is the run's id.
+	RunID string
+	// Seq orders the run's events; assigned by the store.
+	Seq int64
+	// ID is unique per event.
+	ID string
+	// ParentRunID is the parent run's id for a child run.
 	ParentRunID string
-	TraceID     string
-	SpanID      string
-	Type        string
-	Time        time.Time
-	Data        json.RawMessage
+	// TraceID is the run's trace id.
+	TraceID string
+	// SpanID is the run's span, or one call's span in it.
+	SpanID string
+	// Type is the event type, such as "tool.started".
+	Type string
+	// Time is the runtime's clock at the event.
+	Time time.Time
+	// Data is the redacted payload JSON.
+	Data json.RawMessage
 }
 
 // Claim is a lease on a key (usually "run:<id>") with an epoch that serves as
 // a fencing token. Every acquisition by a new holder increments the epoch.
 type Claim struct {
-	Tenant      string
-	Key         string
-	Holder      string
-	Epoch       int64
-	ExpiresAt   time.Time
+	// Tenant scopes the claim.
+	Tenant string
+	// Key is what is claimed, such as "run:<id>".
+	Key string
+	// Holder names the process that holds it.
+	Holder string
+	// Epoch is the fencing token: it grows with every new holder.
+	Epoch int64
+	// ExpiresAt is when the lease ends without a heartbeat.
+	ExpiresAt time.Time
+	// HeartbeatAt is the holder's last heartbeat.
 	HeartbeatAt time.Time
 }
 
 // Fence names the claim a write is made under. The write succeeds only if
 // the claim still has this holder and epoch.
 type Fence struct {
-	Key    string
+	// Key is the claim's key.
+	Key string
+	// Holder is the holder the write is made by.
 	Holder string
-	Epoch  int64
+	// Epoch is the epoch the holder acquired.
+	Epoch int64
 }
 
 // SessionEntry is one item of a session journal.
 type SessionEntry struct {
-	Seq   int64
+	// Seq orders the journal, from 1; it is the session's revision after
+	// the entry.
+	Seq int64
+	// RunID is the run whose append wrote the item.
 	RunID string
 	// Turn is SessionAppendParams.Turn of the append that wrote the item
 	// (0 for items appended without one).
 	Turn int
+	// Item is the transcript item's JSON.
 	Item json.RawMessage
 }
 
 // SessionState is a session as loaded: the latest snapshot and the journal
 // entries after it.
 type SessionState struct {
-	Tenant    string
+	// Tenant scopes the session.
+	Tenant string
+	// SessionID is the session's id.
 	SessionID string
 	// Revision is the seq of the last journal entry; 0 for a new session.
 	Revision int64
 	// SnapshotRevision is the revision the snapshot covers (0: none).
 	SnapshotRevision int64
-	Snapshot         json.RawMessage
+	// Snapshot is the compacted history up to SnapshotRevision (JSON).
+	Snapshot json.RawMessage
 	// Entries are the journal entries with Seq > SnapshotRevision.
 	Entries []SessionEntry
 }
 
 // OnceRecord is the durable result of a once.Do key.
 type OnceRecord struct {
-	Tenant    string
-	Key       string
-	Value     json.RawMessage
+	// Tenant scopes the key.
+	Tenant string
+	// Key is the caller's dedupe key.
+	Key string
+	// Value is the recorded result (JSON).
+	Value json.RawMessage
+	// CreatedAt is when the result was recorded.
 	CreatedAt time.Time
 }
