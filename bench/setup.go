@@ -106,23 +106,6 @@ func setup(ctx context.Context, dir, pgURL string, calls int) (*env, error) {
 		return nil, err
 	}
 
-	// DBOS on SQLite, with the same durability as ours: WAL and
-	// synchronous=FULL. (DBOS opens its own SQLite files with
-	// synchronous=NORMAL, which does not sync each commit; we hand it a
-	// handle instead, through its public Config.SQLiteSystemDB.)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "dbos.db")+
-		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
-	if err != nil {
-		return nil, err
-	}
-	e.dbosDB = db
-	var syncMode int
-	if err := db.QueryRow(`PRAGMA synchronous`).Scan(&syncMode); err != nil || syncMode != 2 {
-		return nil, fmt.Errorf("DBOS SQLite handle: synchronous=%d (%v), want 2 (FULL)", syncMode, err)
-	}
-	if err := e.launchDBOS(ctx, "sqlite", dbos.Config{AppName: "actoviq-bench", SQLiteSystemDB: db}); err != nil {
-		return nil, fmt.Errorf("DBOS on SQLite: %w", err)
-	}
 	return e, nil
 }
 
@@ -174,7 +157,36 @@ func (e *env) setupPG(ctx context.Context, url string) error {
 	}); err != nil {
 		return err
 	}
-	return e.launchDBOS(ctx, "pg", dbos.Config{AppName: "actoviq-bench", DatabaseURL: url, DatabaseSchema: "dbos_" + e.schema})
+	return nil
+}
+
+// setupDBOS launches DBOS on the same PostgreSQL server (its own schema)
+// and on a SQLite file next to ours.
+func (e *env) setupDBOS(ctx context.Context, pgURL string) error {
+	dir := e.dir
+	// DBOS on SQLite, with the same durability as ours: WAL and
+	// synchronous=FULL. (DBOS opens its own SQLite files with
+	// synchronous=NORMAL, which does not sync each commit; we hand it a
+	// handle instead, through its public Config.SQLiteSystemDB.)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "dbos.db")+
+		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	e.dbosDB = db
+	var syncMode int
+	if err := db.QueryRow(`PRAGMA synchronous`).Scan(&syncMode); err != nil || syncMode != 2 {
+		return fmt.Errorf("DBOS SQLite handle: synchronous=%d (%v), want 2 (FULL)", syncMode, err)
+	}
+	if err := e.launchDBOS(ctx, "sqlite", dbos.Config{AppName: "actoviq-bench", SQLiteSystemDB: db}); err != nil {
+		return fmt.Errorf("DBOS on SQLite: %w", err)
+	}
+	if pgURL != "" {
+		if err := e.launchDBOS(ctx, "pg", dbos.Config{AppName: "actoviq-bench", DatabaseURL: pgURL, DatabaseSchema: "dbos_" + e.schema}); err != nil {
+			return fmt.Errorf("DBOS on PostgreSQL: %w", err)
+		}
+	}
+	return nil
 }
 
 func (e *env) addBackend(name string, st store.Store, floor func(context.Context) error, rows func() (int64, int64, int64)) error {
