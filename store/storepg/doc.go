@@ -26,6 +26,16 @@
 // expiry is decided with the configured clock's time, passed as a
 // parameter, never the server's now().
 //
+// A run write is one call of a server-side function (run_write, an
+// embedded migration) sent as one autocommit statement: one round trip and
+// one commit, with the fence, the revisions and the event numbering all
+// checked inside it. Run writes that arrive while one is in flight share a
+// transaction (group commit): the next one sends them in one pipelined
+// BEGIN ... COMMIT, in run order, and if any of them fails the server rolls
+// all of it back and they are sent again one by one, each getting the
+// answer it would have had alone. [Store.Stats] counts statements, rows
+// and commits.
+//
 // Transactions run at read committed. A write transaction that the server
 // aborts as a serialization failure or deadlock victim (SQLSTATE 40001,
 // 40P01) changed nothing, and is run again from the start a few times.

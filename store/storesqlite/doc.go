@@ -23,9 +23,19 @@
 // revision = ? with a row count check, or by a read under the lock.
 // A stale writer therefore gets a [*store.ConflictError] or
 // [*store.FencedError] and changes nothing, also across processes: there
-// is no last-writer-wins path. Writers in one Store queue on an in-process
-// lock; writers in different processes wait up to Config.BusyTimeout for
-// the file lock. Readers never block writers (WAL); a multi-statement read
+// is no last-writer-wins path. Writers in different processes wait up to
+// Config.BusyTimeout for the file lock.
+//
+// # Group commit
+//
+// Writers in one Store queue in a commit queue. The writes that arrive
+// while one commit is syncing share the next transaction, each in a
+// SAVEPOINT of its own, and return after its single fsync: N concurrent
+// runs pay about one fsync per batch instead of N (see [Store.Stats]). Each
+// write's checks run in that transaction in queue order, exactly as if the
+// writes had committed one by one; a write that fails is rolled back to its
+// savepoint alone, and a write returns only once the COMMIT that holds it
+// is durable. A lone write is a plain transaction, as before. Readers never block writers (WAL); a multi-statement read
 // such as SessionLoad runs in one read transaction and sees one snapshot.
 // The file must be on a local file system: SQLite's locking (and so the
 // guarantees above) does not hold on network file systems.
