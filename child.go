@@ -117,6 +117,9 @@ type childInfo struct {
 	// child: cancel (default) or abandon.
 	ParentClose ParentClosePolicy `json:"parent_close,omitempty"`
 	Failure     ChildFailure      `json:"failure,omitempty"`
+	// MaxAttempts and Attempts: a retry-safe background child's drives.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	Attempts    int `json:"attempts,omitempty"`
 }
 
 // AgentToolOptions configures [AgentTool]. A nil *AgentToolOptions means

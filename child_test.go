@@ -284,3 +284,35 @@ func TestSpawnWaitAndParentClose(t *testing.T) {
 		t.Fatalf("after cancelling the parent: cancel-policy child %s, abandon-policy child %s", a.Status, b.Status)
 	}
 }
+
+// A retry-safe background child that stops for a started idempotent write
+// is queued again by its worker with a re-execute (same key), and
+// completes.
+func TestSpawnRetrySafeBackground(t *testing.T) {
+	ctx := context.Background()
+	st := storemem.New(nil)
+	rt, _ := actoviq.New(st, nil)
+	if _, err := rt.Run(ctx, agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
+		t.Fatal(err)
+	}
+	put := &payTool{name: "put", effect: tool.IdempotentWrite}
+	child := childAgent("writer", scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "put", `{"amount":1}`)}},
+		scripted.Turn{Text: "written"}), flakyWrite{put})
+	id, err := rt.Spawn(ctx, "root", child, &actoviq.Input{RunID: "root.bg"}, &actoviq.SpawnOptions{Failure: actoviq.RetrySafe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorkers(t, []store.Store{st}, 1, child, actoviq.WorkOptions{})
+	res, err := rt.Wait(ctx, id)
+	for err == nil && res.Status == actoviq.StatusInterrupted {
+		t.Fatalf("the retry-safe child stopped: %+v", res.Interruptions)
+	}
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("child: %+v %v", res, err)
+	}
+	put.mu.Lock()
+	defer put.mu.Unlock()
+	if len(put.calls) != 2 || !strings.HasPrefix(put.calls[0], "root.bg:w1#1") || !strings.HasPrefix(put.calls[1], "root.bg:w1#2") {
+		t.Fatalf("executions %v: want the same key, attempts 1 and 2", put.calls)
+	}
+}

@@ -189,6 +189,7 @@ var eventPayloads = func() map[string]func() EventData {
 		func() EventData { return new(ToolProbedData) },
 		func() EventData { return new(AgentChangedData) },
 		func() EventData { return new(MetaChangedData) },
+		func() EventData { return new(RunReleasedData) }, // worker.go
 	} {
 		for _, t := range mk().EventTypes() {
 			m[t] = mk

@@ -23,6 +23,11 @@ type SpawnOptions struct {
 	Failure ChildFailure
 	// Budget narrows the tree budget the child inherits from its parent.
 	Budget Budget
+	// MaxAttempts bounds the drives of a RetrySafe child: when one stops
+	// for a provider outage or a started read or idempotent write, the
+	// worker records a re-execute (same keys) and queues the child again,
+	// until this many drives; 0 means 3.
+	MaxAttempts int
 }
 
 // Spawn writes a background child of run parentID: a durable run record
@@ -67,7 +72,14 @@ func (e *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *
 	if err != nil {
 		return "", err
 	}
-	tree := &childInfo{Root: parentID, Depth: 1, Mode: "background", Budget: o.Budget, ParentClose: o.ParentClose, Failure: o.Failure}
+	if o.MaxAttempts < 0 {
+		return "", errors.New("actoviq: Spawn: MaxAttempts is negative")
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	tree := &childInfo{Root: parentID, Depth: 1, Mode: "background", Budget: o.Budget, ParentClose: o.ParentClose, Failure: o.Failure,
+		MaxAttempts: o.MaxAttempts}
 	if pi := pcp.Child; pi != nil {
 		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth+1, pi.Budget.narrow(o.Budget)
 	}

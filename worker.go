@@ -33,6 +33,20 @@ const StatusQueued Status = "queued"
 // EvRunReleased is the event of a run handed back to the queue.
 const EvRunReleased = "run.released"
 
+// RunReleasedData is the payload of run.released: a run went back to the
+// queue, from a worker that shut down ([ErrReleased]) or by
+// [Runtime.Requeue].
+type RunReleasedData struct {
+	// Holder and Epoch name the drive that released it; empty for Requeue.
+	Holder string `json:"holder,omitempty"`
+	Epoch  int64  `json:"epoch,omitempty"`
+	// Reason says why.
+	Reason string `json:"reason"`
+}
+
+// EventTypes implements [EventData].
+func (*RunReleasedData) EventTypes() []string { return []string{EvRunReleased} }
+
 // registry holds the agents a worker can build, by id and digest: two
 // versions of one agent may be registered while runs of both exist.
 type registry struct {
@@ -279,7 +293,48 @@ func (e *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, clai
 		return e.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf(
 			"no registered version of agent %s has digest %s", run.AgentID, run.AgentDigest))
 	}
-	return e.driveClaimed(ctx, a, run.ID, fence, o.Sinks)
+	res, err := e.driveClaimed(ctx, a, run.ID, fence, o.Sinks)
+	if err == nil && res.Status == StatusInterrupted && retriable(res.Interruptions) {
+		if again, rerr := e.retryBackground(ctx, run.ID, res.Interruptions); rerr != nil || again != nil {
+			return again, rerr
+		}
+	}
+	return res, err
+}
+
+// retryBackground queues a retry-safe background child again after a
+// drive that stopped for what a retry may get past (a provider outage, a
+// started read or idempotent write), recording the re-execute decisions,
+// while it has attempts left. It returns nil when the run is not retried.
+func (e *Runtime) retryBackground(ctx context.Context, runID string, ins []Interruption) (*RunResult, error) {
+	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
+	if err != nil {
+		return nil, err
+	}
+	cp, err := decodeCheckpoint(run)
+	if err != nil {
+		return nil, err
+	}
+	ci := cp.Child
+	if ci == nil || ci.Mode != "background" || ci.Failure != RetrySafe || ci.Attempts+1 >= ci.MaxAttempts {
+		return nil, nil
+	}
+	var ds []Decision
+	for _, in := range ins {
+		if in.Kind == InterruptRecovery && in.RunID == "" {
+			ds = append(ds, Decision{CallID: in.CallID, Kind: DecideReexecute, By: "retry-safe",
+				Reason: "a retry-safe child: its tools are all read or idempotent-write, so a new attempt with the same key is safe"})
+		}
+	}
+	err = e.requeueWith(ctx, runID, ds, func(cp *checkpoint) {
+		if cp.Child != nil {
+			cp.Child.Attempts++
+		}
+	}, fmt.Sprintf("retry-safe: attempt %d of %d", ci.Attempts+2, ci.MaxAttempts))
+	if err != nil {
+		return nil, err
+	}
+	return &RunResult{RunID: runID, Status: StatusQueued, Usage: cp.Usage}, nil
 }
 
 // driveClaimed drives a run whose claim the caller holds.
@@ -333,8 +388,8 @@ func (e *Runtime) releaseFence(ctx context.Context, f store.Fence) {
 
 // handBack ends a released drive: the run goes back to the queue as it is.
 func (d *drive) handBack(ctx context.Context) (*RunResult, error) {
-	if err := d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", map[string]any{
-		"holder": d.fence.Holder, "epoch": d.fence.Epoch, "reason": "the worker shut down before the run ended"})); err != nil {
+	if err := d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{
+		Holder: d.fence.Holder, Epoch: d.fence.Epoch, Reason: "the worker shut down before the run ended"})); err != nil {
 		return nil, err
 	}
 	return &RunResult{RunID: d.run.ID, Status: StatusQueued, Usage: d.cp.Usage}, nil
@@ -413,6 +468,10 @@ func (e *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, mu
 // it back to the queue, for a worker to resume. A run that already ended
 // is returned unchanged with [ErrRunFinished].
 func (e *Runtime) Requeue(ctx context.Context, runID string, decisions ...Decision) error {
+	return e.requeueWith(ctx, runID, decisions, nil, "handed to the queue (Runtime.Requeue)")
+}
+
+func (e *Runtime) requeueWith(ctx context.Context, runID string, decisions []Decision, mutate func(*checkpoint), reason string) error {
 	d := e.bareDrive()
 	if err := d.load(ctx, runID); err != nil {
 		return err
@@ -438,7 +497,10 @@ func (e *Runtime) Requeue(ctx context.Context, runID string, decisions ...Decisi
 	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {
 		return err
 	}
-	return d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", map[string]any{"reason": "handed to the queue (Runtime.Requeue)"}))
+	if mutate != nil {
+		mutate(d.cp)
+	}
+	return d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{Reason: reason}))
 }
 
 // Wait blocks until the run stops (completed, failed, cancelled or
@@ -456,7 +518,14 @@ func (e *Runtime) Wait(ctx context.Context, runID string) (*RunResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			return cp.result(run.ID, run.Status), nil
+			// A retry-safe background child its worker is about to queue
+			// again has not stopped.
+			ci := cp.Child
+			retrying := run.Status == store.RunInterrupted && ci != nil && ci.Mode == "background" && ci.Failure == RetrySafe &&
+				ci.Attempts+1 < ci.MaxAttempts && retriable(cp.Interruptions)
+			if !retrying {
+				return cp.result(run.ID, run.Status), nil
+			}
 		}
 		t := time.NewTimer(delay)
 		select {

@@ -327,6 +327,16 @@ func TestWorkerDrainReleasesToQueue(t *testing.T) {
 	if info.Status != actoviq.StatusQueued || pay.count() != 1 || info.Error != nil {
 		t.Fatalf("after release: status %s, %d executions, error %v; want queued, 1, none", info.Status, pay.count(), info.Error)
 	}
+	evs, err := rt.Events(ctx, id, nil)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("events: %v", err)
+	}
+	last := evs[len(evs)-1]
+	pl, err := last.Payload()
+	rel, ok := pl.(*actoviq.RunReleasedData)
+	if err != nil || !ok || !strings.HasPrefix(rel.Holder, "draining/") || rel.Epoch != 1 {
+		t.Fatalf("last event %s %s: %#v %v, want run.released by the draining worker", last.Type, last.Data, pl, err)
+	}
 	// Another worker, with a model that answers, finishes it.
 	a2 := &actoviq.AgentSpec{ID: "payer", Provider: m.Provider, Model: "scripted-1", Tools: []toolT{pay}}
 	if a2.Digest() != a.Digest() {
