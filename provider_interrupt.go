@@ -127,9 +127,9 @@ func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
 	if errors.As(err, &si) {
 		pf.Code = "stream_interrupted"
 		if si.Partial != nil {
-			for _, it := range si.Partial.Items {
-				pf.Partial = append(pf.Partial, d.redactItem(it))
-			}
+			// A stream can break inside an item (half a tool call's
+			// arguments): evidence keeps every item in a form that persists.
+			pf.Partial = d.evidence(si.Partial.Items)
 		}
 		// A stream that broke is transient, unless what broke it was an
 		// error event the provider classed as final.
