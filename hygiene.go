@@ -2,6 +2,7 @@ package actoviq
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/actoviq/actoviq-go/internal/redact"
@@ -15,11 +16,29 @@ import (
 // argument values; JSON (result data, operator results, evidence) loses
 // the values of secret-looking keys.
 
+// maxText bounds one free-text field the runtime records (an error
+// message, a reason, probe evidence, a note), and maxErrorJSON a persisted
+// error object: the output bound (Limits.MaxToolOutput) covers results,
+// these cover the text around them, so that no row grows without bound.
+const (
+	maxText      = 16 << 10
+	maxErrorJSON = 64 << 10
+)
+
+// boundText cuts s to maxText bytes, saying how long it was.
+func boundText(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	return truncateUTF8(s, maxText) + fmt.Sprintf("… [truncated: %d bytes in all]", len(s))
+}
+
 // redactText cleans free text that concerns callID ("" for none).
 func (d *drive) redactText(callID, s string) string {
 	if s == "" {
 		return s
 	}
+	s = boundText(s)
 	if callID != "" {
 		for _, sec := range d.secretsOf(callID) {
 			s = strings.ReplaceAll(s, sec, redact.Placeholder)
@@ -32,6 +51,9 @@ func (d *drive) redactText(callID, s string) string {
 func (d *drive) redactErrJSON(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return b
+	}
+	if len(b) > maxErrorJSON {
+		b = mustJSON(map[string]any{"truncated": true, "size": len(b), "head": boundText(string(b))})
 	}
 	return d.e.redactor.JSONText(b)
 }

@@ -46,10 +46,6 @@ func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 	if len(r.Data) > 0 {
 		r.Data = d.redactJSON(r.Data)
 	}
-	if r.IsError {
-		// An error result quotes error text, which may quote a secret.
-		r.Content = d.e.redactor.Text(r.Content)
-	}
 	limit := d.limits.MaxToolOutput
 	if limit <= 0 { // a drive without an agent (Decide)
 		limit = DefaultMaxToolOutput
@@ -70,6 +66,10 @@ func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 			keep = 0
 		}
 		r.Content = truncateUTF8(r.Content, keep) + "\n" + note
+	}
+	if r.IsError {
+		// An error result quotes error text, which may quote a secret.
+		r.Content = d.e.redactor.Text(r.Content)
 	}
 	if !changed {
 		return r, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -152,5 +153,25 @@ func TestOutputLimitsMayOnlyNarrow(t *testing.T) {
 	res, err := s.rt.Resume(s.ctx, narrow, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("narrowed: %+v %v", res, err)
+	}
+}
+
+// Sibling of the output bound: a tool error with a huge message no longer
+// makes an unbounded ledger row (its persisted error) or interruption.
+func TestHugeToolErrorIsBounded(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay", fail: fmt.Errorf("upstream said %s: %w", strings.Repeat("x", 4<<20), tool.ErrOutcomeUnknown)}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	res, err := s.rt.Run(s.ctx, agent(p, pay), &actoviq.Input{RunID: "r1"})
+	if err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	in := res.Interruptions[0]
+	info, _ := s.rt.Get(s.ctx, "r1")
+	if len(in.Reason) > 32<<10 || len(in.LastError) > 128<<10 || len(info.Ledger[0].Error) > 128<<10 || !strings.Contains(in.Reason, "truncated") {
+		t.Fatalf("reason %d bytes, last error %d, entry error %d", len(in.Reason), len(in.LastError), len(info.Ledger[0].Error))
+	}
+	if run, _ := s.st.RunGet(s.ctx, &store.RunGetParams{Tenant: "default", ID: "r1"}); len(run.Checkpoint) > 512<<10 {
+		t.Fatalf("checkpoint %d bytes", len(run.Checkpoint))
 	}
 }
