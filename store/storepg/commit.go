@@ -216,7 +216,6 @@ func (s *Store) sendBatch(batch []*pgReq) {
 	for _, r := range live {
 		s.single(r)
 	}
-	return
 }
 
 // single sends r alone, as one autocommit statement.
