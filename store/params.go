@@ -9,65 +9,90 @@ import (
 // expired, released, or already held by the same holder (which renews it and
 // keeps the epoch). Otherwise it returns a [*ClaimHeldError].
 type ClaimAcquireParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	Key    string
+	// Key is the claim's key, such as "run:<id>" (see RunClaimKey).
+	Key string
+	// Holder names the process asking (host, pid, start time).
 	Holder string
-	TTL    time.Duration
+	// TTL is how long the claim lives without a heartbeat.
+	TTL time.Duration
 }
 
 // ClaimGetParams reads a claim.
 type ClaimGetParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	Key    string
+	// Key is the claim's key, such as "run:<id>" (see RunClaimKey).
+	Key string
 }
 
 // ClaimReleaseParams gives a claim up; the epoch is kept so the next holder
 // gets a larger one.
 type ClaimReleaseParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	Fence  Fence
+	// Fence is the claim as its holder acquired it.
+	Fence Fence
 }
 
 // ClaimRenewParams extends a claim (heartbeat) if the fence still holds.
 type ClaimRenewParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	Fence  Fence
-	TTL    time.Duration
+	// Fence is the claim as its holder acquired it.
+	Fence Fence
+	// TTL is how long the claim lives without a heartbeat.
+	TTL time.Duration
 }
 
 // EventListParams lists a run's events in sequence order.
 type EventListParams struct {
-	Tenant   string
-	RunID    string
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// RunID names the run.
+	RunID string
+	// AfterSeq skips events up to and including this sequence number.
 	AfterSeq int64
-	Limit    int // 0 means no limit
+	// Limit bounds the rows returned; 0 means no limit.
+	Limit int
 }
 
 // LedgerGetParams reads one ledger entry.
 type LedgerGetParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	RunID  string
+	// RunID names the run.
+	RunID string
+	// CallID names the call in the run.
 	CallID string
 }
 
 // LedgerListParams lists a run's ledger in (Turn, Index) order.
 type LedgerListParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	RunID  string
+	// RunID names the run.
+	RunID string
 }
 
 // OnceGetParams reads a once record.
 type OnceGetParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	Key    string
+	// Key is the caller's dedupe key.
+	Key string
 }
 
 // OncePutParams records the first result of a key. A second put for the same
 // key returns an [*ExistsError] and leaves the first value.
 type OncePutParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	Key    string
-	Value  json.RawMessage
+	// Key is the caller's dedupe key.
+	Key string
+	// Value is the JSON to record.
+	Value json.RawMessage
 }
 
 // RunClaimNextParams takes the oldest queued run of a tenant, claims it
@@ -75,9 +100,12 @@ type OncePutParams struct {
 // callers never get the same run. It returns [ErrNotFound] when no run
 // is queued.
 type RunClaimNextParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
+	// Holder names the process asking (host, pid, start time).
 	Holder string
-	TTL    time.Duration
+	// TTL is how long the claim lives without a heartbeat.
+	TTL time.Duration
 	// AgentIDs, when not empty, limits the claim to runs of these agents
 	// (the agents a worker can build). Empty means any agent.
 	AgentIDs []string
@@ -97,36 +125,48 @@ func RunClaimKey(runID string) string { return "run:" + runID }
 // RunCreateParams creates a run at revision 1. An existing id returns an
 // [*ExistsError] and changes nothing.
 type RunCreateParams struct {
+	// Run is the run to create; its Revision is ignored and set to 1.
 	Run *Run
 }
 
 // RunGetParams reads a run.
 type RunGetParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	ID     string
+	// ID names the run.
+	ID string
 }
 
 // RunListParams lists a tenant's runs, newest first.
 type RunListParams struct {
-	Tenant   string
-	Status   RunStatus // empty: any
-	ParentID string    // empty: any
-	Limit    int       // 0 means no limit
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// Status keeps only runs in this status; empty means any.
+	Status RunStatus
+	// ParentID keeps only children of this run; empty means any.
+	ParentID string
+	// Limit bounds the rows returned; 0 means no limit.
+	Limit int
 }
 
 // RunUpdate replaces a run's mutable fields if its revision is still
 // ExpectedRevision.
 type RunUpdate struct {
+	// ExpectedRevision is the run's revision the write is based on (CAS).
 	ExpectedRevision int64
-	Status           RunStatus
-	Checkpoint       json.RawMessage
+	// Status is the run's new status.
+	Status RunStatus
+	// Checkpoint is the run's new checkpoint (valid JSON).
+	Checkpoint json.RawMessage
 	// Meta, when nil, keeps the stored value.
 	Meta json.RawMessage
 }
 
 // LedgerWrite creates (ExpectedRevision 0) or replaces a ledger entry.
 type LedgerWrite struct {
-	Entry            *LedgerEntry
+	// Entry is the entry as it must be stored.
+	Entry *LedgerEntry
+	// ExpectedRevision is the entry's current revision; 0 creates it.
 	ExpectedRevision int64
 }
 
@@ -134,19 +174,28 @@ type LedgerWrite struct {
 // ledger writes and events. Either all of it commits or none of it does.
 // When Fence is set, the claim must still be held with that epoch.
 type RunWriteParams struct {
+	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	RunID  string
-	Fence  *Fence
-	Run    *RunUpdate
+	// RunID names the run.
+	RunID string
+	// Fence names the claim the write is made under; nil means unfenced.
+	Fence *Fence
+	// Run is the run update; nil leaves the run row alone.
+	Run *RunUpdate
+	// Ledger are the ledger entries to create or replace.
 	Ledger []LedgerWrite
+	// Events are appended with the next sequence numbers of the run.
 	Events []*Event
 }
 
 // RunWriteResult returns what a [Store.RunWrite] stored, with new revisions
 // and assigned event sequence numbers.
 type RunWriteResult struct {
-	Run    *Run // nil when the write had no run update
+	// Run is the run as stored; nil when the write had no run update.
+	Run *Run
+	// Ledger are the entries as stored, with their new revisions.
 	Ledger []*LedgerEntry
+	// Events are the events as stored, with their sequence numbers.
 	Events []*Event
 }
 
@@ -155,23 +204,31 @@ type RunWriteResult struct {
 // must still be held with that epoch (the run's claim, so that a worker that
 // lost its run cannot write the run's session either).
 type SessionAppendParams struct {
-	Tenant           string
-	SessionID        string
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// SessionID names the session.
+	SessionID string
+	// ExpectedRevision is the session's revision the append is based on; 0 for a new session.
 	ExpectedRevision int64
-	RunID            string
+	// RunID is the run that appends.
+	RunID string
 	// Turn is the run's model turn that produced the append. With RunID it
 	// is stored with every item, so a run that died after its append and
 	// before its own completion write recognises the append as its own.
 	// Zero means unknown.
-	Turn  int
+	Turn int
+	// Items are the transcript items' JSON, in order.
 	Items []json.RawMessage
+	// Fence names the claim the write is made under; nil means unfenced.
 	Fence *Fence
 }
 
 // SessionLoadParams loads a session from its latest snapshot. A session
 // that does not exist loads as empty, at revision 0.
 type SessionLoadParams struct {
-	Tenant    string
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// SessionID names the session.
 	SessionID string
 }
 
@@ -179,8 +236,12 @@ type SessionLoadParams struct {
 // Revision. Revision must not exceed the journal's; a snapshot at a revision
 // that already has one is kept as it is.
 type SessionSnapshotPutParams struct {
-	Tenant    string
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// SessionID names the session.
 	SessionID string
-	Revision  int64
-	Data      json.RawMessage
+	// Revision is the journal revision the snapshot covers.
+	Revision int64
+	// Data is the snapshot (JSON).
+	Data json.RawMessage
 }
