@@ -320,6 +320,7 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 // login checks the token and starts a session. The token may come from the
 // login URL's fragment (filled in by the page's script) or be typed.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	next := safeNext(r.PostFormValue("next"))
 	if crossSite(r) {
 		// Login CSRF: another site must not sign a browser in.

@@ -114,8 +114,9 @@ type Console struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	resumes map[string]chan struct{} // run id → closed when its console-started drive ends
+	mu          sync.Mutex
+	resumes     map[string]chan struct{} // run id → closed when its console-started drive ends
+	inboxFlight *inboxFlight             // the inbox computation live streams wait for
 }
 
 // New returns a console over rt. The console does not own rt.
@@ -176,7 +177,10 @@ func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
 // Close stops the live streams and waits for the resumes this console
 // started (they are cancelled, and their runs stay resumable).
 func (c *Console) Close() error {
+	// Under mu, so that no drive or computation starts after Wait begins.
+	c.mu.Lock()
 	c.cancel()
+	c.mu.Unlock()
 	c.wg.Wait()
 	return nil
 }

@@ -168,7 +168,7 @@ func (c *Console) apiInboxStream(w http.ResponseWriter, r *http.Request) {
 	defer ticker.Stop()
 	var last []byte
 	for n := 0; ; n++ {
-		in, err := c.inbox(ctx, f)
+		in, err := c.sharedInbox(ctx, f)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -209,4 +209,55 @@ func mustJSON(v any) []byte {
 		b, _ = json.Marshal(&Error{Code: "internal", Message: err.Error()})
 	}
 	return b
+}
+
+// inboxFlight is one inbox computation that every live stream waiting at
+// the time shares.
+type inboxFlight struct {
+	done chan struct{}
+	in   *Inbox
+	err  error
+}
+
+// sharedInbox is the inbox for the live streams: however many are open,
+// one computation runs at a time and the streams that ask meanwhile share
+// the next result, each filtered its own way. It runs on the console's
+// context, so one stream going away does not cancel the others' read.
+func (c *Console) sharedInbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
+	c.mu.Lock()
+	if err := c.ctx.Err(); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	fl := c.inboxFlight
+	if fl == nil {
+		fl = &inboxFlight{done: make(chan struct{})}
+		c.inboxFlight = fl
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			fl.in, fl.err = c.inbox(c.ctx, inboxFilter{})
+			c.mu.Lock()
+			c.inboxFlight = nil
+			c.mu.Unlock()
+			close(fl.done)
+		}()
+	}
+	c.mu.Unlock()
+	select {
+	case <-fl.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if fl.err != nil {
+		return nil, fl.err
+	}
+	out := *fl.in
+	out.Items = []InboxItem{}
+	for _, it := range fl.in.Items {
+		if f.keep(&it) {
+			out.Items = append(out.Items, it)
+		}
+	}
+	return &out, nil
 }
