@@ -281,7 +281,9 @@ func transient(err error) bool {
 // during the wait (a form that reloads the page) starts it again.
 func (f *browserFixture) waitText(sel, want string) {
 	f.t.Helper()
-	expr := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, want)
+	// The page's script must have wired its handlers too, or a click
+	// right after would do nothing.
+	expr := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return document.documentElement.dataset.ready === "1" && !!e && e.textContent.includes(%q); })()`, sel, want)
 	for {
 		_, err := chromedp.Run(f.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond)))
 		if err == nil {
@@ -298,7 +300,9 @@ func (f *browserFixture) waitText(sel, want string) {
 func (f *browserFixture) login(name string) {
 	f.run(
 		chromedp.Navigate(f.srv.URL+"/login#token="+f.token),
-		chromedp.WaitVisible(chromedp.ID("name")),
+		chromedp.WaitVisible(chromedp.ID("name")))
+	f.waitText("#login-form", "Your name") // the script has moved the token into the form
+	f.run(
 		chromedp.SendKeys(chromedp.ID("name"), name),
 		chromedp.Submit(chromedp.ID("login-form")),
 	)
@@ -356,7 +360,9 @@ func TestBrowserApproveAndResume(t *testing.T) {
 	}
 
 	// Someone else decides first: the page says so plainly.
-	f.run(chromedp.Navigate(f.srv.URL+"/runs/inv-44"), chromedp.WaitVisible(chromedp.ID("call-call_pay")),
+	f.run(chromedp.Navigate(f.srv.URL+"/runs/inv-44"), chromedp.WaitVisible(chromedp.ID("call-call_pay")))
+	f.waitText("#run-status", "interrupted")
+	f.run(
 		chromedp.Click(chromedp.Search(`//article[@id="call-call_pay"]//summary[normalize-space()="Approve"]`)),
 		chromedp.SendKeys(chromedp.CSS(`#call-call_pay form[data-kind="approve"] input[name="note"]`), "looks fine"))
 	if err := f.rt.Decide(context.Background(), "inv-44", actoviq.Decision{CallID: "call_pay", Kind: actoviq.DecideReject, By: "carol", Reason: "duplicate invoice"}); err != nil {
@@ -417,6 +423,7 @@ func TestBrowserSettlesReconciliationAfterSIGKILL(t *testing.T) {
 	f.shot("inbox-reconciliation.png")
 
 	f.run(chromedp.Click(chromedp.CSS(`#inbox a[href^="/runs/inv-43"]`)), chromedp.WaitVisible(chromedp.ID("call-call_pay")))
+	f.waitText("#call-call_pay", "reconciliation")
 	f.shot("run-reconciliation.png")
 	f.run(chromedp.Click(chromedp.Search(`//article[@id="call-call_pay"]//summary[normalize-space()="It happened (committed)"]`)),
 		chromedp.EmulateViewport(1000, 900))

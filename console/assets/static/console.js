@@ -178,4 +178,6 @@
       }, 3000);
     }
   }
+  // Everything is wired: tests (and impatient people) may act now.
+  document.documentElement.setAttribute("data-ready", "1");
 })();
