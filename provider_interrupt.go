@@ -121,8 +121,6 @@ func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
 		if pe.RetryAfter > 0 {
 			pf.RetryAfter = pe.RetryAfter
 		}
-		transient = pe.Retryable || errors.Is(err, transport.ErrRetryWaitTooLong) ||
-			(pe.Status == 0 && errors.Is(err, context.DeadlineExceeded))
 	}
 	if errors.As(err, &si) {
 		pf.Code = "stream_interrupted"
@@ -131,18 +129,24 @@ func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
 			// arguments): evidence keeps every item in a form that persists.
 			pf.Partial = d.evidence(si.Partial.Items)
 		}
-		// A stream that broke is transient, unless what broke it was an
-		// error event the provider classed as final.
-		transient = pe == nil || pe.Retryable || pe.Status == 0
 	}
-	if pe == nil && si == nil {
-		if te != nil {
-			transient = te.Retryable || errors.Is(err, context.DeadlineExceeded)
-		} else if se != nil {
-			transient = se.Retryable
-		} else if errors.Is(err, context.DeadlineExceeded) {
-			transient = true
-		}
+	// The classes SPEC §5 names, by what was seen rather than by the
+	// transport's retry verdict alone: a final 429 (no quota) or a 5xx the
+	// server said not to retry still interrupts, since an operator can fix
+	// it and resume; a failure without a response (refused connection, DNS,
+	// TLS, timeout) interrupts too, since the endpoint may come back or be
+	// replaced (a new base URL on resume).
+	switch {
+	case pe != nil && pe.Status != 0:
+		transient = pe.Retryable || retryableStatus(pe.Status)
+	case se != nil:
+		transient = se.Retryable || retryableStatus(se.Status)
+	case si != nil, te != nil:
+		transient = true
+	case pe != nil:
+		transient = pe.Retryable || errors.Is(err, context.DeadlineExceeded)
+	default:
+		transient = errors.Is(err, context.DeadlineExceeded) // the model call's own timeout
 	}
 	if transient && pf.Code == "transport" && errors.Is(err, context.DeadlineExceeded) {
 		pf.Code = "timeout"
@@ -151,6 +155,10 @@ func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
 		transient = false
 	}
 	return pf, transient
+}
+
+func retryableStatus(s int) bool {
+	return s == 408 || s == 409 || s == 425 || s == 429 || (s >= 500 && s <= 599)
 }
 
 // retryAfterHeader reads retry-after-ms or Retry-After (seconds).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -428,5 +429,60 @@ func TestBrokenStreamResumesAfresh(t *testing.T) {
 	}
 	if n := m.served.Load(); n != 2 {
 		t.Errorf("%d requests, want 2 (a broken stream is never replayed by the transport)", n)
+	}
+}
+
+// TestProviderTransientClasses: a 429 the transport treats as final (no
+// quota left) and a model call that hits Limits.ModelTimeout interrupt the
+// run too: an operator can fix either and resume.
+func TestProviderTransientClasses(t *testing.T) {
+	cases := []struct {
+		name   string
+		limits actoviq.Limits
+		fail   func(w http.ResponseWriter, r *http.Request, release <-chan struct{})
+		code   string
+		status int
+	}{
+		{name: "429 insufficient_quota", code: "insufficient_quota", status: 429, fail: func(w http.ResponseWriter, r *http.Request, _ <-chan struct{}) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(429)
+			_, _ = w.Write([]byte(`{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`))
+		}},
+		{name: "model timeout", code: "timeout", limits: actoviq.Limits{ModelTimeout: 50 * time.Millisecond},
+			fail: func(w http.ResponseWriter, r *http.Request, release <-chan struct{}) {
+				select {
+				case <-r.Context().Done():
+				case <-release:
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tc.fail(w, r, release) }))
+			defer srv.Close()
+			defer close(release)
+			p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: srv.URL + "/v1",
+				Options: transport.Options{Clock: noSleep{}, MaxRetries: transport.Retries(0)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := actoviq.New(storesqliteTemp(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			res, err := rt.Run(context.Background(), &actoviq.AgentSpec{ID: "a", Provider: p, Model: "gpt-test", Limits: tc.limits},
+				&actoviq.Input{Items: []item.Item{item.UserText("hi")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != actoviq.StatusInterrupted || res.Interruptions[0].Kind != actoviq.InterruptProvider {
+				t.Fatalf("status %s, error %v, interruptions %+v; want interrupted (provider)", res.Status, res.Error, res.Interruptions)
+			}
+			if pf := res.Interruptions[0].Provider; pf.Code != tc.code || pf.Status != tc.status {
+				t.Fatalf("evidence %+v, want code %s status %d", pf, tc.code, tc.status)
+			}
+		})
 	}
 }
