@@ -5,6 +5,12 @@
 // They use the root package's public API only, plus the concrete stores,
 // providers and MCP tool source they wire together.
 //
+// `actoviq mcp login|logout|list` manage MCP servers' OAuth tokens, kept in
+// a 0600 file under the user's config dir ($ACTOVIQ_MCP_TOKENS overrides),
+// never in the run store; a run uses and refreshes them but never signs in.
+// An MCP server's request for input (elicitation) is asked on the terminal,
+// and declined, with a message, when there is none.
+//
 // Exit codes are the same for every command that drives a run: 0 completed,
 // 3 interrupted (it needs a decision), 1 failed or cancelled, 2 a usage or
 // configuration error (which leaves the store untouched).
