@@ -234,7 +234,7 @@ func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string
 		e.mu.Unlock()
 		cancel(nil)
 		d.release(ctx)
-		return nil, fmt.Errorf("%w: run %s was not driven (Runtime.Resume in a live runtime continues it)", ErrClosed, d.run.ID)
+		return nil, &ClosedError{RunID: d.run.ID}
 	}
 	e.cancels[d.run.ID] = cancel
 	e.wg.Add(1)

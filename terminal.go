@@ -29,6 +29,26 @@ import (
 // was not ended: it stays resumable by another runtime.
 var ErrClosed = errors.New("actoviq: runtime closed")
 
+// ClosedError reports a run whose drive [Runtime.Close] stopped, or that a
+// closed runtime did not drive. The run was not ended. It matches
+// [ErrClosed].
+type ClosedError struct {
+	RunID string
+	// Driven is false when the run was not driven at all (the runtime was
+	// closed before the drive began).
+	Driven bool
+}
+
+func (e *ClosedError) Error() string {
+	if !e.Driven {
+		return fmt.Sprintf("actoviq: runtime closed: run %s was not driven; Runtime.Resume in a live runtime continues it", e.RunID)
+	}
+	return fmt.Sprintf("actoviq: runtime closed: run %s was not ended and stays resumable (Runtime.Resume)", e.RunID)
+}
+
+// Is reports whether target is [ErrClosed].
+func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
+
 // errLostClaim is the cause a drive is cancelled with when its heartbeat
 // finds that another holder took the run's claim over.
 var errLostClaim = errors.New("actoviq: lost the run's claim")
@@ -66,7 +86,7 @@ func (d *drive) stopCheck(ctx context.Context) (*RunResult, error, bool) {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, ErrClosed):
-		return nil, fmt.Errorf("%w: run %s was not ended and stays resumable (Runtime.Resume)", ErrClosed, d.run.ID), true
+		return nil, &ClosedError{RunID: d.run.ID, Driven: true}, true
 	case errors.Is(cause, errLostClaim):
 		return nil, cause, true
 	case errors.Is(cause, ErrReleased): // a worker's shutdown: back to the queue (worker.go)

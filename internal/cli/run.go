@@ -71,7 +71,9 @@ API keys are read from the environment on every run and resume, and never stored
 			if detach {
 				return e.detach(rt, cmd, agent, in, &c)
 			}
-			res, err := rt.Run(ctx, agent, in, out)
+			dctx, stop := shutdownOnSignal(ctx, rt)
+			defer stop()
+			res, err := rt.Run(dctx, agent, in, out)
 			if errors.Is(err, actoviq.ErrRunExists) {
 				out.stop()
 				return usageErr("run %q already exists in store %s (tenant %s), and a run id is never run twice: continue it with: actoviq resume %s%s (or start a new run with another --run-id)",
@@ -145,7 +147,9 @@ func (e *env) resumeCmd() *cobra.Command {
 			}
 			defer closer.Close()
 			opts.Sinks = []actoviq.EventSink{out}
-			res, err := rt.ResumeWithOptions(ctx, agent, info.ID, opts)
+			dctx, stop := shutdownOnSignal(ctx, rt)
+			defer stop()
+			res, err := rt.ResumeWithOptions(dctx, agent, info.ID, opts)
 			if err == nil {
 				out.stop()
 				rf.reportChanges(e, info.ID)
@@ -187,6 +191,11 @@ func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error,
 		}
 		if errors.Is(err, actoviq.ErrRunExists) {
 			return usageErr("%v", err)
+		}
+		var closed *actoviq.ClosedError
+		if errors.As(err, &closed) {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("stopped by a signal; run %s was not ended (a shutdown is not a cancellation): continue it with: actoviq resume %s%s",
+				closed.RunID, shellQuote(closed.RunID), storeFlags(c))}
 		}
 		var ide *actoviq.IDError
 		if errors.As(err, &ide) && ide.Field == "Input.RunID" {
