@@ -177,13 +177,13 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 	q := ptx{s: s, tx: tx, ctx: bctx}
 	var ok []*writeReq
 	for i, r := range live {
-		if _, err := tx.ExecContext(bctx, "SAVEPOINT w"); err != nil {
+		if _, err := q.ExecContext(bctx, "SAVEPOINT w"); err != nil {
 			_ = tx.Rollback()
 			return append(ok, live[i:]...)
 		}
 		ferr := r.fn(q)
 		if ferr == nil {
-			if _, err := tx.ExecContext(bctx, "RELEASE w"); err != nil {
+			if _, err := q.ExecContext(bctx, "RELEASE w"); err != nil {
 				_ = tx.Rollback()
 				return append(ok, live[i:]...)
 			}
@@ -192,12 +192,12 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 		}
 		// Undo this write only. If that is impossible, the transaction is
 		// gone: this write failed, the others run again.
-		if _, err := tx.ExecContext(bctx, "ROLLBACK TO w"); err != nil {
+		if _, err := q.ExecContext(bctx, "ROLLBACK TO w"); err != nil {
 			_ = tx.Rollback()
 			finish(r, mapErr(r.ctx, ferr))
 			return append(ok, live[i+1:]...)
 		}
-		if _, err := tx.ExecContext(bctx, "RELEASE w"); err != nil {
+		if _, err := q.ExecContext(bctx, "RELEASE w"); err != nil {
 			_ = tx.Rollback()
 			finish(r, mapErr(r.ctx, ferr))
 			return append(ok, live[i+1:]...)

@@ -44,7 +44,10 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 		n := int64(len(p.Events))
 		var lastSeq int64 // the run's largest event seq before this write
-		if n > 0 || p.Run != nil {
+		// One event and no run update (a ledger transition): its number is
+		// taken inside its INSERT, one statement fewer.
+		oneEvent := n == 1 && p.Run == nil
+		if (n > 0 || p.Run != nil) && !oneEvent {
 			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE tenant = ? AND run_id = ?`,
 				p.Tenant, p.RunID).Scan(&lastSeq); err != nil {
 				return err
@@ -117,7 +120,13 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 					return err
 				}
 			}
-			evs, err := insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq+1, now, p.Events)
+			var evs []*store.Event
+			var err error
+			if oneEvent {
+				evs, err = insertNextEvent(ctx, tx, p.Tenant, p.RunID, now, p.Events[0])
+			} else {
+				evs, err = insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq+1, now, p.Events)
+			}
 			if isForeignKey(err) {
 				return &store.NotFoundError{Kind: "run", ID: p.RunID}
 			}
