@@ -467,10 +467,14 @@ func (d *drive) adopt(ctx context.Context, opts *ResumeOptions) error {
 	if len(refused) > 0 && accept == nil {
 		return &AgentChangeError{RunID: d.run.ID, Refused: refused, Changes: changes}
 	}
-	metaChanged := opts != nil && opts.Meta != nil && compact(opts.Meta) != compact(d.run.Meta)
-	if opts != nil && opts.Meta != nil && !json.Valid(opts.Meta) {
-		return fmt.Errorf("actoviq: run %s: ResumeOptions.Meta is not JSON", d.run.ID)
+	var newMeta json.RawMessage
+	if opts != nil && opts.Meta != nil {
+		if !json.Valid(opts.Meta) {
+			return fmt.Errorf("actoviq: run %s: ResumeOptions.Meta is not JSON", d.run.ID)
+		}
+		newMeta = d.redactJSON(opts.Meta) // as Input.Meta: secret-looking keys never reach the store
 	}
+	metaChanged := newMeta != nil && compact(newMeta) != compact(d.run.Meta)
 	recordedDigest := d.run.AgentDigest
 	if d.cp.Agent != nil {
 		recordedDigest = d.cp.Agent.Digest
@@ -526,8 +530,8 @@ func (d *drive) adopt(ctx context.Context, opts *ResumeOptions) error {
 		events = append(events, d.event(EvAgentChanged, "", &AgentChangedData{rec}))
 	}
 	if metaChanged {
-		meta = opts.Meta
-		events = append(events, d.event(EvRunMetaChanged, "", &MetaChangedData{From: d.run.Meta, To: opts.Meta}))
+		meta = newMeta
+		events = append(events, d.event(EvRunMetaChanged, "", &MetaChangedData{From: d.run.Meta, To: newMeta}))
 	}
 	raw, err := d.cpEnc.encode(d.cp)
 	if err != nil {

@@ -261,3 +261,41 @@ func TestWorkerDrivesRunTakenOverByNewVersion(t *testing.T) {
 		t.Fatalf("worker with v2: %+v %v, pay ran %d times", res, err, pay.count())
 	}
 }
+
+// ResumeOptions.Meta replaces the run's Meta, secret-looking keys
+// redacted, and records the change in a run.meta_changed event.
+func TestResumeReplacesMeta(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
+	a := approvalAgent(p, pay)
+	if _, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1", Meta: json.RawMessage(`{"base_url":"http://old"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var got []actoviq.Event
+	sink := actoviq.EventSinkFunc(func(_ context.Context, ev actoviq.Event) {
+		if ev.Type == actoviq.EvRunMetaChanged {
+			got = append(got, ev)
+		}
+	})
+	if _, err := s.rt.ResumeWithOptions(s.ctx, a, "r1", &actoviq.ResumeOptions{Meta: json.RawMessage(`{`)}); err == nil {
+		t.Fatal("invalid Meta taken")
+	}
+	_, err := s.rt.ResumeWithOptions(s.ctx, a, "r1", &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{sink},
+		Meta: json.RawMessage(`{"base_url":"http://new","api_key":"sk-live-123456789"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := s.rt.Get(s.ctx, "r1")
+	if !strings.Contains(string(info.Meta), "http://new") || strings.Contains(string(info.Meta), "sk-live-123456789") {
+		t.Fatalf("meta = %s", info.Meta)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d run.meta_changed events", len(got))
+	}
+	pl, err := got[0].Payload()
+	d, ok := pl.(*actoviq.MetaChangedData)
+	if err != nil || !ok || !strings.Contains(string(d.From), "http://old") || strings.Contains(string(d.To), "sk-live") {
+		t.Fatalf("payload %+v %v", pl, err)
+	}
+}
