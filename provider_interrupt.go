@@ -72,7 +72,7 @@ func (d *drive) modelFailed(ctx context.Context, err error) (*RunResult, error) 
 	pf.Consecutive = d.cp.ProviderFailures
 	if d.cp.ProviderFailures > d.limits.MaxProviderInterruptions {
 		d.cp.Error = &RunError{Code: "provider_unavailable", Message: fmt.Sprintf(
-			"the model call failed %d times in a row (Limits.MaxProviderInterruptions is %d); last error: %s",
+			"the model call failed %d times in a row, past the agent's limit of %d provider interruptions in a row; last error: %s",
 			d.cp.ProviderFailures, d.limits.MaxProviderInterruptions, pf.Error),
 			Hint: "the run is over; what it committed stays recorded. Start a new run when the provider is healthy"}
 		return d.end(ctx, store.RunFailed, EvRunFailed)

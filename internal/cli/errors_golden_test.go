@@ -54,6 +54,10 @@ func TestErrorMessagesGolden(t *testing.T) {
 		{"resolve", "r1", "call_pay", "--store", h.store, "--committed", "--result", "not json"},
 		{"resolve", "r1", "call_pay", "--store", h.store, "--reexecute"},
 		{"demo", "--crash", "sideways"},
+		{"resume", "r1", "--store", h.store, "--timeout", "1h"},
+		{"resume", "r1", "--store", h.store, "--note", "why"},
+		{"resume", "r1", "--store", h.store, "--approve", "none"},
+		{"resume", "r1", "--store", h.store, "--approve", "none", "--accept-agent-change"},
 	}
 	var b strings.Builder
 	for _, args := range cases {

@@ -72,7 +72,7 @@ func TestProviderOutageResumeWithNewBaseURL(t *testing.T) {
 	}
 	// A flag that cannot take effect is refused, not ignored.
 	h.want(ExitUsage, "resume", "r1", "--store", h.store, "--base-url", up.URL+"/v1", "--timeout", "1h")
-	if !strings.Contains(h.stderr.String(), "keeps the deadline it was started with") {
+	if !strings.Contains(h.stderr.String(), "a run's deadline is fixed when it starts") {
 		t.Fatalf("refusal: %s", h.stderr)
 	}
 	h.want(ExitCompleted, "resume", "r1", "--store", h.store, "--base-url", up.URL+"/v1")

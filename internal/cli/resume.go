@@ -57,12 +57,11 @@ func (f *resumeFlags) options(e *env, cmd *cobra.Command, info *actoviq.RunInfo,
 		}
 	}
 	if base.Timeout != cfg.Timeout {
-		from := base.Timeout
-		if from == "" {
-			from = "none"
+		if base.Timeout == "" {
+			return nil, usageErr("--timeout: run %s was started without a deadline, and a resume cannot set one (a run's deadline is fixed when it starts)", info.ID)
 		}
 		return nil, usageErr("--timeout: run %s keeps the deadline it was started with (timeout %s, deadline %s); a resume cannot change it",
-			info.ID, from, deadlineText(info))
+			info.ID, base.Timeout, deadlineText(info))
 	}
 	if !f.accept && (cmd.Flags().Changed("note") || cmd.Flags().Changed("by")) {
 		return nil, usageErr("--by and --note go with --accept-agent-change")
