@@ -223,6 +223,7 @@ func (e *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string
 			return d.resumeFinished(decisions)
 		}
 		d.cp.PolicyVersion = d.pv
+		d.unpark() // a worker that could not build the agent said why (worker.go)
 		if err := d.adopt(ctx, d.opts); err != nil {
 			d.release(ctx)
 			return nil, err

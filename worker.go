@@ -380,6 +380,17 @@ func (e *Runtime) park(ctx context.Context, runID string, fence store.Fence, cod
 	return d.cp.result(runID, store.RunInterrupted), nil
 }
 
+// parkCodes are the RunError codes park writes.
+var parkCodes = map[string]bool{"no_agent": true, "agent_changed": true}
+
+// unpark clears the reason a worker parked the run with, now that a drive
+// with an agent takes it up again.
+func (d *drive) unpark() {
+	if d.cp.Error != nil && parkCodes[d.cp.Error.Code] && d.run.Status == store.RunInterrupted {
+		d.cp.Error = nil
+	}
+}
+
 func (e *Runtime) releaseFence(ctx context.Context, f store.Fence) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.commitTO)
 	defer cancel()

@@ -69,7 +69,7 @@ func testWorkersShareQueue(t *testing.T, stores []store.Store) {
 	pay := &payTool{name: "pay"}
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":1}`), call("c2", "pay", `{"amount":2}`)}},
 		scripted.Turn{Text: "done"})
-	a := agent(p, pay)
+	a := agent(p, slowTool{pay}) // work that takes time, so one worker cannot take every run
 	client, err := actoviq.New(stores[0], nil)
 	if err != nil {
 		t.Fatal(err)
@@ -385,8 +385,8 @@ func TestWorkerParksUnknownAgentVersion(t *testing.T) {
 		t.Fatalf("parked run: %+v", got)
 	}
 	res, err := rt.Resume(ctx, v1, id)
-	if err != nil || res.Status != actoviq.StatusCompleted {
-		t.Fatalf("resume with v1: %+v %v", res, err)
+	if err != nil || res.Status != actoviq.StatusCompleted || res.Error != nil {
+		t.Fatalf("resume with v1: %+v %v (want completed, the parking reason cleared)", res, err)
 	}
 }
 
@@ -430,4 +430,12 @@ func TestCancelReachesAnotherProcess(t *testing.T) {
 	if pay.count() != 1 {
 		t.Fatalf("%d payments", pay.count())
 	}
+}
+
+// slowTool is a tool whose calls take a few milliseconds, as real work does.
+type slowTool struct{ *payTool }
+
+func (s slowTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	time.Sleep(5 * time.Millisecond)
+	return s.payTool.Call(ctx, args)
 }
