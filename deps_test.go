@@ -50,6 +50,8 @@ var layers = map[string]int{
 
 	"llm/internal/providertest": 3, // beside wiretest
 
+	"internal/crashtest/campaign": 10, // the crash campaign's program (scripts/crash-campaign)
+
 	"tool/mcptool/internal/conformance": 9, // a command over mcptool and the root package
 }
 
@@ -82,7 +84,7 @@ var testOnly = map[string][]string{
 	"store/storetest":       nil,
 	"llm/internal/wiretest": nil,
 	"internal/testutil":     nil,
-	"llm/scripted":          {"internal/demo", "internal/cli", "internal/crashtest/prog"},
+	"llm/scripted":          {"internal/demo", "internal/cli", "internal/crashtest/prog", "internal/crashtest/campaign"},
 
 	"llm/internal/providertest": nil,
 }

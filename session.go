@@ -173,7 +173,13 @@ func (d *drive) sessionOnResume(ctx context.Context) (res *RunResult, err error,
 		return nil, nil, false
 	}
 	turn := d.cp.Turn + 1
-	if own, ok := ownAppend(st, d.cp.SessionBase, d.run.ID, turn); ok && len(d.cp.Pending) == 0 {
+	if own, ok := ownAppend(st, d.cp.SessionBase, d.run.ID, turn); ok && d.allCommitted() {
+		// The last tool turn's results were folded in memory before the
+		// answer and the append; the checkpoint holding them was never
+		// written. The append holds them: fold them here too.
+		if len(d.cp.Pending) > 0 {
+			d.fold()
+		}
 		if err := d.adoptAppend(own); err != nil {
 			return nil, err, true
 		}

@@ -50,6 +50,9 @@ func runSessionChild(ctx context.Context) (actoviq.Status, error) {
 	}
 	defer rt.Close()
 	a, _ := sessionAgent("first answer")
+	if os.Getenv(envSessionTool) != "" {
+		a, _ = sessionToolAgent("first answer", os.Getenv(envCounter))
+	}
 	res, err := rt.Run(ctx, a, &actoviq.Input{RunID: os.Getenv(envRunID), SessionID: sessionID, Items: []item.Item{item.UserText("and now?")}})
 	if err != nil {
 		return "", err
