@@ -508,7 +508,9 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 		if err != nil || why != "" {
 			return nil, why, err
 		}
-		res, err := e.driveChildRun(withBudget(ctx, left), agent, childID)
+		// The parent drive's own sinks (a Stream, a ResumeWith) see the
+		// child's events too; each carries the child's run id and its parent's.
+		res, err := e.driveChildRun(withBudget(ctx, left), agent, childID, parent.sinks[len(e.sinks):])
 		var held *RunHeldError
 		if errors.As(err, &held) {
 			// Another drive holds the child (a worker adopted it when this
@@ -547,8 +549,8 @@ func (e *Runtime) createChild(ctx context.Context, parent *drive, a *AgentSpec, 
 
 // driveChildRun drives an existing child run as Resume does, starting it
 // when it never ran.
-func (e *Runtime) driveChildRun(ctx context.Context, a *AgentSpec, runID string) (*RunResult, error) {
-	d, err := e.newDrive(a, nil)
+func (e *Runtime) driveChildRun(ctx context.Context, a *AgentSpec, runID string, sinks []EventSink) (*RunResult, error) {
+	d, err := e.newDrive(a, sinks)
 	if err != nil {
 		return nil, err
 	}

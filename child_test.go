@@ -52,9 +52,18 @@ func TestAgentToolRunsChildRun(t *testing.T) {
 	}
 	parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "payments", `{"input":"pay 9"}`)}},
 		scripted.Turn{Text: "all done"}), at)
-	res, err := s.rt.Run(s.ctx, parent, &actoviq.Input{RunID: "p1", Items: input("go").Items})
+	var childEvents []string
+	sink := actoviq.EventSinkFunc(func(ctx context.Context, ev actoviq.Event) {
+		if ev.RunID == "p1.c1" && ev.ParentRunID == "p1" && ev.Seq > 0 {
+			childEvents = append(childEvents, ev.Type)
+		}
+	})
+	res, err := s.rt.Run(s.ctx, parent, &actoviq.Input{RunID: "p1", Items: input("go").Items}, sink)
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("parent: %+v %v", res, err)
+	}
+	if len(childEvents) == 0 || childEvents[0] != actoviq.EvRunStarted || childEvents[len(childEvents)-1] != actoviq.EvRunCompleted {
+		t.Fatalf("the parent's sink saw the child's events %v, want run.started … run.completed", childEvents)
 	}
 	info, err := s.rt.Get(s.ctx, "p1.c1")
 	if err != nil {
