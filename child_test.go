@@ -325,3 +325,31 @@ func TestSpawnRetrySafeBackground(t *testing.T) {
 		t.Fatalf("executions %v: want the same key, attempts 1 and 2", put.calls)
 	}
 }
+
+// A background child a worker drives keeps to its tree's budget: the
+// parent spent 2 of the tree's 3 turns, so the child's second model call
+// is refused and it fails with code budget.
+func TestSpawnedChildKeepsTreeBudget(t *testing.T) {
+	ctx := context.Background()
+	st := storemem.New(nil)
+	rt, _ := actoviq.New(st, nil)
+	root := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":1}`)}}, scripted.Turn{Text: "root"}), &payTool{name: "pay"})
+	if _, err := rt.Run(ctx, root, &actoviq.Input{RunID: "root"}); err != nil { // 2 turns
+		t.Fatal(err)
+	}
+	put := &payTool{name: "put", effect: tool.IdempotentWrite}
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "put", `{"amount":1}`)}}, scripted.Turn{Text: "never"})
+	child := childAgent("bg", p, put)
+	id, err := rt.Spawn(ctx, "root", child, nil, &actoviq.SpawnOptions{Budget: actoviq.Budget{MaxTurns: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorkers(t, []store.Store{st}, 1, child, actoviq.WorkOptions{})
+	res, err := rt.Wait(ctx, id)
+	if err != nil || res.Status != actoviq.StatusFailed || res.Error == nil || res.Error.Code != "budget" || p.Calls() != 1 {
+		t.Fatalf("child: %+v %v, %d model calls; want failed with code budget after one model call", res, err, p.Calls())
+	}
+	if _, err := rt.Spawn(ctx, "root", child, nil, &actoviq.SpawnOptions{Budget: actoviq.Budget{MaxTurns: 3}}); err == nil {
+		t.Fatal("Spawn into a tree whose budget is spent was accepted")
+	}
+}

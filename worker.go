@@ -356,6 +356,17 @@ func (e *Runtime) driveClaimed(ctx context.Context, a *AgentSpec, runID string, 
 		}
 		defer d.releaseSession()
 	}
+	if ci := d.cp.Child; ci != nil { // a child keeps to its tree's budget (child.go)
+		left, why, err := e.budgetLeft(ctx, ci)
+		if err != nil {
+			d.release(ctx)
+			return nil, err
+		}
+		if why != "" {
+			left = &budgetLeft{} // spent: the first check ends the run failed
+		}
+		ctx = withBudget(ctx, left)
+	}
 	start := EvRunResumed
 	if d.run.EventSeq == 0 {
 		start = EvRunStarted
