@@ -19,7 +19,7 @@ type Error struct {
 	// Code is stable and meant for programs: unauthorized, csrf,
 	// too_many_failures, bad_request, bad_json, operator_required,
 	// operator_mismatch, not_found, unknown_call, decision_conflict,
-	// run_finished, run_held, resume_elsewhere, internal.
+	// run_finished, run_held, agent_changed, resume_elsewhere, internal.
 	Code string `json:"code"`
 	// Message is for people: what was looked at and what to do next.
 	Message string `json:"message"`
@@ -430,8 +430,8 @@ func (c *Console) apiResume(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusConflict, "run_held", res.err.Error()+": wait for that worker, or cancel the run")
 		case errors.Is(res.err, actoviq.ErrRunFinished):
 			writeError(w, http.StatusConflict, "run_finished", res.err.Error())
-		case errors.Is(res.err, actoviq.ErrDigestMismatch):
-			writeError(w, http.StatusConflict, "agent_changed", res.err.Error())
+		case errors.Is(res.err, actoviq.ErrAgentChanged), errors.Is(res.err, actoviq.ErrDigestMismatch):
+			writeError(w, http.StatusConflict, "agent_changed", res.err.Error()+"; resume it from the program that owns the new agent, accepting the change there if it is right")
 		default:
 			c.storeError(w, id, res.err)
 		}

@@ -22,16 +22,19 @@
 //   - / (Inbox): everything that waits for a person, oldest first: calls
 //     awaiting approval, reconciliations (side effects of unknown outcome),
 //     recoveries, provider interruptions, runs whose questions are all
-//     answered and that wait to be resumed, and stalled runs when the
-//     runtime reports them. Each shows its age, tool, effect and a one-line
+//     answered and that wait to be resumed, and stalled runs (stored as
+//     running, but the worker that held them is gone). Each shows its age, tool, effect and a one-line
 //     reason; it filters by kind, agent and tool and updates itself over
 //     server-sent events.
 //   - /runs/{id}: the run page: open interruptions with their evidence and
 //     the decision forms, the ledger (state, effect, idempotency key,
 //     attempt, started and committed times, worker and epoch, probe
-//     answer), the transcript, the audit trail of decisions, child runs as
-//     a tree and the event timeline. Secrets appear redacted, exactly as
-//     stored.
+//     answer), the worker that drives it (or drove it last), the
+//     transcript, the audit trail of decisions and of agent versions that
+//     took the run over, child runs as a tree and the event timeline, one
+//     line per event. A finished run's unsettled calls (started when it was
+//     cancelled) can still be settled for the record. Secrets appear
+//     redacted, exactly as stored.
 //   - /runs: all runs, with a status filter and a search by run id or agent.
 //   - /login: signs in with a token and the operator's name.
 //
@@ -43,8 +46,10 @@
 // SameSite=Strict; sessions live in memory and end when the process does).
 // A state-changing request made with the cookie must carry the session's
 // CSRF token in the X-CSRF-Token header (the page does this); one without
-// it is refused with 403. Bearer requests carry no ambient credential and
-// need none. Tokens, session ids and CSRF tokens are compared in constant
+// it is refused with 403, and so is any state change or sign-in that the
+// browser says comes from another site (Sec-Fetch-Site, or an Origin other
+// than the request's host: behind a proxy, forward the Host header).
+// Bearer requests carry no ambient credential and need none. Tokens, session ids and CSRF tokens are compared in constant
 // time; failed sign-ins and bad bearer tokens are counted per client
 // address, and past [Config.LoginFailures] per [Config.LoginWindow] the
 // client gets 429 with Retry-After.
@@ -70,7 +75,8 @@
 //
 //	{"runs": [{"id", "status", "agent_id", "parent_id", "session_id", "created_at", "updated_at"}]}
 //
-// STATUS is running, stalled, interrupted, completed, failed or cancelled;
+// STATUS is queued, running, stalled, interrupted, completed, failed or
+// cancelled (running and stalled are derived from the run's claim);
 // q matches run ids and agent ids; limit defaults to 100 (0: all).
 //
 // GET /api/v1/runs/{id} returns the run as the run page shows it: a [Run].
@@ -96,7 +102,9 @@
 //
 // POST /api/v1/runs/{id}/resume continues the run through [Config.Resume]
 // (the decisions recorded, then the recovery rules): 200 with a
-// [ResumeResponse] when the drive stopped within [Config.ResumeWait], 202
-// while it goes on. Without a Resume function it answers 501 with code
-// resume_elsewhere and the command that resumes the run.
+// [ResumeResponse] when the drive stopped within [Config.ResumeWait] (or,
+// for a Resume that hands runs to a worker queue, with status queued), 202
+// while it goes on. Without a Resume function, or when it returns
+// [ErrCannotResume], it answers 501 with code resume_elsewhere and the
+// command that resumes the run.
 package console
