@@ -151,7 +151,7 @@
       var what = el("span", "what");
       if (it.tool) what.appendChild(el("b", "", it.tool));
       if (it.effect) { what.appendChild(document.createTextNode(" ")); what.appendChild(el("span", "effect", it.effect)); }
-      what.appendChild(document.createTextNode(" · run "));
+      what.appendChild(document.createTextNode((it.tool ? " · " : "") + "run "));
       what.appendChild(el("code", "", it.run_id));
       what.appendChild(document.createTextNode(" · " + it.agent_id));
       a.appendChild(what);
