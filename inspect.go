@@ -101,12 +101,22 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 		byID[en.CallID] = en
 	}
 	if run.Status == store.RunInterrupted {
+		childLedgers := map[string]map[string]*store.LedgerEntry{}
 		for _, in := range cp.Interruptions {
-			if in.Kind == InterruptProvider || in.RunID != "" { // open until the next drive; a child's (child.go)
+			if in.Kind == InterruptProvider { // open until the next drive
 				info.Interruptions = append(info.Interruptions, in)
 				continue
 			}
-			en, ok := byID[in.CallID]
+			ledger := byID
+			if in.RunID != "" {
+				// A child's call (child.go): open while the child's own
+				// ledger says so. A decision recorded on the child (and
+				// the child's drive) may have come after this run stopped.
+				if ledger, err = e.childLedger(ctx, childLedgers, in.RunID); err != nil {
+					return nil, err
+				}
+			}
+			en, ok := ledger[in.CallID]
 			if !ok {
 				continue
 			}
@@ -149,4 +159,22 @@ func (e *Runtime) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
 		p = &ListParams{}
 	}
 	return e.list(ctx, p)
+}
+
+// childLedger reads (once per Get) the ledger of a child run whose call
+// interrupted its parent.
+func (e *Runtime) childLedger(ctx context.Context, cache map[string]map[string]*store.LedgerEntry, runID string) (map[string]*store.LedgerEntry, error) {
+	if l, ok := cache[runID]; ok {
+		return l, nil
+	}
+	entries, err := e.store.LedgerList(ctx, &store.LedgerListParams{Tenant: e.tenant, RunID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: ledger of child run %s: %w", runID, err)
+	}
+	l := map[string]*store.LedgerEntry{}
+	for _, en := range entries {
+		l[en.CallID] = en
+	}
+	cache[runID] = l
+	return l, nil
 }

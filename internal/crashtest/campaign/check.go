@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
@@ -140,6 +141,9 @@ func (e *episodeEnv) play(ctx context.Context, dir, name string, armed bool) err
 			c.violation("%s drive %d: %s", name, d, res.fail)
 		}
 		for id, st := range res.status {
+			if strings.HasPrefix(st, "refused ") {
+				c.refused++
+			}
 			if len(st) > 6 && st[:6] == "error " {
 				c.c.Errors++
 				c.violation("%s drive %d: run %s: %s", name, d, id, st[6:])

@@ -97,6 +97,13 @@ func childMain() error {
 			}
 		}
 		res, err := driveRun(ctx, rt, a, rp, decs)
+		if errors.Is(err, actoviq.ErrDecision) {
+			// The operator decided on what it read; a drive that died
+			// after that read (its last statement still committing on
+			// the server) may have moved the call on. The refusal is
+			// the runtime reading the truth: typed, nothing changed.
+			return "refused " + oneLine(err)
+		}
 		if err != nil {
 			return "error " + oneLine(err)
 		}
@@ -104,8 +111,14 @@ func childMain() error {
 	}
 	out := make([]string, len(sp.Runs))
 	if sc.sequential {
+		// A session's next run starts only once this one completed.
 		for i, rp := range sp.Runs {
-			out[i] = drive(rp)
+			if out[i] = drive(rp); out[i] != string(actoviq.StatusCompleted) {
+				for j := i + 1; j < len(sp.Runs); j++ {
+					out[j] = "waiting"
+				}
+				break
+			}
 		}
 	} else {
 		var wg sync.WaitGroup

@@ -76,6 +76,7 @@ type cell struct {
 	quota    int // kills to reach
 
 	episodes, runs, kills, resumes int
+	refused                        int // stale decisions the runtime refused (typed, not a violation)
 	c                              counts
 	details                        []string
 	took                           time.Duration
@@ -153,10 +154,10 @@ func coordinate(n int, seed uint64, stores, only string, jobs int, pgURL string,
 }
 
 func report(cells []*cell, seed uint64, n int, stores string, took time.Duration, work string, keep bool) int {
-	fmt.Printf("\n%-7s %-11s %5s %5s %6s %7s %11s %4s %9s %10s %11s %11s %10s %6s %7s\n",
-		"store", "scenario", "runs", "kills", "resume", "dup_eff", "lost_result", "dup", "unanswer", "unexplain", "incomplete", "key_change", "errors", "time", "")
+	fmt.Printf("\n%-7s %-11s %5s %5s %6s %7s %7s %11s %4s %9s %10s %11s %11s %10s %6s %7s\n",
+		"store", "scenario", "runs", "kills", "resume", "refused", "dup_eff", "lost_result", "dup", "unanswer", "unexplain", "incomplete", "key_change", "errors", "time", "")
 	var total counts
-	kills, resumes, runs := 0, 0, 0
+	kills, resumes, runs, refused := 0, 0, 0, 0
 	bad := 0
 	for _, c := range cells {
 		mark := "ok"
@@ -164,14 +165,14 @@ func report(cells []*cell, seed uint64, n int, stores string, took time.Duration
 			mark = "FAIL"
 			bad++
 		}
-		fmt.Printf("%-7s %-11s %5d %5d %6d %7d %11d %4d %9d %10d %11d %11d %10d %5.1fs %7s\n",
-			c.store, c.scenario.name, c.runs, c.kills, c.resumes, c.c.DupEffects, c.c.Lost, c.c.DupItems, c.c.Unanswered,
+		fmt.Printf("%-7s %-11s %5d %5d %6d %7d %7d %11d %4d %9d %10d %11d %11d %10d %5.1fs %7s\n",
+			c.store, c.scenario.name, c.runs, c.kills, c.resumes, c.refused, c.c.DupEffects, c.c.Lost, c.c.DupItems, c.c.Unanswered,
 			c.c.Unexplained, c.c.Incomplete, c.c.KeyChanges, c.c.Errors, c.took.Seconds(), mark)
 		total.add(c.c)
-		kills, resumes, runs = kills+c.kills, resumes+c.resumes, runs+c.runs
+		kills, resumes, runs, refused = kills+c.kills, resumes+c.resumes, runs+c.runs, refused+c.refused
 	}
-	fmt.Printf("%-7s %-11s %5d %5d %6d %7d %11d %4d %9d %10d %11d %11d %10d %5.1fs\n",
-		"total", "", runs, kills, resumes, total.DupEffects, total.Lost, total.DupItems, total.Unanswered,
+	fmt.Printf("%-7s %-11s %5d %5d %6d %7d %7d %11d %4d %9d %10d %11d %11d %10d %5.1fs\n",
+		"total", "", runs, kills, resumes, refused, total.DupEffects, total.Lost, total.DupItems, total.Unanswered,
 		total.Unexplained, total.Incomplete, total.KeyChanges, total.Errors, took.Seconds())
 	if bad == 0 {
 		fmt.Printf("crash campaign: seed %d: %d kills, %d resumes, %d runs, 0 violations in %.0fs\n", seed, kills, resumes, runs, took.Seconds())
