@@ -406,3 +406,57 @@ c.execute("ROLLBACK")`, b.tg.DSN)
 		t.Fatal("c1 reads committed, but its commit met a locked database")
 	}
 }
+
+// TestSQLiteReadOnly: a run was SIGKILLed while its side effect ran; the
+// database is then reached through a read-only bind mount (root only:
+// file modes do not stop root, and a file system with the database open
+// cannot be remounted read-only). Opening or resuming there must fail
+// saying so, and change nothing; through the writable path the run is
+// then settled as after any crash.
+func TestSQLiteReadOnly(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("a read-only bind mount needs root")
+	}
+	b := setup(t, backend{new: newSQLiteTarget})
+	crashChild(t, b, scenario{effect: tool.SideEffect}, "run", "", pointRunning)
+	ro := t.TempDir()
+	if out, err := exec.Command("mount", "--bind", filepath.Dir(b.tg.DSN), ro).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount here: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", ro).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", ro, err, out)
+		}
+	})
+	if out, err := exec.Command("mount", "-o", "remount,bind,ro", ro).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v %s", err, out)
+	}
+	ctx := context.Background()
+	path := filepath.Join(ro, filepath.Base(b.tg.DSN))
+	agent := newAgent(tool.SideEffect, actoviq.RecoveryPolicy{}, b.counter, nil)
+	s, err := storesqlite.Open(path, nil)
+	if err == nil {
+		rt, nerr := actoviq.New(s, &actoviq.Config{LeaseTTL: leaseTTL})
+		if nerr != nil {
+			t.Fatal(nerr)
+		}
+		var res *actoviq.RunResult
+		res, err = resumeWhenFree(ctx, rt, agent, b.runID)
+		rt.Close()
+		s.Close()
+		if err == nil {
+			t.Fatalf("resume on a read-only database returned %s with no error", res.Status)
+		}
+	}
+	if !strings.Contains(strings.ToLower(err.Error()), "readonly") && !strings.Contains(strings.ToLower(err.Error()), "read-only") {
+		t.Fatalf("the error does not say the database is read-only: %v", err)
+	}
+	t.Logf("on a read-only database: %v", err)
+	if got := readEffects(t, b.counter); len(got) != 1 {
+		t.Fatalf("effects after the read-only attempt: %v, want the one of the killed drive", got)
+	}
+	if settleAfterFault(t, b) {
+		t.Fatal("c1 reads committed, but the killed drive never committed it")
+	}
+}

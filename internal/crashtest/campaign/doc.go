@@ -35,9 +35,13 @@
 //     status that does not say why;
 //   - key_changes: an idempotency key that differs between observations
 //     or attempts of one call, or is not <runID>:<callID>;
+//   - incomplete: a run that did not end completed within 30 drives;
 //   - errors: a drive that returned an error instead of a status.
 //
-// Every count must be 0. The program prints a table per store and
+// A decision refused with ErrDecision is counted (refused), not a
+// violation: on PostgreSQL a killed drive's last statement can still
+// commit after the operator read the run, and the runtime reads the truth
+// again. Every other count must be 0. The program prints a table per store and
 // scenario and exits 1 on any violation, naming the seed and scenario to
 // replay. Kills at a write are reproducible from the seed; kills at a
 // wall-clock instant depend on the machine's timing.
