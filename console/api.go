@@ -192,6 +192,7 @@ func (c *Console) apiRun(w http.ResponseWriter, r *http.Request) {
 
 // DecisionRequest is one decision in POST /api/v1/runs/{id}/decisions.
 type DecisionRequest struct {
+	// CallID names the call in the run.
 	CallID string `json:"call_id"`
 	// Kind is approve, reject, committed, failed or reexecute.
 	Kind string `json:"kind"`
@@ -217,11 +218,15 @@ type decisionsBody struct {
 
 // DecisionsResponse answers a recorded set of decisions.
 type DecisionsResponse struct {
-	RunID    string   `json:"run_id"`
-	Recorded []string `json:"recorded"` // call ids, in order
-	By       string   `json:"by"`
+	// RunID names the run.
+	RunID string `json:"run_id"`
+	// Recorded are the call ids decided, in order.
+	Recorded []string `json:"recorded"`
+	// By is the operator name the decisions were recorded under.
+	By string `json:"by"`
 	// Next says what happens now.
-	Next   string     `json:"next"`
+	Next string `json:"next"`
+	// Resume says how the run can be continued now.
 	Resume ResumeInfo `json:"resume"`
 }
 
@@ -376,12 +381,15 @@ func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
 
 // ResumeResponse answers POST /api/v1/runs/{id}/resume.
 type ResumeResponse struct {
+	// RunID names the run.
 	RunID string `json:"run_id"`
 	// Status is the run's status when the answer was written: "running"
 	// (202: the drive goes on) or where the drive stopped.
-	Status        string                 `json:"status"`
+	Status string `json:"status"`
+	// Interruptions are the open questions when the drive stopped interrupted.
 	Interruptions []actoviq.Interruption `json:"interruptions,omitempty"`
-	Error         *actoviq.RunError      `json:"error,omitempty"`
+	// Error says why the run failed, when it did.
+	Error *actoviq.RunError `json:"error,omitempty"`
 }
 
 func (c *Console) apiResume(w http.ResponseWriter, r *http.Request) {

@@ -18,13 +18,19 @@ import (
 type InboxItem struct {
 	// Kind is the interruption kind (approval, reconciliation, recovery,
 	// provider, ...) or "stalled" for a run whose worker is gone.
-	Kind    string `json:"kind"`
-	RunID   string `json:"run_id"`
+	Kind string `json:"kind"`
+	// RunID names the run.
+	RunID string `json:"run_id"`
+	// AgentID is the agent the run was started with.
 	AgentID string `json:"agent_id"`
-	CallID  string `json:"call_id,omitempty"`
-	Tool    string `json:"tool,omitempty"`
-	Effect  string `json:"effect,omitempty"`
-	State   string `json:"state,omitempty"`
+	// CallID names the call in the run.
+	CallID string `json:"call_id,omitempty"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool,omitempty"`
+	// Effect is the tool's declared effect.
+	Effect string `json:"effect,omitempty"`
+	// State is the call's ledger state.
+	State string `json:"state,omitempty"`
 	// Since is when it started waiting; AgeSeconds is how long ago that was.
 	Since      time.Time `json:"since"`
 	AgeSeconds int64     `json:"age_seconds"`
@@ -34,6 +40,7 @@ type InboxItem struct {
 
 // Inbox is GET /api/v1/inbox.
 type Inbox struct {
+	// Items wait for a person, oldest first.
 	Items []InboxItem `json:"items"`
 	// Kinds, Agents and Tools are the values the filters offer.
 	Kinds  []string `json:"kinds"`

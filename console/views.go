@@ -13,12 +13,19 @@ import (
 
 // RunSummary is one row of GET /api/v1/runs.
 type RunSummary struct {
-	ID        string    `json:"id"`
-	Status    string    `json:"status"`
-	AgentID   string    `json:"agent_id"`
-	ParentID  string    `json:"parent_id,omitempty"`
-	SessionID string    `json:"session_id,omitempty"`
+	// ID is the run's id.
+	ID string `json:"id"`
+	// Status is the derived status (running, stalled, interrupted, …).
+	Status string `json:"status"`
+	// AgentID is the agent the run was started with.
+	AgentID string `json:"agent_id"`
+	// ParentID is the parent run's id for a child run.
+	ParentID string `json:"parent_id,omitempty"`
+	// SessionID is the session the run continues, if any.
+	SessionID string `json:"session_id,omitempty"`
+	// CreatedAt is when the run was created.
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the run was last written.
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -31,16 +38,23 @@ type Run struct {
 	// when the worker that held it is gone).
 	StoredStatus string `json:"stored_status"`
 	// Holder is the worker driving the run, or that drove it last.
-	Holder   *actoviq.RunClaim `json:"holder,omitempty"`
-	Revision int64             `json:"revision"`
-	Turn     int               `json:"turn"`
-	Deadline time.Time         `json:"deadline,omitzero"`
+	Holder *actoviq.RunClaim `json:"holder,omitempty"`
+	// Revision is the run's CAS revision.
+	Revision int64 `json:"revision"`
+	// Turn counts the committed model responses.
+	Turn int `json:"turn"`
+	// Deadline is the run's deadline; zero means none.
+	Deadline time.Time `json:"deadline,omitzero"`
 	// Transcript is the run's items as stored.
-	Transcript []item.Item       `json:"transcript"`
-	Output     []item.Item       `json:"output,omitempty"`
-	Usage      item.Usage        `json:"usage"`
-	Error      *actoviq.RunError `json:"error,omitempty"`
-	Ledger     []Call            `json:"ledger"`
+	Transcript []item.Item `json:"transcript"`
+	// Output is the final answer of a completed run.
+	Output []item.Item `json:"output,omitempty"`
+	// Usage is the run's total token usage.
+	Usage item.Usage `json:"usage"`
+	// Error says why the run failed.
+	Error *actoviq.RunError `json:"error,omitempty"`
+	// Ledger holds every call of the run, in order.
+	Ledger []Call `json:"ledger"`
 	// Interruptions are the open ones, with their evidence.
 	Interruptions []actoviq.Interruption `json:"interruptions"`
 	// Unsettled are the calls a finished run left started or unknown; a
@@ -61,21 +75,36 @@ type Run struct {
 
 // Call is one ledger entry: a tool call with its durable state.
 type Call struct {
-	CallID         string          `json:"call_id"`
-	Turn           int             `json:"turn"`
-	Index          int             `json:"index"`
-	Tool           string          `json:"tool"`
-	Effect         string          `json:"effect"`
-	State          string          `json:"state"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Attempt        int             `json:"attempt"`
-	Args           json.RawMessage `json:"args,omitempty"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	Error          json.RawMessage `json:"error,omitempty"`
-	Worker         string          `json:"worker,omitempty"`
-	Epoch          int64           `json:"epoch,omitempty"`
-	StartedAt      time.Time       `json:"started_at,omitzero"`
-	CommittedAt    time.Time       `json:"committed_at,omitzero"`
+	// CallID names the call in the run.
+	CallID string `json:"call_id"`
+	// Turn is the model turn that asked for the call.
+	Turn int `json:"turn"`
+	// Index is the call's position in its turn.
+	Index int `json:"index"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool"`
+	// Effect is the tool's declared effect.
+	Effect string `json:"effect"`
+	// State is the call's ledger state.
+	State string `json:"state"`
+	// IdempotencyKey is the call's stable key.
+	IdempotencyKey string `json:"idempotency_key"`
+	// Attempt counts the times the call was started.
+	Attempt int `json:"attempt"`
+	// Args are the arguments as stored (secrets redacted).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Result is the committed result, once there is one.
+	Result json.RawMessage `json:"result,omitempty"`
+	// Error is the persisted error of the last attempt, if any.
+	Error json.RawMessage `json:"error,omitempty"`
+	// Worker is the holder that last moved the entry.
+	Worker string `json:"worker,omitempty"`
+	// Epoch is that worker's claim epoch.
+	Epoch int64 `json:"epoch,omitempty"`
+	// StartedAt is when the last attempt started.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// CommittedAt is when the result was committed.
+	CommittedAt time.Time `json:"committed_at,omitzero"`
 	// Probe is the tool's probe answer from the open interruption, if any.
 	Probe *actoviq.ProbeAnswer `json:"probe,omitempty"`
 	// Approval and Resolution are the decisions recorded on the call.
@@ -86,14 +115,17 @@ type Call struct {
 // AuditEntry is one recorded decision: who, when, why, and the evidence
 // that was shown.
 type AuditEntry struct {
+	// CallID names the call in the run.
 	CallID string `json:"call_id"`
-	Tool   string `json:"tool"`
+	// Tool is the called tool's name.
+	Tool string `json:"tool"`
 	store.Decision
 }
 
 // ChildRun is a node of a run's child tree.
 type ChildRun struct {
 	RunSummary
+	// Children are this child's own children.
 	Children []*ChildRun `json:"children,omitempty"`
 }
 

@@ -266,7 +266,10 @@ func (p *SessionLoadParams) Validate() error {
 }
 
 // Validator is what every params struct implements.
-type Validator interface{ Validate() error }
+type Validator interface {
+	// Validate returns an [*InvalidError] naming the first bad field.
+	Validate() error
+}
 
 // Check validates params for a backend: a nil pointer is an
 // [*InvalidError] too, never a panic.

@@ -8,6 +8,7 @@ import (
 
 // Backend describes a store implementation under test.
 type Backend struct {
+	// Name names the backend in subtest names ("sqlite", "pg", …).
 	Name string
 	// NewDatabase makes an empty database for one test and returns a
 	// function that opens a store on it. Each call of the returned function

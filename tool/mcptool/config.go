@@ -24,6 +24,8 @@ import (
 // (trustAnnotations, tools, allowedTools). See the package documentation for
 // the format.
 type Config struct {
+	// Servers maps each server's name (used in qualified tool names and in
+	// errors) to its settings.
 	Servers map[string]*ServerConfig `json:"mcpServers"`
 }
 
@@ -94,8 +96,12 @@ type ToolOverride struct {
 // ConfigError reports a configuration problem, naming the server and the
 // field. It never includes an env or header value.
 type ConfigError struct {
-	Server string // "" for a file-level problem
-	Field  string // e.g. "command", "env.API_KEY", "tools.write_file.effect"
+	// Server names the server; "" for a file-level problem.
+	Server string
+	// Field is the JSON path of the bad field, e.g. "command", "env.API_KEY"
+	// or "tools.write_file.effect".
+	Field string
+	// Reason says what is wrong.
 	Reason string
 }
 
