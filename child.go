@@ -505,8 +505,11 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 			return nil, "", fmt.Errorf("actoviq: run %s exists and is not a child of %s", childID, parent.run.ID)
 		}
 		left, why, err := e.budgetLeft(ctx, &tree)
-		if err != nil || why != "" {
-			return nil, why, err
+		if err != nil {
+			return nil, "", err
+		}
+		if why != "" {
+			left = &budgetLeft{} // an existing child: spent, it fails with code budget when it would go on
 		}
 		// The parent drive's own sinks (a Stream, a ResumeWith) see the
 		// child's events too; each carries the child's run id and its parent's.
