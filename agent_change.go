@@ -61,10 +61,13 @@ type AgentChange struct {
 	// Field names what changed: "effect", "input_schema", "removed",
 	// "added", "approval", "approval_policy", "description", "instructions",
 	// "model", "provider", "limits.max_turns", ...
-	Field string          `json:"field"`
-	From  string          `json:"from,omitempty"`
-	To    string          `json:"to,omitempty"`
-	Kind  AgentChangeKind `json:"kind"`
+	Field string `json:"field"`
+	// From is the value the run was driven with (empty for an addition).
+	From string `json:"from,omitempty"`
+	// To is the new agent's value (empty for a removal).
+	To string `json:"to,omitempty"`
+	// Kind says whether the change is free, conservative or refused.
+	Kind AgentChangeKind `json:"kind"`
 	// Calls are the unsettled calls the change touches, as "CALL (STATE)".
 	Calls []string `json:"calls,omitempty"`
 }
@@ -98,8 +101,11 @@ var ErrAgentChanged = errors.New("actoviq: the agent changes what a waiting call
 // call's safety depends on. Refused lists those changes; Changes lists
 // every difference found (free and conservative ones too).
 type AgentChangeError struct {
-	RunID   string
+	// RunID is the run the resume was for.
+	RunID string
+	// Refused are the changes a waiting call's safety depends on.
 	Refused []AgentChange
+	// Changes are every difference found, free and conservative ones too.
 	Changes []AgentChange
 }
 
@@ -132,9 +138,13 @@ type AcceptAgentChange struct {
 // AgentChangeRecord is one change of agent version on a run, as recorded
 // in its checkpoint (RunInfo.AgentChanges) and its agent.changed event.
 type AgentChangeRecord struct {
-	From    string        `json:"from"`
-	To      string        `json:"to"`
-	At      time.Time     `json:"at"`
+	// From is the agent digest of the version that drove the run before.
+	From string `json:"from"`
+	// To is the digest of the version that took the run over.
+	To string `json:"to"`
+	// At is when it took over.
+	At time.Time `json:"at"`
+	// Changes are the differences between the two versions.
 	Changes []AgentChange `json:"changes"`
 	// By and Note are set when an operator accepted refused changes.
 	By   string `json:"by,omitempty"`
@@ -156,8 +166,10 @@ func (*AgentChangedData) EventTypes() []string { return []string{EvAgentChanged}
 // MetaChangedData is the payload of run.meta_changed: a resume replaced
 // the run's Meta ([ResumeOptions.Meta]).
 type MetaChangedData struct {
+	// From is the Meta before; empty when the run had none.
 	From json.RawMessage `json:"from,omitempty"`
-	To   json.RawMessage `json:"to"`
+	// To is the Meta now.
+	To json.RawMessage `json:"to"`
 }
 
 // EventTypes implements [EventData].

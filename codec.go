@@ -29,7 +29,11 @@ import (
 // [NewSealCodec] is the codec this package ships; an implementation backed
 // by a key-management service fits the same interface.
 type Codec interface {
+	// Seal encrypts plaintext bound to aad (the call's identity) into a
+	// printable string that is safe to store.
 	Seal(plaintext, aad []byte) (string, error)
+	// Open decrypts what Seal returned, given the same aad; a value it
+	// cannot open is an error (wrap [ErrSealKey] for a missing key).
 	Open(sealed string, aad []byte) ([]byte, error)
 }
 

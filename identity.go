@@ -81,7 +81,9 @@ func (e *Runtime) Holder() string { return e.holder }
 // RunClaim is who holds a run's claim, as [Runtime.RunHolder] reads it.
 type RunClaim struct {
 	HolderInfo
-	Epoch     int64     `json:"epoch"`
+	// Epoch is the claim's fencing token.
+	Epoch int64 `json:"epoch"`
+	// ExpiresAt is when the lease ends without a heartbeat (store clock).
 	ExpiresAt time.Time `json:"expires_at"`
 	// Live is false when the claim expired or was released, or its holder
 	// is a process on this host that is gone (or a zombie): nobody drives

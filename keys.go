@@ -33,8 +33,10 @@ var ErrInvalidID = errors.New("actoviq: invalid id")
 // IDError reports an id the runtime refuses, and why.
 type IDError struct {
 	// Field names where the id came from: "Input.RunID" or "Config.NewID".
-	Field  string
-	ID     string
+	Field string
+	// ID is the id refused.
+	ID string
+	// Reason says what is wrong with it.
 	Reason string
 }
 

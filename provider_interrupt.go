@@ -54,8 +54,9 @@ type ProviderFailure struct {
 	Partial []item.Item `json:"partial,omitempty"`
 	// Consecutive counts provider interruptions in a row, this one
 	// included; a committed model response resets it.
-	Consecutive int       `json:"consecutive"`
-	At          time.Time `json:"at"`
+	Consecutive int `json:"consecutive"`
+	// At is when the model call gave up (the runtime's clock).
+	At time.Time `json:"at"`
 }
 
 // modelFailed ends a drive whose model call failed after the transport's

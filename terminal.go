@@ -33,6 +33,7 @@ var ErrClosed = errors.New("actoviq: runtime closed")
 // closed runtime did not drive. The run was not ended. It matches
 // [ErrClosed].
 type ClosedError struct {
+	// RunID is the run the call was for.
 	RunID string
 	// Driven is false when the run was not driven at all (the runtime was
 	// closed before the drive began).
@@ -57,7 +58,9 @@ var errLostClaim = errors.New("actoviq: lost the run's claim")
 // cancelled) when it was asked to take a decision that needs it to go on.
 // It matches [ErrRunFinished].
 type RunFinishedError struct {
-	RunID  string
+	// RunID is the run asked for.
+	RunID string
+	// Status is the run's final status.
 	Status Status
 	// Reason says what was refused and what to do instead.
 	Reason string

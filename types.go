@@ -48,8 +48,9 @@ const (
 // before the run can go on. It carries the evidence to answer it.
 type Interruption struct {
 	// Kind says what the run waits for.
-	Kind   InterruptionKind `json:"kind"`
-	CallID string           `json:"call_id"`
+	Kind InterruptionKind `json:"kind"`
+	// CallID is the call in question (empty for a provider interruption).
+	CallID string `json:"call_id"`
 	// Tool is the called tool's name.
 	Tool string `json:"tool"`
 	// Effect is the tool's declared effect.
@@ -232,7 +233,9 @@ func (e *DecisionError) Is(target error) bool { return target == ErrDecision }
 
 // DigestMismatchError reports a changed agent definition.
 type DigestMismatchError struct {
-	RunID          string
+	// RunID is the run asked for.
+	RunID string
+	// Stored and Actual are the run's recorded digest and this agent's.
 	Stored, Actual string
 }
 
