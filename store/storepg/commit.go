@@ -49,7 +49,10 @@ type commitQueue struct {
 	leading bool
 }
 
-// maxBatch bounds the run writes of one transaction.
+// maxExtraBatches bounds the batches a leader runs after its own write.
+const maxExtraBatches = 8
+
+// maxBatch bounds the writes of one transaction.
 const maxBatch = 128
 
 func (s *Store) commitQueued(ctx context.Context, p *store.RunWriteParams, order []int, la *ledgerArr) (*store.RunWriteResult, error) {
@@ -75,14 +78,24 @@ func (s *Store) commitQueued(ctx context.Context, p *store.RunWriteParams, order
 	return req.res, req.err
 }
 
-// lead sends batches until self is done, then hands the lead to the oldest
-// queued write, or ends it when the queue is empty.
+// lead runs batches until self is done and the queue is empty, then ends
+// the lead. Handing the lead to another goroutine costs a wake-up, and on
+// a loaded machine that gap leaves the database idle while writes wait;
+// so the leader keeps going, but after maxExtraBatches batches beyond its
+// own it hands the lead to the oldest queued write, so that its caller is
+// not held back by others' writes for long.
 func (s *Store) lead(self *pgReq) {
 	q := &s.commits
+	extra := 0 // batches run after self's
 	for {
 		q.mu.Lock()
+		done := false
 		select {
 		case <-self.done:
+			done = true
+		default:
+		}
+		if done && (len(q.queue) == 0 || extra >= maxExtraBatches) {
 			if len(q.queue) > 0 {
 				q.queue[0].lead <- struct{}{}
 			} else {
@@ -90,7 +103,9 @@ func (s *Store) lead(self *pgReq) {
 			}
 			q.mu.Unlock()
 			return
-		default:
+		}
+		if done {
+			extra++
 		}
 		n := min(len(q.queue), maxBatch)
 		batch := q.queue[:n:n]

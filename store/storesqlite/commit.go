@@ -69,6 +69,9 @@ type commitQueue struct {
 	leading bool
 }
 
+// maxExtraBatches bounds the batches a leader runs after its own write.
+const maxExtraBatches = 8
+
 // maxBatch bounds the writes of one transaction.
 const maxBatch = 256
 
@@ -101,15 +104,24 @@ func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
 	return req.err
 }
 
-// lead runs batches until self is done, then hands the lead to the oldest
-// queued write, or ends it when the queue is empty. A leader's caller so
-// waits for at most the batches up to its own.
+// lead runs batches until self is done and the queue is empty, then ends
+// the lead. Handing the lead to another goroutine costs a wake-up, and on
+// a loaded machine that gap leaves the database idle while writes wait;
+// so the leader keeps going, but after maxExtraBatches batches beyond its
+// own it hands the lead to the oldest queued write, so that its caller is
+// not held back by others' writes for long.
 func (s *Store) lead(self *writeReq) {
 	q := &s.commits
+	extra := 0 // batches run after self's
 	for {
 		q.mu.Lock()
+		done := false
 		select {
 		case <-self.done:
+			done = true
+		default:
+		}
+		if done && (len(q.queue) == 0 || extra >= maxExtraBatches) {
 			if len(q.queue) > 0 {
 				q.queue[0].lead <- struct{}{}
 			} else {
@@ -117,7 +129,9 @@ func (s *Store) lead(self *writeReq) {
 			}
 			q.mu.Unlock()
 			return
-		default:
+		}
+		if done {
+			extra++
 		}
 		n := min(len(q.queue), maxBatch)
 		batch := q.queue[:n:n]
