@@ -72,7 +72,11 @@ func childMain() error {
 	}
 	defer s.Close()
 	ks := &killStore{Store: s, at: int64(sp.KillAt)}
-	rt, err := actoviq.New(ks, &actoviq.Config{LeaseTTL: leaseTTL})
+	ttl := leaseTTL
+	if sc.workers {
+		ttl = workerTTL
+	}
+	rt, err := actoviq.New(ks, &actoviq.Config{LeaseTTL: ttl})
 	if err != nil {
 		return err
 	}
@@ -110,7 +114,17 @@ func childMain() error {
 		return string(res.Status)
 	}
 	out := make([]string, len(sp.Runs))
-	if sc.sequential {
+	if sc.workers {
+		a, closeAgent, err := sc.agent(w, runPlan{})
+		if err != nil {
+			return err
+		}
+		defer closeAgent()
+		st := workPool(ctx, rt, a, sp)
+		for i, rp := range sp.Runs {
+			out[i] = st[rp.ID]
+		}
+	} else if sc.sequential {
 		// A session's next run starts only once this one completed.
 		for i, rp := range sp.Runs {
 			if out[i] = drive(rp); out[i] != string(actoviq.StatusCompleted) {

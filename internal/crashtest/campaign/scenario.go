@@ -43,6 +43,9 @@ type scenarioDef struct {
 	agent func(w world, rp runPlan) (a *actoviq.AgentSpec, close func(), err error)
 	// children lists the child runs a run makes (checked like runs).
 	children func(runID string) []string
+	// workers: the runs are queued and a pool of drives works them
+	// (workers.go), one agent for all.
+	workers bool
 }
 
 var scenarios = []scenarioDef{
@@ -52,6 +55,7 @@ var scenarios = []scenarioDef{
 	{name: "mcp", runs: oneRun, agent: mcpAgent},
 	{name: "session", runs: sessionRuns, sequential: true, agent: sessionAgent},
 	{name: "concurrent", runs: concurrentRuns, agent: concurrentAgent},
+	{name: "workers", runs: workerRuns, agent: workersAgent, workers: true},
 	{name: "tree", runs: oneRun, agent: treeAgent, children: func(id string) []string { return []string{actoviq.ChildRunID(id, "c1")} }},
 }
 
