@@ -69,7 +69,9 @@ func workPool(ctx context.Context, rt *actoviq.Runtime, a *actoviq.AgentSpec, sp
 	}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- rt.Work(wctx, &actoviq.WorkOptions{Concurrency: 3, PollInterval: 20 * time.Millisecond, Grace: time.Minute}) }()
+	go func() {
+		done <- rt.Work(wctx, &actoviq.WorkOptions{Concurrency: 3, PollInterval: 20 * time.Millisecond, Grace: time.Minute})
+	}()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		settled := 0
