@@ -130,7 +130,7 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 		}
 	}
 	if run.Status.Terminal() {
-		info.Unsettled = unsettled(run, cp, entries)
+		info.Unsettled = e.unsettled(run, cp, entries)
 	}
 	// The pending turn's committed results are part of the transcript.
 	for _, id := range cp.Pending {

@@ -187,9 +187,11 @@ func (d *drive) stageOrWrite(ctx context.Context, p *store.RunWriteParams) error
 
 // unsettled lists the calls a finished run left started or unknown, with
 // the evidence of the interruption that stopped it when there is one.
-func unsettled(run *store.Run, cp *checkpoint, entries []*store.LedgerEntry) []Interruption {
+func (e *Runtime) unsettled(run *store.Run, cp *checkpoint, entries []*store.LedgerEntry) []Interruption {
 	var out []Interruption
-	d := &drive{cp: cp, run: run}
+	// The view is read-only, but building an interruption redacts its
+	// text, which needs the runtime (its redactor and clock).
+	d := &drive{e: e, cp: cp, run: run}
 	for _, en := range entries {
 		if !ledger.MayHaveRun(en.State) {
 			continue

@@ -260,3 +260,30 @@ func TestBinaryDemoVariants(t *testing.T) {
 		})
 	}
 }
+
+// A run whose deadline passes while a payment's outcome is unknown (the
+// process died inside the tool) ends cancelled, and the call can still be
+// seen and settled for the record: runs show lists it with the resolve
+// command, resolve records it. (runs show and resolve once panicked here.)
+func TestBinaryDeadlinePassedWithStartedPayment(t *testing.T) {
+	x := newE2E(t)
+	binary(t) // built before the clock starts
+	start := time.Now()
+	x.runUntil(nil, demoHangMarker,
+		"run", "--store", x.store, "--run-id", "r1", "--approve", "none", "--timeout", "1s", "--model", "scripted:"+x.sc,
+		"--demo-bank", x.bank, "--demo-crash", "before-pay", "pay INV-42")
+	// The deadline is wall-clock time recorded with the run (1 s after it
+	// was created, which is after start): wait it out with a margin.
+	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	wantExit(t, actoviqBin(t, nil, "resume", "r1", "--store", x.store), 1, "resume past the deadline")
+	r := actoviqBin(t, nil, "runs", "show", "r1", "--store", x.store)
+	wantExit(t, r, 0, "runs show of the cancelled run")
+	if !strings.Contains(r.stdout, "call_pay") || !strings.Contains(r.stdout, "actoviq resolve r1 call_pay") {
+		t.Fatalf("runs show does not offer to settle the unsettled payment:\n%s", r.stdout)
+	}
+	wantExit(t, actoviqBin(t, nil, "runs", "show", "r1", "--store", x.store, "--json"), 0, "runs show --json")
+	wantExit(t, actoviqBin(t, nil, "resolve", "r1", "call_pay", "--store", x.store, "--committed", "--result", `"the bank says: not paid"`), 0, "resolve for the record")
+	if p := x.payments(); len(p) != 0 {
+		t.Fatalf("payments %v: the cancelled run must not have paid", p)
+	}
+}
