@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
@@ -83,7 +84,7 @@ func workPool(ctx context.Context, rt *actoviq.Runtime, a *actoviq.AgentSpec, sp
 			switch info.Status {
 			case actoviq.StatusCompleted, actoviq.StatusFailed, actoviq.StatusCancelled, actoviq.StatusInterrupted:
 				settled++
-				if _, ok := out[rp.ID]; !ok || out[rp.ID][:5] != "error" {
+				if !strings.HasPrefix(out[rp.ID], "error ") {
 					out[rp.ID] = string(info.Status)
 				}
 			}
