@@ -84,7 +84,7 @@ func workPool(ctx context.Context, rt *actoviq.Runtime, a *actoviq.AgentSpec, sp
 			switch info.Status {
 			case actoviq.StatusCompleted, actoviq.StatusFailed, actoviq.StatusCancelled, actoviq.StatusInterrupted:
 				settled++
-				if !strings.HasPrefix(out[rp.ID], "error ") {
+				if !strings.HasPrefix(out[rp.ID], "error ") && !strings.HasPrefix(out[rp.ID], "refused ") {
 					out[rp.ID] = string(info.Status)
 				}
 			}
