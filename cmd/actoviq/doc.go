@@ -10,6 +10,7 @@
 //	actoviq approve RUN CALL; actoviq resume RUN
 //
 // Exit codes: 0 completed, 3 interrupted (a decision is needed), 1 failed
-// or cancelled, 2 usage or configuration error. `actoviq help` lists every
+// or cancelled, 2 usage or configuration error, 4 another live process
+// drives the run, 5 a signal stopped the command (the run is resumable). `actoviq help` lists every
 // command and flag; the commands live in internal/cli.
 package main

@@ -20,6 +20,10 @@ const (
 	ExitFailed      = 1
 	ExitUsage       = 2
 	ExitInterrupted = 3
+	// ExitStopped: a signal stopped the command before the run ended; the
+	// run was not ended (a shutdown is not a cancellation) and
+	// actoviq resume RUN continues it. (ExitHeld, 4, is in resume.go.)
+	ExitStopped = 5
 )
 
 // exitError carries an exit code with its message.
@@ -95,7 +99,8 @@ func (e *env) rootCmd() *cobra.Command {
 		Short: "Run LLM agents whose tool calls have real consequences",
 		Long: "actoviq runs agents through a durable pending-tool ledger: side effects of unknown outcome are never re-run without a decision.\n\n" +
 			"Start with: actoviq demo. Exit codes: 0 completed, 3 interrupted (a decision is needed), 1 failed or cancelled,\n" +
-			"2 usage or configuration error. Shell completion, with run and call ids read from the store that --store names:\n" +
+			"2 usage or configuration error, 4 another live process drives the run, 5 stopped by a signal (the run is\n" +
+			"not ended: actoviq resume RUN continues it). Shell completion, with run and call ids read from the store that --store names:\n" +
 			"  source <(actoviq completion bash)     # or: actoviq completion zsh|fish --help",
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -147,6 +147,9 @@ type runConfig struct {
 	// demoCrash is never remembered: a resume does not crash again unless
 	// asked.
 	demoCrash string
+	// jsonOut: stdout carries JSON events only, so the demo bank's notices
+	// go to stderr. Not remembered.
+	jsonOut bool
 }
 
 // agentFlags are the flags that define the agent, shared by run and resume.
@@ -340,7 +343,11 @@ func (e *env) agent(ctx context.Context, c *runConfig) (*actoviq.AgentSpec, io.C
 	}
 	if c.DemoBank != "" {
 		delay, _ := time.ParseDuration(e.getenv("ACTOVIQ_DEMO_BANK_DELAY"))
-		a.Tools = append(a.Tools, demoTools(&bankTool{path: c.DemoBank, out: e.stdout, crash: c.demoCrash, delay: delay}, c.DemoNoProbe)...)
+		out := e.stdout
+		if c.jsonOut {
+			out = e.stderr
+		}
+		a.Tools = append(a.Tools, demoTools(&bankTool{path: c.DemoBank, out: out, crash: c.demoCrash, delay: delay}, c.DemoNoProbe)...)
 	}
 	if e.extraTools != nil {
 		a.Tools = append(a.Tools, e.extraTools...)

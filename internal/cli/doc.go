@@ -13,5 +13,7 @@
 //
 // Exit codes are the same for every command that drives a run: 0 completed,
 // 3 interrupted (it needs a decision), 1 failed or cancelled, 2 a usage or
-// configuration error (which leaves the store untouched).
+// configuration error (which leaves the store untouched), 4 another live
+// process drives the run, 5 a signal stopped the command before the run
+// ended (the run is resumable).
 package cli

@@ -38,6 +38,9 @@ func TestNoStreamFlag(t *testing.T) {
 
 	h := newHarness(t)
 	h.want(0, "run", "--store", h.store, "--model", "openai:local", "--base-url", srv.URL+"/v1", "--run-id", "ns", "--no-stream", "hello")
+	if !strings.Contains(h.stdout.String(), "hi\n") {
+		t.Fatalf("the whole (unstreamed) answer is not printed:\n%s", h.stdout)
+	}
 	h.want(0, "run", "--store", h.store, "--model", "openai:local", "--base-url", srv.URL+"/v1", "--run-id", "st", "hello")
 	mu.Lock()
 	defer mu.Unlock()

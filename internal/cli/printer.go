@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
 )
 
 // printer is the event sink of run and resume. For a person it streams the
@@ -27,6 +29,7 @@ type printer struct {
 
 	mu       sync.Mutex
 	midLine  bool
+	deltas   bool                 // text deltas arrived since the last model request
 	started  map[string]time.Time // call id → started
 	waiting  string               // what we wait for
 	since    time.Time            // when the wait began
@@ -164,14 +167,24 @@ func (p *printer) Emit(_ context.Context, ev actoviq.Event) {
 	}
 	switch d := data.(type) {
 	case *actoviq.ModelRequestData:
+		p.deltas = false
 		p.wait(fmt.Sprintf("the model (turn %d)", d.Turn))
 	case *actoviq.TextDeltaData:
 		p.wait("")
 		p.unspin()
+		p.deltas = true
 		fmt.Fprint(p.out, d.Delta)
 		p.midLine = d.Delta != "" && d.Delta[len(d.Delta)-1] != '\n'
 	case *actoviq.ModelResponseData:
 		p.wait("")
+		if !p.deltas { // not streamed (--no-stream): the text comes whole
+			p.unspin()
+			for _, it := range d.Items {
+				if it.Type == item.TypeText && it.Text != "" {
+					line("%s", strings.TrimRight(it.Text, "\n"))
+				}
+			}
+		}
 	case *actoviq.ModelAttemptData:
 		msg := fmt.Sprintf("↻ model call attempt %d failed", d.Number)
 		if d.Status != 0 {

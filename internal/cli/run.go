@@ -32,6 +32,8 @@ Exit codes:
   3  the run is interrupted and needs a decision; the output lists the commands that give it
   1  the run failed or was cancelled
   2  usage or configuration error (nothing was written to the store)
+  4  another live process drives the run (the message names its host and pid)
+  5  a signal stopped the command; the run was not ended: actoviq resume RUN continues it
 
 Environment:
   OPENAI_API_KEY      API key for --model openai:... and openai-responses:...
@@ -55,6 +57,7 @@ API keys are read from the environment on every run and resume, and never stored
 				return err
 			}
 			ctx := cmd.Context()
+			cfg.jsonOut = jsonOut
 			agent, closer, err := e.agent(ctx, cfg)
 			if err != nil {
 				return err
@@ -141,6 +144,7 @@ func (e *env) resumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cfg.jsonOut = jsonOut
 			agent, closer, err := e.agent(ctx, cfg)
 			if err != nil {
 				return err
@@ -194,7 +198,7 @@ func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error,
 		}
 		var closed *actoviq.ClosedError
 		if errors.As(err, &closed) {
-			return &exitError{code: ExitFailed, err: fmt.Errorf("stopped by a signal; run %s was not ended (a shutdown is not a cancellation): continue it with: actoviq resume %s%s",
+			return &exitError{code: ExitStopped, err: fmt.Errorf("stopped by a signal; run %s was not ended (a shutdown is not a cancellation): continue it with: actoviq resume %s%s",
 				closed.RunID, shellQuote(closed.RunID), storeFlags(c))}
 		}
 		var ide *actoviq.IDError

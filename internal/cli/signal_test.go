@@ -3,6 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,4 +55,49 @@ func TestSignalIsShutdownNotCancel(t *testing.T) {
 	if h.bankLines() != 1 {
 		t.Fatalf("bank has %d payments", h.bankLines())
 	}
+}
+
+// A signal while nothing is in flight but a model call leaves the run not
+// ended: the command exits ExitStopped (not "failed"), says how to go on,
+// and the run resumes to completion.
+func TestSignalDuringModelCallExitsStopped(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		default:
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			select { // hang until the client gives up
+			case <-r.Context().Done():
+			case <-block:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer srv.Close()
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		e := &env{stdout: &stdout, stderr: &stderr, getenv: func(k string) string { return h.envs[k] }, executable: os.Executable}
+		code <- e.main(ctx, []string{"run", "--store", h.store, "--model", "openai:local", "--base-url", srv.URL + "/v1", "--no-stream", "--run-id", "r1", "hello"})
+	}()
+	<-entered
+	cancel() // the signal
+	if got := <-code; got != ExitStopped {
+		t.Fatalf("exit %d, want %d (stopped, resumable)\nstdout:\n%s\nstderr:\n%s", got, ExitStopped, &stdout, &stderr)
+	}
+	if !strings.Contains(stderr.String(), "actoviq resume r1") {
+		t.Fatalf("stderr does not say how to continue:\n%s", &stderr)
+	}
+	close(block)
+	h.want(ExitCompleted, "resume", "r1", "--store", h.store)
 }
