@@ -61,8 +61,11 @@ var ErrRetryUnsafe = errors.New("actoviq: retry-safe refused for a child that ca
 // RetryUnsafeError names the tool that makes a child unsafe to retry. It
 // matches [ErrRetryUnsafe].
 type RetryUnsafeError struct {
+	// Agent and Tool name the child agent and the tool that can reach a
+	// side effect.
 	Agent, Tool string
-	Effect      tool.Effect
+	// Effect is that tool's effect.
+	Effect tool.Effect
 }
 
 func (e *RetryUnsafeError) Error() string {
@@ -320,9 +323,12 @@ func (e *childStopped) Unwrap() error { return e.err }
 // ChildFailedError reports a child run that failed or was cancelled. A
 // fail-fast parent ends failed with it.
 type ChildFailedError struct {
-	RunID  string
+	// RunID is the child run's id.
+	RunID string
+	// Status is how the child ended: failed or cancelled.
 	Status Status
-	Err    *RunError
+	// Err is the child's own error, when it has one.
+	Err *RunError
 }
 
 func (e *ChildFailedError) Error() string {

@@ -2,6 +2,7 @@ package actoviq
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,11 @@ func (c *Config) validate() error {
 	}
 	if err := checkControl("Config.Tenant", c.Tenant); err != nil {
 		return err
+	}
+	if strings.ContainsAny(c.Tenant, "/:") {
+		// Keys are <tenant>/<runID>:<callID>: a separator in the tenant
+		// would make a key ambiguous to anyone who splits it.
+		return &IDError{Field: "Config.Tenant", ID: c.Tenant, Reason: `a tenant must not contain "/" or ":" (key separators)`}
 	}
 	if err := checkControl("Config.Holder", c.Holder); err != nil {
 		return err

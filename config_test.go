@@ -23,6 +23,8 @@ func TestConfigAndLimitsValidated(t *testing.T) {
 		"commit negative":   {actoviq.Config{CommitTimeout: -time.Second}, "Config.CommitTimeout"},
 		"nil sink":          {actoviq.Config{Sinks: []actoviq.EventSink{nil}}, "Config.Sinks[0]"},
 		"tenant with a NUL": {actoviq.Config{Tenant: "a\x00b"}, "Config.Tenant"},
+		"tenant with a /":   {actoviq.Config{Tenant: "a/b"}, "Config.Tenant"},
+		"tenant with a :":   {actoviq.Config{Tenant: "a:b"}, "Config.Tenant"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := actoviq.New(storemem.New(nil), &tc.cfg)

@@ -36,8 +36,11 @@ const (
 // RowsWritten rows (the run row when the write
 // updates it, one row per ledger write and one per event).
 type Stats struct {
-	RunWrites   int64
-	Statements  int64
+	// RunWrites counts Store.RunWrite calls.
+	RunWrites int64
+	// Statements counts the SQL statements they sent.
+	Statements int64
+	// RowsWritten counts the rows they wrote.
 	RowsWritten int64
 	// Commits counts the transactions that held run writes; Batched counts
 	// the run writes that shared one with others (group commit).
