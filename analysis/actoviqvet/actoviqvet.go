@@ -169,7 +169,7 @@ func (c *checker) specEffect(e ast.Expr) effect {
 
 // funcCall checks tool.Func(spec, fn) for a side-effect spec.
 func (c *checker) funcCall(call *ast.CallExpr) {
-	if len(call.Args) != 2 || !c.isToolFunc(call.Fun) {
+	if len(call.Args) != 2 || !c.isToolFunc(call) {
 		return
 	}
 	c.specLiteral(call.Args[0])
@@ -183,24 +183,9 @@ func (c *checker) funcCall(call *ast.CallExpr) {
 	c.sideEffectBody(call.Args[1].Pos(), body)
 }
 
-func (c *checker) isToolFunc(fun ast.Expr) bool {
-	switch f := fun.(type) {
-	case *ast.IndexExpr:
-		fun = f.X
-	case *ast.IndexListExpr:
-		fun = f.X
-	}
-	var id *ast.Ident
-	switch f := fun.(type) {
-	case *ast.Ident:
-		id = f
-	case *ast.SelectorExpr:
-		id = f.Sel
-	default:
-		return false
-	}
-	obj, ok := c.pass.TypesInfo.Uses[id].(*types.Func)
-	return ok && obj.Pkg() != nil && obj.Pkg().Path() == toolPkg && obj.Name() == "Func"
+func (c *checker) isToolFunc(call *ast.CallExpr) bool {
+	fn := typeutilCallee(c.pass.TypesInfo, call)
+	return fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == toolPkg && fn.Name() == "Func"
 }
 
 // bodyOf finds the body of a function literal, or of a function declared
