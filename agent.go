@@ -229,3 +229,7 @@ func argsDigest(args json.RawMessage) string {
 	sum := sha256.Sum256([]byte(compact(args)))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// DefaultMaxToolOutput is the default bound on one tool result
+// (Limits.MaxToolOutput): 1 MiB of content plus structured data.
+const DefaultMaxToolOutput = 1 << 20

@@ -37,29 +37,6 @@ type Codec interface {
 	Open(sealed string, aad []byte) ([]byte, error)
 }
 
-// ErrSealKey matches (errors.Is) a sealed value that the configured codec
-// cannot open: sealed under a key it does not hold, or altered.
-var ErrSealKey = errors.New("actoviq: sealed value cannot be opened with the configured keys")
-
-// SealKeyError reports a sealed value that did not open.
-type SealKeyError struct {
-	// KeyID is the id of the key the value was sealed with ("" when the
-	// value is not in the codec's format).
-	KeyID string
-	// Reason says what failed.
-	Reason string
-}
-
-func (e *SealKeyError) Error() string {
-	if e.KeyID == "" {
-		return "actoviq: sealed value: " + e.Reason
-	}
-	return fmt.Sprintf("actoviq: sealed value (key id %s): %s", e.KeyID, e.Reason)
-}
-
-// Is reports whether target is [ErrSealKey].
-func (e *SealKeyError) Is(target error) bool { return target == ErrSealKey }
-
 // sealPrefix starts every value [SealCodec] seals: version 1 of the
 // format "v1.<key id>.<base64url(nonce ‖ ciphertext ‖ tag)>".
 const sealPrefix = "v1."

@@ -77,3 +77,40 @@ func checkControl(field, id string) error {
 	}
 	return nil
 }
+
+// Config configures an [Runtime]. A nil *Config means defaults.
+type Config struct {
+	// Tenant scopes every record; empty means "default".
+	Tenant string
+	// Holder identifies this worker in claims; empty means
+	// "<hostname>:<pid>:<process start>.<random>" (see [ParseHolder]).
+	// Each drive of a run adds its own suffix,
+	// so two drives in one process are two holders too.
+	Holder string
+	// LeaseTTL is how long a run claim lives without a heartbeat; zero
+	// means 30 s, otherwise at least 1 ms. Heartbeats run every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// Clock gives the time; nil means time.Now. Get and List compare
+	// claim expiries, which the store stamps with its own clock, against
+	// it: a Clock that runs behind the store's shows a released claim as
+	// live (a stopped run as running) until it catches up.
+	Clock func() time.Time
+	// NewID makes run ids and event ids; nil means 16 random hex bytes.
+	// It must be safe for concurrent use.
+	NewID func() string
+	// Sinks receive every event of every run.
+	Sinks []EventSink
+	// RedactKeys adds secret-looking keys to the default list.
+	RedactKeys []string
+	// Codec seals the arguments of tool calls that hold secrets, so that a
+	// process other than the one that received them can run them (a
+	// resume after a crash, a re-execute decided elsewhere). nil means
+	// none: such arguments live only in this runtime's memory, and another
+	// process stops with an interruption instead of running the call. See
+	// [NewSealCodec] for the format, key rotation and wrong keys.
+	Codec Codec
+	// CommitTimeout bounds writes that record an outcome; they run on a
+	// context detached from the caller's cancellation. Zero means 30 s;
+	// negative is refused.
+	CommitTimeout time.Duration
+}

@@ -1,13 +1,18 @@
 package actoviq
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
-	"github.com/actoviq/actoviq-go/item"
-	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/store"
-	"github.com/actoviq/actoviq-go/tool"
+)
+
+// Event types of agent and meta changes.
+const (
+	EvAgentChanged   = "agent.changed"
+	EvRunMetaChanged = "run.meta_changed"
 )
 
 // EventData is the typed payload of an [Event]. [Event.Payload] decodes
@@ -26,115 +31,6 @@ type EventData interface {
 	EventTypes() []string
 }
 
-// RunStartedData is the payload of run.started and run.resumed: who drives
-// the run, under which claim, with which agent.
-type RunStartedData struct {
-	// AgentID is AgentSpec.ID.
-	AgentID string `json:"agent_id"`
-	// AgentDigest is the digest of the agent's definition at this drive.
-	AgentDigest string `json:"agent_digest"`
-	// Model is AgentSpec.Model.
-	Model string `json:"model"`
-	// Holder names the process that holds the run's claim for this drive.
-	Holder string `json:"holder"`
-	// Epoch is the claim's fencing token: every write of this drive checks it.
-	Epoch int64 `json:"epoch"`
-}
-
-// RunEndedData is the payload of the events that end a drive:
-// run.completed, run.interrupted, run.failed and run.cancelled.
-type RunEndedData struct {
-	// Status is the run's status after the drive.
-	Status Status `json:"status"`
-	// Usage is the run's total token usage so far.
-	Usage item.Usage `json:"usage"`
-	// Error says why a failed run failed; nil otherwise.
-	Error *RunError `json:"error,omitempty"`
-	// Interruptions are the open questions of an interrupted run.
-	Interruptions []Interruption `json:"interruptions,omitempty"`
-}
-
-// ModelRequestData is the payload of model.request, emitted (not stored)
-// before each model call.
-type ModelRequestData struct {
-	// Turn is the number the response will have (1 for the first call).
-	Turn int `json:"turn"`
-	// Model is the model asked.
-	Model string `json:"model"`
-	// Items is the number of transcript items sent.
-	Items int `json:"items"`
-}
-
-// TextDeltaData is the payload of model.text_delta, emitted (not stored)
-// while a streaming model call delivers text.
-type TextDeltaData struct {
-	// Delta is the piece of text.
-	Delta string `json:"delta"`
-	// Index is the output item the text belongs to.
-	Index int `json:"index"`
-}
-
-// ModelAttemptData is the payload of model.attempt, emitted (not stored)
-// when the provider transport retried a model call before any output.
-type ModelAttemptData struct {
-	// Number is the attempt that failed, starting at 1.
-	Number int `json:"number"`
-	// Status is the HTTP status, or 0 when no response arrived.
-	Status int `json:"status,omitempty"`
-	// Wait is the backoff before the next attempt (JSON: nanoseconds).
-	Wait time.Duration `json:"wait"`
-	// Err describes the failure; it never contains credentials.
-	Err string `json:"error,omitempty"`
-}
-
-// ModelResponseData is the payload of model.response: a model response
-// committed to the checkpoint (tool-call arguments redacted).
-type ModelResponseData struct {
-	// Turn counts committed responses, from 1.
-	Turn int `json:"turn"`
-	// ResponseID is the provider's response id, when it gives one.
-	ResponseID string `json:"response_id,omitempty"`
-	// StopReason is why the model stopped.
-	StopReason llm.StopReason `json:"stop_reason,omitempty"`
-	// Usage is this response's token usage.
-	Usage item.Usage `json:"usage"`
-	// Items are the response's output items.
-	Items []item.Item `json:"items"`
-}
-
-// ToolCallData is the payload of every tool.* event except tool.probed: a
-// ledger transition of one call, as the ledger holds it after the
-// transition.
-type ToolCallData struct {
-	// CallID is the call's id in the run.
-	CallID string `json:"call_id"`
-	// Tool is the tool's name.
-	Tool string `json:"tool"`
-	// Effect is the tool's declared effect.
-	Effect tool.Effect `json:"effect"`
-	// State is the ledger state after the transition.
-	State store.LedgerState `json:"state"`
-	// IdempotencyKey is the call's stable key.
-	IdempotencyKey string `json:"idempotency_key"`
-	// Attempt counts executions of the call (0 before the first start).
-	Attempt int `json:"attempt"`
-	// Args are the call's arguments, secret-looking values redacted.
-	Args json.RawMessage `json:"args,omitempty"`
-}
-
-// ToolProbedData is the payload of tool.probed: what a tool's
-// [tool.Reconciler] probe answered about a call of unknown outcome.
-type ToolProbedData struct {
-	// CallID is the call the probe was asked about.
-	CallID string `json:"call_id"`
-	// Outcome is "committed", "not_executed" or "unknown".
-	Outcome string `json:"outcome"`
-	// Evidence is what the probe saw.
-	Evidence string `json:"evidence,omitempty"`
-	// Error is set when the probe itself failed.
-	Error string `json:"error,omitempty"`
-}
-
 // RawEventData is the payload of an event type this build does not know.
 type RawEventData struct {
 	// Type is the event's type.
@@ -143,60 +39,8 @@ type RawEventData struct {
 	Data json.RawMessage
 }
 
-// EventTypes implements [EventData].
-func (*RunStartedData) EventTypes() []string { return []string{EvRunStarted, EvRunResumed} }
-
-// EventTypes implements [EventData].
-func (*RunEndedData) EventTypes() []string {
-	return []string{EvRunCompleted, EvRunInterrupted, EvRunFailed, EvRunCancelled}
-}
-
-// EventTypes implements [EventData].
-func (*ModelRequestData) EventTypes() []string { return []string{EvModelRequest} }
-
-// EventTypes implements [EventData].
-func (*TextDeltaData) EventTypes() []string { return []string{EvTextDelta} }
-
-// EventTypes implements [EventData].
-func (*ModelAttemptData) EventTypes() []string { return []string{EvModelAttempt} }
-
-// EventTypes implements [EventData].
-func (*ModelResponseData) EventTypes() []string { return []string{EvModelResponse} }
-
-// EventTypes implements [EventData].
-func (*ToolCallData) EventTypes() []string {
-	return []string{EvToolPrepared, EvToolAwaiting, EvToolApproved, EvToolRejected, EvToolStarted,
-		EvToolCommitted, EvToolUnknown, EvToolSkipped, EvToolSettled, EvToolReexecute}
-}
-
-// EventTypes implements [EventData].
-func (*ToolProbedData) EventTypes() []string { return []string{EvToolProbed} }
-
 // EventTypes implements [EventData]; it returns the one type it holds.
 func (r *RawEventData) EventTypes() []string { return []string{r.Type} }
-
-// eventPayloads maps each known event type to a new payload value.
-var eventPayloads = func() map[string]func() EventData {
-	m := map[string]func() EventData{}
-	for _, mk := range []func() EventData{
-		func() EventData { return new(RunStartedData) },
-		func() EventData { return new(RunEndedData) },
-		func() EventData { return new(ModelRequestData) },
-		func() EventData { return new(TextDeltaData) },
-		func() EventData { return new(ModelAttemptData) },
-		func() EventData { return new(ModelResponseData) },
-		func() EventData { return new(ToolCallData) },
-		func() EventData { return new(ToolProbedData) },
-		func() EventData { return new(AgentChangedData) },
-		func() EventData { return new(MetaChangedData) },
-		func() EventData { return new(RunReleasedData) }, // worker.go
-	} {
-		for _, t := range mk().EventTypes() {
-			m[t] = mk
-		}
-	}
-	return m
-}()
 
 // Payload decodes the event's Data into its typed payload (see
 // [EventData]). An unknown type gives a [*RawEventData]; data that does not
@@ -216,3 +60,118 @@ func (e Event) Payload() (EventData, error) {
 	}
 	return v, nil
 }
+
+// EventsParams filters [Runtime.Events].
+type EventsParams struct {
+	// AfterSeq returns only events with a larger sequence number; zero
+	// means from the first event.
+	AfterSeq int64
+	// Limit caps how many events are returned; zero means all.
+	Limit int
+}
+
+// Events reads a run's stored events in sequence order, in the envelope
+// sinks receive (data already redacted as it was stored). Ephemeral events
+// (text deltas, model attempts) are never stored, so they are not here. An
+// unknown run, or another tenant's, matches [ErrNotFound].
+func (rt *Runtime) Events(ctx context.Context, runID string, p *EventsParams) ([]Event, error) {
+	if p == nil {
+		p = &EventsParams{}
+	}
+	if _, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID}); err != nil {
+		return nil, fmt.Errorf("actoviq: run %s: %w", runID, err)
+	}
+	evs, err := rt.store.EventList(ctx, &store.EventListParams{Tenant: rt.tenant, RunID: runID, AfterSeq: p.AfterSeq, Limit: p.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: events of %s: %w", runID, err)
+	}
+	out := make([]Event, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, Event{Schema: EventSchema, ID: ev.ID, Seq: ev.Seq, RunID: ev.RunID, ParentRunID: ev.ParentRunID,
+			TraceID: ev.TraceID, SpanID: ev.SpanID, Type: ev.Type, Time: ev.Time, Data: ev.Data})
+	}
+	return out, nil
+}
+
+// EvSessionRecovered records that a run completed with the answer its own
+// session append held (a crash came between that append and the run's
+// completion write). Its payload is [*SessionRecoveredData].
+const EvSessionRecovered = "session.recovered"
+
+// EvSinkPanicked records that a sink panicked on an event. The sink is
+// skipped for that event; the run goes on. Its data names the sink (its
+// index in the drive's sinks and its Go type), the event and the panic.
+const EvSinkPanicked = "sink.panicked"
+
+// EventSink receives run events after they are durable (transitions) or as
+// they happen (deltas, attempts). Data is already redacted. Emit must not
+// block for long; it is called on the run's goroutine.
+type EventSink interface {
+	// Emit receives one event; ev and its Data are the sink's to keep.
+	Emit(ctx context.Context, ev Event)
+}
+
+// EventSinkFunc adapts a function to [EventSink].
+type EventSinkFunc func(ctx context.Context, ev Event)
+
+// Emit implements [EventSink].
+func (f EventSinkFunc) Emit(ctx context.Context, ev Event) { f(ctx, ev) }
+
+// Event is one run event in the stable envelope: the same shape on the
+// wire (JSON), in the store and in every sink, versioned by Schema, so
+// events stored by older builds still decode. [Event.Payload] gives Data
+// as a typed value.
+type Event struct {
+	// Schema is the envelope's version, EventSchema.
+	Schema int `json:"schema"`
+	// ID is unique per event.
+	ID string `json:"id"`
+	// Seq orders a run's stored events from 1; 0 for ephemeral events
+	// (text deltas, attempts, model requests), which are never stored.
+	Seq int64 `json:"seq"`
+	// RunID is the run the event belongs to.
+	RunID string `json:"run_id"`
+	// ParentRunID is the parent run's id for a child run.
+	ParentRunID string `json:"parent_run_id,omitempty"`
+	// TraceID is the run's trace id, stable across drives.
+	TraceID string `json:"trace_id"`
+	// SpanID is deterministic: the run's span, or one call's span in it.
+	SpanID string `json:"span_id"`
+	// Type is one of the Ev constants, such as EvToolStarted.
+	Type string `json:"type"`
+	// Time is the runtime's clock at the event.
+	Time time.Time `json:"time"`
+	// Data is the payload's JSON, secret-looking values redacted.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// EventSchema is the envelope's schema version.
+const EventSchema = 1
+
+// Event types.
+const (
+	EvRunStarted     = "run.started"
+	EvRunResumed     = "run.resumed"
+	EvRunCompleted   = "run.completed"
+	EvRunInterrupted = "run.interrupted"
+	EvRunFailed      = "run.failed"
+	EvRunCancelled   = "run.cancelled"
+	EvModelRequest   = "model.request"
+	EvModelResponse  = "model.response"
+	EvModelAttempt   = "model.attempt"
+	EvTextDelta      = "model.text_delta"
+	EvToolPrepared   = "tool.prepared"
+	EvToolAwaiting   = "tool.awaiting_approval"
+	EvToolApproved   = "tool.approved"
+	EvToolRejected   = "tool.rejected"
+	EvToolStarted    = "tool.started"
+	EvToolCommitted  = "tool.committed"
+	EvToolUnknown    = "tool.unknown"
+	EvToolSkipped    = "tool.skipped"
+	EvToolProbed     = "tool.probed"
+	EvToolSettled    = "tool.settled"
+	EvToolReexecute  = "tool.reexecute"
+)
+
+// EvRunReleased is the event of a run handed back to the queue.
+const EvRunReleased = "run.released"

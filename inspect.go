@@ -3,12 +3,90 @@ package actoviq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
+
+// HolderInfo is a claim holder's identity as [ParseHolder] reads it.
+type HolderInfo struct {
+	// Holder is the full holder string.
+	Holder string `json:"holder"`
+	// Host, PID and Started identify the worker process; they are zero
+	// for a holder name that does not follow the default format.
+	Host    string    `json:"host,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	// Drive names one drive of a run within that process.
+	Drive string `json:"drive,omitempty"`
+}
+
+// ParseHolder reads the identity in a claim holder made by a runtime's
+// default [Config.Holder]. Other names come back with only Holder set.
+func ParseHolder(holder string) HolderInfo {
+	info := HolderInfo{Holder: holder}
+	base, drive, _ := strings.Cut(holder, "/")
+	parts := strings.SplitN(base, ":", 3)
+	if len(parts) != 3 {
+		return info
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return info
+	}
+	info.Host, info.PID, info.Drive = parts[0], pid, drive
+	if stamp, _, ok := strings.Cut(parts[2], "."); ok {
+		if t, err := time.Parse(holderTimeLayout, stamp); err == nil {
+			info.Started = t
+		}
+	}
+	return info
+}
+
+// String is "host pid N started T" or the raw holder.
+func (h HolderInfo) String() string {
+	if h.Host == "" {
+		return h.Holder
+	}
+	s := fmt.Sprintf("%s pid %d", h.Host, h.PID)
+	if !h.Started.IsZero() {
+		s += " started " + h.Started.Format(time.RFC3339)
+	}
+	return s
+}
+
+// RunClaim is who holds a run's claim, as [Runtime.RunHolder] reads it.
+type RunClaim struct {
+	HolderInfo
+	// Epoch is the claim's fencing token.
+	Epoch int64 `json:"epoch"`
+	// ExpiresAt is when the lease ends without a heartbeat (store clock).
+	ExpiresAt time.Time `json:"expires_at"`
+	// Live is false when the claim expired or was released, or its holder
+	// is a process on this host that is gone (or a zombie): nobody drives
+	// the run now.
+	Live bool `json:"live"`
+	// Dead reports a holder on this host whose process is gone.
+	Dead bool `json:"dead,omitempty"`
+}
+
+// RunHolder reads the claim of a run: the worker driving it (or that drove
+// it last) with its epoch. A run that was never claimed has none (nil, nil).
+func (rt *Runtime) RunHolder(ctx context.Context, runID string) (*RunClaim, error) {
+	c, err := rt.store.ClaimGet(ctx, &store.ClaimGetParams{Tenant: rt.tenant, Key: store.RunClaimKey(runID)})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: claim of run %s: %w", runID, err)
+	}
+	return rt.runClaim(c), nil
+}
 
 // RunInfo is a run as an operator sees it: status, transcript, ledger and
 // the interruptions still open, with their evidence.
@@ -72,8 +150,8 @@ type RunInfo struct {
 }
 
 // Get reads a run with its ledger and open interruptions.
-func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
-	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
+func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
+	run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID})
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: %w", runID, err)
 	}
@@ -81,11 +159,11 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, err := e.store.LedgerList(ctx, &store.LedgerListParams{Tenant: e.tenant, RunID: runID})
+	entries, err := rt.store.LedgerList(ctx, &store.LedgerListParams{Tenant: rt.tenant, RunID: runID})
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: ledger of %s: %w", runID, err)
 	}
-	status, holder, err := e.liveness(ctx, run)
+	status, holder, err := rt.liveness(ctx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -109,10 +187,10 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 			}
 			ledger := byID
 			if in.RunID != "" {
-				// A child's call (child.go): open while the child's own
+				// A child's call: open while the child's own
 				// ledger says so. A decision recorded on the child (and
 				// the child's drive) may have come after this run stopped.
-				if ledger, err = e.childLedger(ctx, childLedgers, in.RunID); err != nil {
+				if ledger, err = rt.childLedger(ctx, childLedgers, in.RunID); err != nil {
 					return nil, err
 				}
 			}
@@ -130,7 +208,7 @@ func (e *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 		}
 	}
 	if run.Status.Terminal() {
-		info.Unsettled = e.unsettled(run, cp, entries)
+		info.Unsettled = rt.unsettled(run, cp, entries)
 	}
 	// The pending turn's committed results are part of the transcript.
 	for _, id := range cp.Pending {
@@ -154,27 +232,9 @@ type ListParams struct {
 // [RunInfo.Status]). When a stored run cannot be decoded, the others are
 // still returned, with an error matching store.ErrData that names the bad
 // one.
-func (e *Runtime) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
+func (rt *Runtime) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
 	if p == nil {
 		p = &ListParams{}
 	}
-	return e.list(ctx, p)
-}
-
-// childLedger reads (once per Get) the ledger of a child run whose call
-// interrupted its parent.
-func (e *Runtime) childLedger(ctx context.Context, cache map[string]map[string]*store.LedgerEntry, runID string) (map[string]*store.LedgerEntry, error) {
-	if l, ok := cache[runID]; ok {
-		return l, nil
-	}
-	entries, err := e.store.LedgerList(ctx, &store.LedgerListParams{Tenant: e.tenant, RunID: runID})
-	if err != nil {
-		return nil, fmt.Errorf("actoviq: ledger of child run %s: %w", runID, err)
-	}
-	l := map[string]*store.LedgerEntry{}
-	for _, en := range entries {
-		l[en.CallID] = en
-	}
-	cache[runID] = l
-	return l, nil
+	return rt.list(ctx, p)
 }

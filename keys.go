@@ -1,8 +1,6 @@
 package actoviq
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 )
 
@@ -25,27 +23,6 @@ const keySeparators = ":/"
 
 // defaultTenant is the tenant whose keys carry no prefix.
 const defaultTenant = "default"
-
-// ErrInvalidID: a run id cannot be used (it contains a key separator or a
-// control character, or is empty). Nothing was stored.
-var ErrInvalidID = errors.New("actoviq: invalid id")
-
-// IDError reports an id the runtime refuses, and why.
-type IDError struct {
-	// Field names where the id came from: "Input.RunID" or "Config.NewID".
-	Field string
-	// ID is the id refused.
-	ID string
-	// Reason says what is wrong with it.
-	Reason string
-}
-
-func (e *IDError) Error() string {
-	return fmt.Sprintf("actoviq: %s %q: %s", e.Field, e.ID, e.Reason)
-}
-
-// Is reports whether target is [ErrInvalidID].
-func (e *IDError) Is(target error) bool { return target == ErrInvalidID }
 
 // idempotencyKey is the key of a call prepared now (see above).
 func idempotencyKey(tenant, runID, callID string) string {

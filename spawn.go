@@ -38,7 +38,7 @@ type SpawnOptions struct {
 // child's deadline is no later than its parent's; its tenant is the
 // parent's. in.RunID may name the child (an existing id is refused with
 // [ErrRunExists], so a retried Spawn with the same id never makes two).
-func (e *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *Input, opts *SpawnOptions) (string, error) {
+func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *Input, opts *SpawnOptions) (string, error) {
 	var o SpawnOptions
 	if opts != nil {
 		o = *opts
@@ -64,7 +64,7 @@ func (e *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *
 	default:
 		return "", fmt.Errorf("actoviq: Spawn: unknown failure policy %q", o.Failure)
 	}
-	parent, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: parentID})
+	parent, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: parentID})
 	if err != nil {
 		return "", fmt.Errorf("actoviq: Spawn: parent run %s: %w", parentID, err)
 	}
@@ -83,7 +83,7 @@ func (e *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *
 	if pi := pcp.Child; pi != nil {
 		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth+1, pi.Budget.narrow(o.Budget)
 	}
-	if why, err := e.budgetRefusal(ctx, tree, true); err != nil || why != "" {
+	if why, err := rt.budgetRefusal(ctx, tree, true); err != nil || why != "" {
 		if err == nil {
 			err = errors.New("actoviq: Spawn refused: " + why)
 		}
@@ -94,7 +94,7 @@ func (e *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *
 	}
 	child := *in
 	child.ParentRunID = parentID
-	run, err := e.newQueuedWith(ctx, a, &child, func(cp *checkpoint, r *store.Run) {
+	run, err := rt.newQueuedWith(ctx, a, &child, func(cp *checkpoint, r *store.Run) {
 		cp.Child = tree
 		if !parent.Deadline.IsZero() && (r.Deadline.IsZero() || parent.Deadline.Before(r.Deadline)) {
 			r.Deadline = parent.Deadline
@@ -134,7 +134,8 @@ type spawnTool struct {
 }
 
 func (t *spawnTool) Spec() tool.Spec { return t.spec }
-func (t *spawnTool) wantsParent()    {}
+
+func (t *spawnTool) wantsParent() {}
 
 func (t *spawnTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 	pc, ok := ctx.Value(parentKey{}).(*parentCall)
@@ -148,7 +149,7 @@ func (t *spawnTool) Call(ctx context.Context, args json.RawMessage) (tool.Result
 		return tool.Result{Content: "invalid arguments: " + err.Error(), IsError: true}, nil
 	}
 	id := ChildRunID(pc.d.run.ID, pc.callID)
-	_, err := pc.d.e.Spawn(ctx, pc.d.run.ID, t.child, &Input{RunID: id, Items: []item.Item{item.UserText(in.Input)}}, t.opts)
+	_, err := pc.d.rt.Spawn(ctx, pc.d.run.ID, t.child, &Input{RunID: id, Items: []item.Item{item.UserText(in.Input)}}, t.opts)
 	if err != nil && !errors.Is(err, ErrRunExists) {
 		return tool.Result{}, err
 	}
@@ -168,7 +169,8 @@ func ChildResultTool() tool.Tool {
 type childResultTool struct{ spec tool.Spec }
 
 func (t *childResultTool) Spec() tool.Spec { return t.spec }
-func (t *childResultTool) wantsParent()    {}
+
+func (t *childResultTool) wantsParent() {}
 
 func (t *childResultTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 	pc, ok := ctx.Value(parentKey{}).(*parentCall)
@@ -181,7 +183,7 @@ func (t *childResultTool) Call(ctx context.Context, args json.RawMessage) (tool.
 	if err := json.Unmarshal(args, &in); err != nil {
 		return tool.Result{Content: "invalid arguments: " + err.Error(), IsError: true}, nil
 	}
-	e := pc.d.e
+	e := pc.d.rt
 	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: in.RunID})
 	if errors.Is(err, store.ErrNotFound) || err == nil && run.ParentID != pc.d.run.ID {
 		return tool.Result{Content: "no child run " + in.RunID + " of this run", IsError: true}, nil

@@ -61,7 +61,7 @@ func (m *argMemory) forget(runID string, callIDs ...string) {
 
 // sealAAD binds a sealed value to its call.
 func (d *drive) sealAAD(callID, digest string) []byte {
-	return []byte(d.e.tenant + "\x00" + d.run.ID + "\x00" + callID + "\x00" + digest)
+	return []byte(d.rt.tenant + "\x00" + d.run.ID + "\x00" + callID + "\x00" + digest)
 }
 
 // keepArgs makes the unredacted arguments of a call whose persisted
@@ -70,11 +70,11 @@ func (d *drive) sealAAD(callID, digest string) []byte {
 // with the call's ledger entry).
 func (d *drive) keepArgs(callID string, raw json.RawMessage) {
 	d.rawArgs[callID] = raw
-	d.e.args.put(d.run.ID, callID, raw)
-	if d.e.codec == nil {
+	d.rt.args.put(d.run.ID, callID, raw)
+	if d.rt.codec == nil {
 		return
 	}
-	sealed, err := d.e.codec.Seal(raw, d.sealAAD(callID, argsDigest(raw)))
+	sealed, err := d.rt.codec.Seal(raw, d.sealAAD(callID, argsDigest(raw)))
 	if err != nil {
 		// Without a sealed copy the call behaves as without a codec.
 		d.sealErr[callID] = err
@@ -96,10 +96,10 @@ func (d *drive) recallArgs() {
 	if d.sealErr == nil {
 		d.sealErr = map[string]error{}
 	}
-	if d.e.args == nil {
+	if d.rt.args == nil {
 		return
 	}
-	for id, raw := range d.e.args.get(d.run.ID) {
+	for id, raw := range d.rt.args.get(d.run.ID) {
 		d.rawArgs[id] = raw
 	}
 	for id, sealed := range d.cp.Sealed {
@@ -110,11 +110,11 @@ func (d *drive) recallArgs() {
 		if en == nil || en.State == store.LedgerCommitted {
 			continue
 		}
-		if d.e.codec == nil {
+		if d.rt.codec == nil {
 			d.sealErr[id] = errors.New("the run holds them sealed, but this runtime has no codec (Config.Codec; ACTOVIQ_SEAL_KEY for the command line)")
 			continue
 		}
-		raw, err := d.e.codec.Open(sealed, d.sealAAD(id, en.ArgsDigest))
+		raw, err := d.rt.codec.Open(sealed, d.sealAAD(id, en.ArgsDigest))
 		if err == nil && argsDigest(raw) != en.ArgsDigest {
 			err = &SealKeyError{Reason: "the opened arguments do not match the call's digest"}
 		}
@@ -129,8 +129,8 @@ func (d *drive) recallArgs() {
 // forgetArgs drops what keepArgs kept for calls whose turn is folded, or
 // for the whole run (no ids) when it ends.
 func (d *drive) forgetArgs(callIDs ...string) {
-	if d.e.args != nil {
-		d.e.args.forget(d.run.ID, callIDs...)
+	if d.rt.args != nil {
+		d.rt.args.forget(d.run.ID, callIDs...)
 	}
 	if callIDs == nil {
 		d.cp.Sealed = nil
@@ -154,7 +154,7 @@ func (d *drive) argsUnavailable(callID string) string {
 	if err := d.sealErr[callID]; err != nil {
 		return why + "; " + err.Error()
 	}
-	if d.e.codec == nil {
+	if d.rt.codec == nil {
 		return why + "; no codec is configured to seal them for other processes (Config.Codec; ACTOVIQ_SEAL_KEY for the command line)"
 	}
 	return why + "; the run holds no sealed copy (the call was prepared by a runtime without a codec)"
@@ -184,7 +184,7 @@ func (d *drive) argsToRun(ctx context.Context, en *store.LedgerEntry) (json.RawM
 		err := d.commitResult(ctx, en, ledger.Skip, EvToolSkipped, tool.Result{IsError: true,
 			Content: "This call was not run (it never started): its arguments held secrets, which are not available to the process that resumed the run. Call the tool again if it is still needed."},
 			func(n *store.LedgerEntry) {
-				n.Resolution = &store.Decision{Kind: "not-run", By: "runtime", At: d.e.clock(), Reason: why}
+				n.Resolution = &store.Decision{Kind: "not-run", By: "runtime", At: d.rt.clock(), Reason: why}
 			})
 		return nil, nil, false, err
 	case en.Attempt == 0:

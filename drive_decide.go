@@ -12,8 +12,8 @@ import (
 // Decide records decisions on an interrupted run without driving it. Each
 // decision is one fenced CAS on its ledger entry, with who, when, why and
 // the evidence that was open. Resume then acts on them.
-func (e *Runtime) decide(ctx context.Context, runID string, decisions []Decision) error {
-	d := e.bareDrive()
+func (rt *Runtime) decide(ctx context.Context, runID string, decisions []Decision) error {
+	d := rt.bareDrive()
 	if err := d.load(ctx, runID); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func fits(dec *Decision, en *store.LedgerEntry) error {
 // record writes one decision.
 func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry) error {
 	in := d.openInterruption(en.CallID)
-	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.e.clock(), Reason: dec.Reason, Note: dec.Note,
+	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.rt.clock(), Reason: dec.Reason, Note: dec.Note,
 		ArgsDigest: en.ArgsDigest, PolicyVersion: d.policyVersion(), Evidence: mustJSON(in)}
 	if in == nil {
 		// No open interruption (a run that ended cancelled): the evidence is
@@ -162,4 +162,51 @@ func (d *drive) openInterruption(callID string) *Interruption {
 		}
 	}
 	return nil
+}
+
+// resumeDecisions records the decisions a Resume came with. A run past its
+// deadline ends cancelled with its ledger untouched, and then the
+// decisions are refused, not dropped: stop is true and err says so.
+func (d *drive) resumeDecisions(ctx context.Context, decisions []Decision) (err error, stop bool) {
+	if len(decisions) == 0 {
+		return nil, false
+	}
+	if !d.pastDeadline() {
+		return d.applyDecisions(ctx, decisions), false
+	}
+	res, err, _ := d.stopCheck(ctx)
+	if err != nil {
+		return err, true
+	}
+	return &RunFinishedError{RunID: d.run.ID, Status: res.Status, Reason: "its deadline passed, so it ended cancelled with its ledger " +
+		"untouched and the decisions given to Resume were not recorded; record what happened to a started call with Runtime.Decide"}, true
+}
+
+// checkFinishedDecisions allows, on a finished run, only decisions that
+// record the truth about a call that may have run (committed or failed on
+// a started or unknown call): they are the audit trail, and the run does
+// not continue. Anything else would need the run to go on.
+func (d *drive) checkFinishedDecisions(decisions []Decision) error {
+	for _, dec := range decisions {
+		en := d.ledger[dec.CallID]
+		settles := dec.Kind == DecideCommitted || dec.Kind == DecideFailed
+		if en != nil && settles && ledger.MayHaveRun(en.State) {
+			continue
+		}
+		return &RunFinishedError{RunID: d.run.ID, Status: statusOf(d.run.Status), Reason: fmt.Sprintf(
+			"%s for call %q needs the run to go on; a finished run only records what happened to a started call (committed or failed)",
+			dec.Kind, dec.CallID)}
+	}
+	return nil
+}
+
+// resumeFinished is what Resume answers for a run that already ended: its
+// result, or, when decisions came with it, an error (they are not dropped
+// silently).
+func (d *drive) resumeFinished(decisions []Decision) (*RunResult, error) {
+	if len(decisions) == 0 {
+		return d.cp.result(d.run.ID, d.run.Status), nil
+	}
+	return nil, &RunFinishedError{RunID: d.run.ID, Status: statusOf(d.run.Status),
+		Reason: "Resume records no decisions on a finished run; record what happened to a started call with Runtime.Decide"}
 }

@@ -8,10 +8,6 @@ import (
 	"github.com/actoviq/actoviq-go/tool"
 )
 
-// DefaultMaxToolOutput is the default bound on one tool result
-// (Limits.MaxToolOutput): 1 MiB of content plus structured data.
-const DefaultMaxToolOutput = 1 << 20
-
 // outputNotice is what the ledger keeps about a result the runtime had to
 // change before recording it: the evidence an operator needs, in the
 // entry's Error under the key "output".
@@ -69,7 +65,7 @@ func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 	}
 	if r.IsError {
 		// An error result quotes error text, which may quote a secret.
-		r.Content = d.e.redactor.Text(r.Content)
+		r.Content = d.rt.redactor.Text(r.Content)
 	}
 	if !changed {
 		return r, nil

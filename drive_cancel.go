@@ -23,9 +23,9 @@ const cancelRequestTTL = 7 * 24 * time.Hour
 func cancelKey(runID string) string { return "cancel:" + runID }
 
 // requestCancel records that runID is to be cancelled by its holder.
-func (e *Runtime) requestCancel(ctx context.Context, runID string) error {
-	_, err := e.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: e.tenant, Key: cancelKey(runID),
-		Holder: e.holder, TTL: cancelRequestTTL})
+func (rt *Runtime) requestCancel(ctx context.Context, runID string) error {
+	_, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: cancelKey(runID),
+		Holder: rt.holder, TTL: cancelRequestTTL})
 	if err != nil && !errors.Is(err, store.ErrClaimHeld) { // held: someone asked already
 		return fmt.Errorf("actoviq: cancel %s: record the request for its holder: %w", runID, err)
 	}
@@ -37,9 +37,19 @@ func (e *Runtime) requestCancel(ctx context.Context, runID string) error {
 func (d *drive) cancelRequested(ctx context.Context) error {
 	// The fence key, not d.run: the drive replaces d.run as it writes.
 	runID := strings.TrimPrefix(d.fence.Key, "run:")
-	c, err := d.e.store.ClaimGet(ctx, &store.ClaimGetParams{Tenant: d.e.tenant, Key: cancelKey(runID)})
-	if err != nil || !c.ExpiresAt.After(d.e.clock()) {
+	c, err := d.rt.store.ClaimGet(ctx, &store.ClaimGetParams{Tenant: d.rt.tenant, Key: cancelKey(runID)})
+	if err != nil || !c.ExpiresAt.After(d.rt.clock()) {
 		return nil
 	}
 	return fmt.Errorf("cancelled by request of %s: %w", c.Holder, context.Canceled)
+}
+
+// cancelled reports whether the drive's context ended by a cancellation
+// (not by Close, not by a lost claim).
+func (d *drive) cancelled(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	cause := context.Cause(ctx)
+	return !errors.Is(cause, ErrClosed) && !errors.Is(cause, errLostClaim) && !errors.Is(cause, ErrReleased)
 }

@@ -43,7 +43,7 @@ func (d *drive) argsEvidence(raw json.RawMessage) (json.RawMessage, string) {
 		kind := "a JSON " + jsonKind(raw)
 		return d.redactJSON(raw), kind
 	}
-	return mustJSON(truncateUTF8(d.e.redactor.Text(string(raw)), maxEvidenceText)), "text that is not JSON"
+	return mustJSON(truncateUTF8(d.rt.redactor.Text(string(raw)), maxEvidenceText)), "text that is not JSON"
 }
 
 func jsonKind(raw json.RawMessage) string {
@@ -73,9 +73,9 @@ func (d *drive) malformedEntry(turn, index int, tc item.ToolCall, effect tool.Ef
 	r := tool.Result{Content: msg, IsError: true}
 	tc.Arguments = json.RawMessage(`{}`)
 	it := item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant, ToolCall: &tc}
-	now := d.e.clock()
-	return &store.LedgerEntry{Tenant: d.e.tenant, RunID: d.run.ID, CallID: tc.ID, Turn: turn, Index: index,
-		Tool: tc.Name, Effect: effect.String(), State: store.LedgerCommitted, IdempotencyKey: idempotencyKey(d.e.tenant, d.run.ID, tc.ID),
+	now := d.rt.clock()
+	return &store.LedgerEntry{Tenant: d.rt.tenant, RunID: d.run.ID, CallID: tc.ID, Turn: turn, Index: index,
+		Tool: tc.Name, Effect: effect.String(), State: store.LedgerCommitted, IdempotencyKey: idempotencyKey(d.rt.tenant, d.run.ID, tc.ID),
 		ArgsDigest: argsDigest(raw), Args: args, Result: mustJSON(r), CommittedAt: now,
 		Error:      mustJSON(map[string]string{"code": "malformed_arguments", "message": fmt.Sprintf("arguments were %s", kind)}),
 		Resolution: &store.Decision{Kind: "not-run", By: "runtime", At: now, Reason: "the arguments are not a JSON object"},
@@ -103,7 +103,7 @@ func (d *drive) evidence(items []item.Item) []item.Item {
 		} else {
 			desc := map[string]any{"type": it.Type, "invalid": err.Error()}
 			if it.Text != "" {
-				desc["text"] = truncateUTF8(d.e.redactor.Text(it.Text), maxEvidenceText)
+				desc["text"] = truncateUTF8(d.rt.redactor.Text(it.Text), maxEvidenceText)
 			}
 			if tc := it.ToolCall; tc != nil {
 				args, _ := d.argsEvidence(tc.Arguments)

@@ -9,55 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/transport"
 	"github.com/actoviq/actoviq-go/store"
 )
-
-// A model call that still fails after the transport's bounded retries is
-// either transient or final. A transient failure (5xx, 408/409/425/429, a
-// transport error, a stream that broke, a wait the server asked for that is
-// longer than the cap, a model call that timed out) stops the run
-// interrupted with kind provider: everything committed so far stays
-// committed, and Resume makes one new model call from the checkpoint. The
-// runtime never does that on its own. A final failure (400, 401, 403, 404,
-// context length, a content-policy refusal) ends the run failed, with what
-// to do next.
-
-// ProviderFailure is the evidence of a provider interruption: what the
-// transport saw on the model call that failed.
-type ProviderFailure struct {
-	// Provider and Model name what was called; Turn is the model turn the
-	// call was for (committed turns + 1).
-	Provider string `json:"provider"`
-	Model    string `json:"model"`
-	Turn     int    `json:"turn"`
-	// Attempts is how many HTTP requests the transport sent for the call
-	// (its bounded retries included); 0 when unknown.
-	Attempts int `json:"attempts"`
-	// Status is the last HTTP status (or the status an error event in a
-	// stream stands for); 0 when no response arrived.
-	Status int `json:"status,omitempty"`
-	// Code is the provider's error code or type when it gave one, else
-	// "transport", "timeout" or "stream_interrupted".
-	Code string `json:"code,omitempty"`
-	// RequestID is the provider's request id, for a support ticket.
-	RequestID string `json:"request_id,omitempty"`
-	// RetryAfter is the wait the server asked for, if it asked.
-	RetryAfter time.Duration `json:"retry_after,omitempty"`
-	// Error is the error text, scrubbed of credentials.
-	Error string `json:"error"`
-	// Partial is the output a stream delivered before it broke. It is
-	// evidence only: it is never put in the transcript, and Resume asks
-	// the model for a fresh response.
-	Partial []item.Item `json:"partial,omitempty"`
-	// Consecutive counts provider interruptions in a row, this one
-	// included; a committed model response resets it.
-	Consecutive int `json:"consecutive"`
-	// At is when the model call gave up (the runtime's clock).
-	At time.Time `json:"at"`
-}
 
 // modelFailed ends a drive whose model call failed after the transport's
 // retries: interrupted with kind provider for a transient failure, failed
@@ -90,7 +45,7 @@ func (d *drive) modelFailed(ctx context.Context, err error) (*RunResult, error) 
 // whether the failure is transient.
 func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
 	pf := &ProviderFailure{Provider: d.agent.Provider.Name(), Model: d.agent.Model, Turn: d.cp.Turn + 1,
-		Attempts: d.modelAttempts + 1, Error: llm.RedactSecrets(err.Error()), At: d.e.clock()}
+		Attempts: d.modelAttempts + 1, Error: llm.RedactSecrets(err.Error()), At: d.rt.clock()}
 	var se *transport.StatusError
 	var te *transport.TransportError
 	switch {

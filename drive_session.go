@@ -10,6 +10,53 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
+func (d *drive) claimSession(ctx context.Context, sessionID string) error {
+	f := &store.Fence{Key: "session:" + sessionID, Holder: d.rt.driveHolder()}
+	p := &store.ClaimAcquireParams{Tenant: d.rt.tenant, Key: f.Key, Holder: f.Holder, TTL: d.rt.ttl}
+	c, err := d.rt.store.ClaimAcquire(ctx, p)
+	var held *store.ClaimHeldError
+	if errors.As(err, &held) && d.rt.releaseDead(ctx, p.Key, held) {
+		// A dead holder's session claim is taken over at once, like its
+		// run claim.
+		c, err = d.rt.store.ClaimAcquire(ctx, p)
+	}
+	if errors.Is(err, store.ErrClaimHeld) {
+		return fmt.Errorf("%w: %s: %v", ErrSessionBusy, sessionID, err)
+	}
+	if err != nil {
+		return fmt.Errorf("actoviq: claim session %s: %w", sessionID, err)
+	}
+	f.Epoch = c.Epoch
+	d.sessionFence = f
+	return nil
+}
+
+func (d *drive) releaseSession() {
+	if d.sessionFence == nil {
+		return
+	}
+	ctx, cancel := d.detached(context.Background())
+	defer cancel()
+	_ = d.rt.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: d.rt.tenant, Fence: *d.sessionFence})
+}
+
+func sessionItems(st *store.SessionState) ([]item.Item, error) {
+	var out []item.Item
+	if st.Snapshot != nil {
+		if err := json.Unmarshal(st.Snapshot, &out); err != nil {
+			return nil, &store.DataError{Kind: "session snapshot", ID: st.SessionID, Err: err}
+		}
+	}
+	for _, en := range st.Entries {
+		var it item.Item
+		if err := json.Unmarshal(en.Item, &it); err != nil {
+			return nil, &store.DataError{Kind: "session", ID: fmt.Sprintf("%s#%d", st.SessionID, en.Seq), Err: err}
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
 // A run in a session appends its items (the new input, every model
 // response and tool result, the final answer) to the session's journal when
 // it completes: one CAS on the revision the run started from, made before
@@ -29,46 +76,6 @@ import (
 // The way out is a new run in the session, which sees the session's
 // history as it is now.
 
-// codeSessionConflict is RunError.Code of an overtaken run.
-const codeSessionConflict = "session_conflict"
-
-// EvSessionRecovered records that a run completed with the answer its own
-// session append held (a crash came between that append and the run's
-// completion write). Its payload is [*SessionRecoveredData].
-const EvSessionRecovered = "session.recovered"
-
-// SessionRecoveredData is the payload of session.recovered.
-type SessionRecoveredData struct {
-	// SessionID is the run's session; Revision the session revision that
-	// ends the run's append.
-	SessionID string `json:"session_id"`
-	Revision  int64  `json:"revision"`
-	// Turn is the turn of the answer, as stored with the append.
-	Turn int `json:"turn"`
-	// Output is the answer the run completes with.
-	Output []item.Item `json:"output"`
-}
-
-// EventTypes implements [EventData].
-func (*SessionRecoveredData) EventTypes() []string { return []string{EvSessionRecovered} }
-
-func init() {
-	eventPayloads[EvSessionRecovered] = func() EventData { return new(SessionRecoveredData) }
-}
-
-// Is makes errors.Is(res.Error, ErrSessionConflict) report an overtaken
-// run, and errors.Is(res.Error, ErrModelBehavior) a refused model
-// response (code model_behavior).
-func (e *RunError) Is(target error) bool {
-	switch target {
-	case ErrSessionConflict:
-		return e.Code == codeSessionConflict
-	case ErrModelBehavior:
-		return e.Code == "model_behavior"
-	}
-	return false
-}
-
 // appendSession appends the run's items to its session (CAS on the
 // revision the run started from), stamped with the run id and turn.
 func (d *drive) appendSession(ctx context.Context) error {
@@ -85,10 +92,10 @@ func (d *drive) appendSession(ctx context.Context) error {
 	}
 	wctx, cancel := d.detached(ctx)
 	defer cancel()
-	_, err := d.e.store.SessionAppend(wctx, &store.SessionAppendParams{Tenant: d.e.tenant, SessionID: d.run.SessionID,
+	_, err := d.rt.store.SessionAppend(wctx, &store.SessionAppendParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID,
 		ExpectedRevision: d.cp.SessionBase, RunID: d.run.ID, Turn: d.cp.Turn, Items: items, Fence: &d.fence})
 	if errors.Is(err, store.ErrConflict) {
-		st, lerr := d.e.store.SessionLoad(wctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
+		st, lerr := d.rt.store.SessionLoad(wctx, &store.SessionLoadParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID})
 		if lerr != nil {
 			return fmt.Errorf("actoviq: append session %s: %w (and loading it: %v)", d.run.SessionID, err, lerr)
 		}
@@ -165,7 +172,7 @@ func (d *drive) sessionOnResume(ctx context.Context) (res *RunResult, err error,
 	if d.run.SessionID == "" || d.cp.SessionAppended {
 		return nil, nil, false
 	}
-	st, err := d.e.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
+	st, err := d.rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID})
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: load session %s of run %s: %w", d.run.SessionID, d.run.ID, err), true
 	}
@@ -204,7 +211,7 @@ func (d *drive) sessionAppendFailed(ctx context.Context, err error) (*RunResult,
 	if !errors.Is(err, ErrSessionConflict) {
 		return nil, err
 	}
-	st, lerr := d.e.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.e.tenant, SessionID: d.run.SessionID})
+	st, lerr := d.rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID})
 	if lerr != nil {
 		return nil, errors.Join(err, lerr)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/actoviq/actoviq-go/internal/redact"
+	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
 
@@ -44,7 +45,7 @@ func (d *drive) redactText(callID, s string) string {
 			s = strings.ReplaceAll(s, sec, redact.Placeholder)
 		}
 	}
-	return d.e.redactor.Text(s)
+	return d.rt.redactor.Text(s)
 }
 
 // redactErrJSON cleans a persisted error or evidence object.
@@ -55,7 +56,7 @@ func (d *drive) redactErrJSON(b json.RawMessage) json.RawMessage {
 	if len(b) > maxErrorJSON {
 		b = mustJSON(map[string]any{"truncated": true, "size": len(b), "head": boundText(string(b))})
 	}
-	return d.e.redactor.JSONText(b)
+	return d.rt.redactor.JSONText(b)
 }
 
 // redactDecision cleans a recorded decision (approval or resolution).
@@ -93,4 +94,84 @@ func (d *drive) redactEntry(en *store.LedgerEntry) {
 	en.Error = d.redactErrJSON(en.Error)
 	en.Approval = d.redactDecision(en.CallID, en.Approval)
 	en.Resolution = d.redactDecision(en.CallID, en.Resolution)
+}
+
+func (d *drive) redactJSON(b json.RawMessage) json.RawMessage {
+	out, _, err := d.rt.redactor.JSON(b)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// redactItem returns the item as it may be persisted: tool-call arguments
+// lose secret-looking values.
+func (d *drive) redactItem(it item.Item) item.Item {
+	switch {
+	case it.Type == item.TypeToolCall && it.ToolCall != nil:
+		tc := *it.ToolCall
+		tc.Arguments = d.redactJSON(tc.Arguments)
+		it.ToolCall = &tc
+	case it.Type == item.TypeToolResult && it.ToolResult != nil && len(it.ToolResult.Data) > 0:
+		// A tool result given as input (a session imported from elsewhere).
+		tr := *it.ToolResult
+		tr.Data = d.redactJSON(tr.Data)
+		it.ToolResult = &tr
+	}
+	return it
+}
+
+// secretsOf returns the string values that redaction removes from a
+// call's arguments (with their JSON-escaped forms), so that text derived
+// from the arguments (a validation message, a tool's echo) can be scrubbed
+// before it is persisted. It knows them only in the process that received
+// the arguments; elsewhere the arguments were never seen unredacted.
+func (d *drive) secretsOf(callID string) []string {
+	raw, ok := d.rawArgs[callID]
+	if !ok {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any, secret bool)
+	walk = func(v any, secret bool) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(e, secret || d.rt.redactor.IsSecretKey(k))
+			}
+		case []any:
+			for _, e := range x {
+				walk(e, secret)
+			}
+		case string:
+			if secret && len(x) >= 4 {
+				out = append(out, x)
+				if b, err := json.Marshal(x); err == nil && string(b[1:len(b)-1]) != x {
+					out = append(out, string(b[1:len(b)-1]))
+				}
+			}
+		}
+	}
+	walk(v, false)
+	return out
+}
+
+// scrub replaces secret values in persisted JSON text. The placeholder has
+// no quote or backslash, so a value inside a JSON string stays valid JSON.
+func scrub(b json.RawMessage, secrets []string) json.RawMessage {
+	if len(b) == 0 || len(secrets) == 0 {
+		return b
+	}
+	s := string(b)
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, redact.Placeholder)
+	}
+	if !json.Valid([]byte(s)) {
+		return b
+	}
+	return json.RawMessage(s)
 }

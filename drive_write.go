@@ -6,12 +6,21 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strings"
 
-	"github.com/actoviq/actoviq-go/internal/redact"
-	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
+
+// stageOrWrite writes p, or, while decisions are being recorded, adds it
+// to d.staged, so that all the decisions of one Decide or Resume are one
+// atomic write.
+func (d *drive) stageOrWrite(ctx context.Context, p *store.RunWriteParams) error {
+	if d.staged != nil {
+		d.staged.Ledger = append(d.staged.Ledger, p.Ledger...)
+		d.staged.Events = append(d.staged.Events, p.Events...)
+		return nil
+	}
+	return d.write(ctx, p)
+}
 
 // event builds a transition event. Data is redacted before it is stored or
 // handed to any sink.
@@ -22,41 +31,16 @@ func (d *drive) event(typ, callID string, data any) *store.Event {
 		if err != nil {
 			b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
 		}
-		raw = d.e.redactor.MarshaledJSON(b)
+		raw = d.rt.redactor.MarshaledJSON(b)
 	}
-	return &store.Event{ID: d.e.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
-		SpanID: spanID(d.run.ID, callID), Type: typ, Time: d.e.clock(), Data: raw}
+	return &store.Event{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
+		SpanID: spanID(d.run.ID, callID), Type: typ, Time: d.rt.clock(), Data: raw}
 }
 
 // spanID is deterministic: a run's span, or a call's span within it.
 func spanID(runID, callID string) string {
 	sum := sha256.Sum256([]byte(runID + "\x00" + callID))
 	return hex.EncodeToString(sum[:8])
-}
-
-func (d *drive) redactJSON(b json.RawMessage) json.RawMessage {
-	out, _, err := d.e.redactor.JSON(b)
-	if err != nil {
-		return b
-	}
-	return out
-}
-
-// redactItem returns the item as it may be persisted: tool-call arguments
-// lose secret-looking values.
-func (d *drive) redactItem(it item.Item) item.Item {
-	switch {
-	case it.Type == item.TypeToolCall && it.ToolCall != nil:
-		tc := *it.ToolCall
-		tc.Arguments = d.redactJSON(tc.Arguments)
-		it.ToolCall = &tc
-	case it.Type == item.TypeToolResult && it.ToolResult != nil && len(it.ToolResult.Data) > 0:
-		// A tool result given as input (a session imported from elsewhere).
-		tr := *it.ToolResult
-		tr.Data = d.redactJSON(tr.Data)
-		it.ToolResult = &tr
-	}
-	return it
 }
 
 // write performs one fenced atomic write on a detached context (it records
@@ -70,12 +54,12 @@ func (d *drive) write(ctx context.Context, p *store.RunWriteParams) error {
 func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p.Tenant, p.RunID = d.e.tenant, d.run.ID
+	p.Tenant, p.RunID = d.rt.tenant, d.run.ID
 	f := d.fence
 	p.Fence = &f
 	wctx, cancel := d.detached(ctx)
 	defer cancel()
-	res, err := d.e.store.RunWrite(wctx, p)
+	res, err := d.rt.store.RunWrite(wctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: write: %w", d.run.ID, err)
 	}
@@ -148,59 +132,4 @@ func entryWrite(en *store.LedgerEntry) store.LedgerWrite {
 func cloneEntry(en *store.LedgerEntry) *store.LedgerEntry {
 	c := *en
 	return &c
-}
-
-// secretsOf returns the string values that redaction removes from a
-// call's arguments (with their JSON-escaped forms), so that text derived
-// from the arguments (a validation message, a tool's echo) can be scrubbed
-// before it is persisted. It knows them only in the process that received
-// the arguments; elsewhere the arguments were never seen unredacted.
-func (d *drive) secretsOf(callID string) []string {
-	raw, ok := d.rawArgs[callID]
-	if !ok {
-		return nil
-	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	var out []string
-	var walk func(v any, secret bool)
-	walk = func(v any, secret bool) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				walk(e, secret || d.e.redactor.IsSecretKey(k))
-			}
-		case []any:
-			for _, e := range x {
-				walk(e, secret)
-			}
-		case string:
-			if secret && len(x) >= 4 {
-				out = append(out, x)
-				if b, err := json.Marshal(x); err == nil && string(b[1:len(b)-1]) != x {
-					out = append(out, string(b[1:len(b)-1]))
-				}
-			}
-		}
-	}
-	walk(v, false)
-	return out
-}
-
-// scrub replaces secret values in persisted JSON text. The placeholder has
-// no quote or backslash, so a value inside a JSON string stays valid JSON.
-func scrub(b json.RawMessage, secrets []string) json.RawMessage {
-	if len(b) == 0 || len(secrets) == 0 {
-		return b
-	}
-	s := string(b)
-	for _, sec := range secrets {
-		s = strings.ReplaceAll(s, sec, redact.Placeholder)
-	}
-	if !json.Valid([]byte(s)) {
-		return b
-	}
-	return json.RawMessage(s)
 }

@@ -1,0 +1,215 @@
+package actoviq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// drive is the state of one drive of one run.
+type drive struct {
+	rt     *Runtime
+	agent  *AgentSpec
+	runner *tool.Runner
+	pv     string // approval policy version
+	limits Limits
+	fence  store.Fence
+	sinks  []EventSink
+
+	run          *store.Run
+	cp           *checkpoint
+	cpEnc        cpEncoder // encodes cp for saveRun
+	ledger       map[string]*store.LedgerEntry
+	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
+	sealErr      map[string]error           // why a sealed copy did not open or was not made
+	sessionFence *store.Fence
+	// opts are the options of a resume.
+	opts *ResumeOptions
+	// modelAttempts counts the transport retries reported during the
+	// current model call.
+	modelAttempts int
+
+	// mu serialises writes (parallel read calls commit concurrently).
+	mu sync.Mutex
+	// staged collects the writes of the decisions being recorded, so they
+	// are one atomic write; nil otherwise.
+	staged *store.RunWriteParams
+
+	// Sink panics recovered and not yet recorded.
+	panicMu         sync.Mutex
+	sinkPanics      []SinkPanickedData
+	recordingPanics bool
+}
+
+func (rt *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	limits := a.Limits.withDefaults()
+	runner, err := tool.NewRunner(a.Tools, &tool.RunnerConfig{Policy: a.Approval, DefaultTimeout: limits.ToolTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: agent %s: %w", a.ID, err)
+	}
+	return &drive{rt: rt, agent: a, runner: runner, pv: a.Approval.version(), limits: limits,
+		sinks:  append(append([]EventSink(nil), rt.sinks...), sinks...),
+		ledger: map[string]*store.LedgerEntry{}, rawArgs: map[string]json.RawMessage{}, sealErr: map[string]error{}}, nil
+}
+
+// Resume continues a run: decisions are recorded first, then the recovery
+// rules are applied to the ledger, then the run goes on.
+func (rt *Runtime) resumeOpts(ctx context.Context, a *AgentSpec, runID string, opts *ResumeOptions) (*RunResult, error) {
+	if len(opts.Decisions) > 0 { // decisions for a child's calls are recorded on the child
+		rest, err := rt.routeChildDecisions(ctx, runID, opts.Decisions)
+		if err != nil {
+			return nil, err
+		}
+		o := *opts
+		o.Decisions = rest
+		opts = &o
+	}
+	d, err := rt.newDrive(a, opts.Sinks)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.load(ctx, runID); err != nil {
+		return nil, err
+	}
+	if d.run.Status.Terminal() {
+		return d.resumeFinished(opts.Decisions)
+	}
+	if err := d.checkAgent(opts.AcceptAgentChange); err != nil {
+		return nil, err
+	}
+	d.opts = opts
+	if d.run.SessionID != "" {
+		if err := d.claimSession(ctx, d.run.SessionID); err != nil {
+			return nil, err
+		}
+		defer d.releaseSession()
+	}
+	return rt.claimAndDrive(ctx, d, EvRunResumed, opts.Decisions)
+}
+
+func (d *drive) load(ctx context.Context, runID string) error {
+	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: d.rt.driveHolder()}
+	return d.read(ctx, runID)
+}
+
+// read reads the run and its ledger. It runs again once the claim is held,
+// so that the drive starts from what the previous holder left.
+func (d *drive) read(ctx context.Context, runID string) error {
+	e := d.rt
+	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: runID})
+	if err != nil {
+		return fmt.Errorf("actoviq: load run %s: %w", runID, err)
+	}
+	cp, err := decodeCheckpoint(run)
+	if err != nil {
+		return err
+	}
+	entries, err := e.store.LedgerList(ctx, &store.LedgerListParams{Tenant: e.tenant, RunID: runID})
+	if err != nil {
+		return fmt.Errorf("actoviq: load ledger of %s: %w", runID, err)
+	}
+	d.run, d.cp = run, cp
+	clear(d.ledger)
+	for _, en := range entries {
+		d.ledger[en.CallID] = en
+	}
+	d.recallArgs()
+	return nil
+}
+
+// claimAndDrive takes the run's claim, keeps it alive while driving, and
+// gives it up at the end.
+func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (*RunResult, error) {
+	if d.fence.Epoch == 0 { // a worker's drive arrives with its claim
+		if err := d.claim(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if startEvent == EvRunResumed {
+		if err := d.read(ctx, d.run.ID); err != nil {
+			d.release(ctx)
+			return nil, err
+		}
+		if d.run.Status.Terminal() { // another worker finished it meanwhile
+			d.release(ctx)
+			return d.resumeFinished(decisions)
+		}
+		d.cp.PolicyVersion = d.pv
+		d.unpark() // a worker that could not build the agent said why
+		if err := d.adopt(ctx, d.opts); err != nil {
+			d.release(ctx)
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		cancel(nil)
+		d.release(ctx)
+		return nil, &ClosedError{RunID: d.run.ID}
+	}
+	rt.cancels[d.run.ID] = cancel
+	rt.wg.Add(1)
+	rt.mu.Unlock()
+	stopBeat := d.heartbeat(ctx, cancel)
+	defer func() {
+		stopBeat()
+		rt.mu.Lock()
+		delete(rt.cancels, d.run.ID)
+		rt.mu.Unlock()
+		cancel(nil)
+		d.release(ctx)
+		rt.wg.Done()
+	}()
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(startEvent, "", &RunStartedData{
+		AgentID: d.agent.ID, AgentDigest: d.run.AgentDigest, Model: d.agent.Model, Holder: d.fence.Holder, Epoch: d.fence.Epoch,
+	})}}); err != nil {
+		return nil, err
+	}
+	// A run past its deadline ends cancelled with its ledger untouched, so
+	// decisions are refused then.
+	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {
+		return nil, err
+	}
+	if startEvent == EvRunResumed {
+		if res, err, done := d.sessionOnResume(ctx); done {
+			return res, err
+		}
+	}
+	return d.loop(ctx)
+}
+
+// pastDeadline reports whether the run's deadline has passed (engine clock).
+func (d *drive) pastDeadline() bool {
+	return !d.run.Deadline.IsZero() && !d.rt.clock().Before(d.run.Deadline)
+}
+
+// withinDeadline bounds ctx by the time left before the run's deadline, as
+// the engine's clock measures it.
+func (d *drive) withinDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d.run.Deadline.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d.run.Deadline.Sub(d.rt.clock()))
+}
+
+// detached returns a context that ignores the caller's cancellation, for
+// writes that record something that already happened.
+func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d.rt.commitTO)
+}
+
+// bareDrive is a drive without an agent, for writes made on a run nobody
+// drives ([Runtime.Decide], [Runtime.Cancel]). Its events reach every
+// configured sink, like those of a drive.
+func (rt *Runtime) bareDrive() *drive {
+	return &drive{rt: rt, ledger: map[string]*store.LedgerEntry{}, sinks: append([]EventSink(nil), rt.sinks...)}
+}

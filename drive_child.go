@@ -1,0 +1,686 @@
+package actoviq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/actoviq/actoviq-go/internal/ledger"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// childInfo is a child run's place in its tree (checkpoint.Child).
+type childInfo struct {
+	Root   string `json:"root"`
+	Depth  int    `json:"depth"`
+	Mode   string `json:"mode"` // foreground | background
+	Tool   string `json:"tool,omitempty"`
+	Budget Budget `json:"budget,omitzero"`
+	// ParentClose is what cancelling the parent does to a background
+	// child: cancel (default) or abandon.
+	ParentClose ParentClosePolicy `json:"parent_close,omitempty"`
+	Failure     ChildFailure      `json:"failure,omitempty"`
+	// MaxAttempts and Attempts: a retry-safe background child's drives.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	Attempts    int `json:"attempts,omitempty"`
+}
+
+type agentTool struct {
+	child *AgentSpec
+	o     AgentToolOptions
+	spec  tool.Spec
+}
+
+var toolNameBad = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+
+// strength orders effects: read < idempotent-write < side-effect.
+func strength(e tool.Effect) int {
+	switch e {
+	case tool.Read:
+		return 0
+	case tool.IdempotentWrite:
+		return 1
+	}
+	return 2
+}
+
+func childEffect(a *AgentSpec) tool.Effect {
+	eff := tool.Read
+	for _, t := range a.Tools {
+		if e := t.Spec().Effect; strength(e) > strength(eff) {
+			eff = e
+		}
+	}
+	return eff
+}
+
+func retrySafe(a *AgentSpec) error {
+	for _, t := range a.Tools {
+		if e := t.Spec().Effect; e != tool.Read && e != tool.IdempotentWrite {
+			return &RetryUnsafeError{Agent: a.ID, Tool: t.Spec().Name, Effect: e}
+		}
+	}
+	return nil
+}
+
+// Spec implements [tool.Tool].
+func (t *agentTool) Spec() tool.Spec { return t.spec }
+
+// parentCall is what an agent tool learns about the call that runs it.
+type parentCall struct {
+	d      *drive
+	callID string
+}
+
+type parentKey struct{}
+
+// childCallContext hands an agent tool its parent call.
+func (d *drive) childCallContext(ctx context.Context, en *store.LedgerEntry) context.Context {
+	if d.runner == nil {
+		return ctx
+	}
+	if t, ok := d.runner.Lookup(en.Tool); ok {
+		if _, ok := t.(parentAware); ok {
+			return context.WithValue(ctx, parentKey{}, &parentCall{d: d, callID: en.CallID})
+		}
+	}
+	return ctx
+}
+
+// parentAware tools are given their parent call: the agent, spawn and
+// child-result tools of this package.
+type parentAware interface{ wantsParent() }
+
+func (t *agentTool) wantsParent() {}
+
+func (d *drive) agentToolOf(name string) (*agentTool, bool) {
+	if d.runner == nil {
+		return nil, false
+	}
+	t, ok := d.runner.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	at, ok := t.(*agentTool)
+	return at, ok
+}
+
+// childInterrupted: the child stopped for a decision.
+type childInterrupted struct {
+	runID         string
+	interruptions []Interruption
+}
+
+func (e *childInterrupted) Error() string {
+	return fmt.Sprintf("child run %s is interrupted (%d open)", e.runID, len(e.interruptions))
+}
+
+// childStopped: the child's drive stopped without an outcome (the
+// process shuts down, a store error): the parent stops the same way and
+// its call stays started, to be re-entered.
+type childStopped struct {
+	runID string
+	err   error
+}
+
+func (e *childStopped) Error() string { return fmt.Sprintf("child run %s: %v", e.runID, e.err) }
+
+func (e *childStopped) Unwrap() error { return e.err }
+
+// childFailureRecord is stored as the ledger entry's Error of a fail-fast
+// child call, so that a resume after a crash still fails the parent.
+type childFailureRecord struct {
+	Code    string       `json:"code"` // child_failed
+	RunID   string       `json:"child_run_id"`
+	Status  Status       `json:"status"`
+	Policy  ChildFailure `json:"policy"`
+	Message string       `json:"message"`
+}
+
+// Call implements [tool.Tool]: it starts or resumes the child run.
+func (t *agentTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+	pc, ok := ctx.Value(parentKey{}).(*parentCall)
+	if !ok {
+		return tool.Result{}, fmt.Errorf("actoviq: agent tool %s was called outside a run of this runtime", t.spec.Name)
+	}
+	var in struct {
+		Input string `json:"input"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return tool.Result{Content: "invalid arguments: " + err.Error(), IsError: true}, nil
+	}
+	e, parent := pc.d.rt, pc.d
+	childID := ChildRunID(parent.run.ID, pc.callID)
+	agent := t.inherit(parent.agent)
+	backoff := t.o.Backoff
+	for attempt := 1; ; attempt++ {
+		res, refused, err := t.drive(ctx, pc, agent, childID, in.Input)
+		if refused != "" {
+			return tool.Result{Content: refused, IsError: true}, nil
+		}
+		retry := false
+		switch {
+		case err != nil:
+			if stopsParent(ctx, err) || t.o.Failure != RetrySafe {
+				return tool.Result{}, &childStopped{runID: childID, err: err}
+			}
+			retry = true
+		case res.Status == StatusCompleted:
+			return childResult(res), nil
+		case res.Status == StatusInterrupted:
+			if t.o.Failure == RetrySafe && retriable(res.Interruptions) && attempt < t.o.MaxAttempts {
+				if err := t.reexecute(ctx, e, childID, res.Interruptions); err != nil {
+					return tool.Result{}, &childStopped{runID: childID, err: err}
+				}
+				retry = true
+				break
+			}
+			return tool.Result{}, &childInterrupted{runID: childID, interruptions: res.Interruptions}
+		default: // failed, cancelled: never a success
+			if t.o.Failure == Collect {
+				return tool.Result{IsError: true, Content: (&ChildFailedError{RunID: childID, Status: res.Status, Err: res.Error}).Error()}, nil
+			}
+			return tool.Result{}, &ChildFailedError{RunID: childID, Status: res.Status, Err: res.Error}
+		}
+		if retry && attempt >= t.o.MaxAttempts {
+			return tool.Result{}, &ChildFailedError{RunID: childID, Status: StatusFailed,
+				Err: &RunError{Code: "retries_exhausted", Message: fmt.Sprintf("%d attempts; last: %v", attempt, err)}}
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return tool.Result{}, &childStopped{runID: childID, err: context.Cause(ctx)}
+		case <-timer.C:
+		}
+		backoff *= 2
+	}
+}
+
+// stopsParent reports whether a child's drive error is the parent's
+// stop too: its context ended (cancellation, Close, a worker's release) or
+// the child's claim is another's.
+func stopsParent(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, ErrClosed) || errors.Is(err, ErrReleased) || errors.Is(err, errLostClaim) ||
+		errors.Is(err, ErrDigestMismatch)
+}
+
+// retriable: interruptions a retry-safe child may get past on its own.
+func retriable(ins []Interruption) bool {
+	for _, in := range ins {
+		if in.Kind != InterruptRecovery && in.Kind != InterruptProvider {
+			return false
+		}
+	}
+	return len(ins) > 0
+}
+
+// reexecute records the retry-safe policy's decision to run the child's
+// started reads and idempotent writes again, with their keys.
+func (t *agentTool) reexecute(ctx context.Context, rt *Runtime, childID string, ins []Interruption) error {
+	var ds []Decision
+	for _, in := range ins {
+		if in.Kind == InterruptRecovery && in.RunID == "" {
+			ds = append(ds, Decision{CallID: in.CallID, Kind: DecideReexecute, By: "retry-safe:" + t.spec.Name,
+				Reason: "the child's tools are all read or idempotent-write: a new attempt with the same key is safe"})
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	return rt.decide(ctx, childID, ds)
+}
+
+func childResult(res *RunResult) tool.Result {
+	var text []string
+	var data json.RawMessage
+	for _, it := range res.Output {
+		switch it.Type {
+		case item.TypeText:
+			text = append(text, it.Text)
+		case item.TypeStructured:
+			data = it.Structured
+			text = append(text, string(it.Structured))
+		}
+	}
+	return tool.Result{Content: strings.Join(text, "\n"), Data: data}
+}
+
+// inherit narrows the child's policies by its parent's: a call that needs
+// approval in the parent needs it in the child, and the child re-runs a
+// started call on its own only if both allow it.
+func (t *agentTool) inherit(parent *AgentSpec) *AgentSpec {
+	c := *t.child
+	if parent == nil {
+		return &c
+	}
+	effects := append([]tool.Effect(nil), c.Approval.Effects...)
+	for _, pe := range parent.Approval.Effects {
+		found := false
+		for _, ce := range effects {
+			found = found || ce == pe
+		}
+		if !found {
+			effects = append(effects, pe)
+		}
+	}
+	c.Approval.Effects = effects
+	if c.Approval.Policy == nil && parent.Approval.Policy != nil {
+		c.Approval.Policy, c.Approval.Version = parent.Approval.Policy, "inherited:"+parent.Approval.Version
+	}
+	c.Recovery.RerunReads = c.Recovery.RerunReads && parent.Recovery.RerunReads
+	c.Recovery.RerunIdempotentWrites = c.Recovery.RerunIdempotentWrites && parent.Recovery.RerunIdempotentWrites
+	return &c
+}
+
+// drive starts the child run, or resumes it, and drives it to a stop. A
+// non-empty refused says why no child was started (a budget).
+func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec, childID, input string) (*RunResult, string, error) {
+	e, parent := pc.d.rt, pc.d
+	tree := childInfo{Root: parent.run.ID, Mode: "foreground", Tool: t.spec.Name, Budget: t.o.Budget, Failure: t.o.Failure}
+	if pi := parent.cp.Child; pi != nil {
+		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth, pi.Budget.narrow(t.o.Budget)
+	}
+	tree.Depth++
+	for {
+		run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: childID})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if why, err := e.budgetRefusal(ctx, &tree, true); err != nil || why != "" {
+				return nil, why, err
+			}
+			if err := e.createChild(ctx, parent, agent, childID, input, &tree); err != nil && !errors.Is(err, store.ErrExists) {
+				return nil, "", err
+			}
+			continue
+		case err != nil:
+			return nil, "", fmt.Errorf("actoviq: child run %s: %w", childID, err)
+		case run.ParentID != parent.run.ID:
+			return nil, "", fmt.Errorf("actoviq: run %s exists and is not a child of %s", childID, parent.run.ID)
+		}
+		left, why, err := e.budgetLeft(ctx, &tree)
+		if err != nil {
+			return nil, "", err
+		}
+		if why != "" {
+			left = &budgetLeft{} // an existing child: spent, it fails with code budget when it would go on
+		}
+		// The parent drive's own sinks (a Stream, a ResumeWith) see the
+		// child's events too; each carries the child's run id and its parent's.
+		res, err := e.driveChildRun(withBudget(ctx, left), agent, childID, parent.sinks[len(e.sinks):])
+		var held *RunHeldError
+		if errors.As(err, &held) {
+			// Another drive holds the child (a worker adopted it when this
+			// parent's process died, or it is still stopping): wait for it.
+			if err := e.waitUnheld(ctx, childID); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		return res, "", err
+	}
+}
+
+// createChild writes the child run: running, deadline no later than its
+// parent's, its place in the tree in its checkpoint.
+func (rt *Runtime) createChild(ctx context.Context, parent *drive, a *AgentSpec, childID, input string, tree *childInfo) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	cp := &checkpoint{V: 1, TraceID: parent.cp.TraceID, PolicyVersion: a.Approval.version(), Child: tree,
+		Items: []item.Item{item.UserText(input)}}
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		return err
+	}
+	run := &store.Run{Tenant: rt.tenant, ID: childID, ParentID: parent.run.ID, AgentID: a.ID, AgentDigest: a.Digest(),
+		Status: store.RunRunning, Checkpoint: raw, Deadline: parent.run.Deadline}
+	if a.Limits.RunTimeout > 0 {
+		if dl := rt.clock().Add(a.Limits.RunTimeout); run.Deadline.IsZero() || dl.Before(run.Deadline) {
+			run.Deadline = dl
+		}
+	}
+	_, err = rt.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
+	return err
+}
+
+// driveChildRun drives an existing child run as Resume does, starting it
+// when it never ran.
+func (rt *Runtime) driveChildRun(ctx context.Context, a *AgentSpec, runID string, sinks []EventSink) (*RunResult, error) {
+	d, err := rt.newDrive(a, sinks)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.load(ctx, runID); err != nil {
+		return nil, err
+	}
+	if d.run.Status.Terminal() {
+		return d.cp.result(runID, d.run.Status), nil
+	}
+	if err := d.checkAgent(nil); err != nil {
+		return nil, err
+	}
+	start := EvRunResumed
+	if d.run.EventSeq == 0 {
+		start = EvRunStarted
+	}
+	return rt.claimAndDrive(ctx, d, start, nil)
+}
+
+// waitUnheld waits until nobody holds the run's claim.
+func (rt *Runtime) waitUnheld(ctx context.Context, runID string) error {
+	delay := 20 * time.Millisecond
+	for {
+		h, err := rt.RunHolder(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if h == nil || !h.Live {
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// treeUsage sums turns and tokens over a tree, and counts its children.
+type treeUsage struct {
+	turns    int
+	tokens   int64
+	children int
+}
+
+func (rt *Runtime) usageOf(ctx context.Context, root string) (treeUsage, error) {
+	var u treeUsage
+	queue := []string{root}
+	for first := true; len(queue) > 0; first = false {
+		id := queue[0]
+		queue = queue[1:]
+		run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: id})
+		if err != nil {
+			return u, fmt.Errorf("actoviq: budget of tree %s: %w", root, err)
+		}
+		if !first {
+			u.children++
+		}
+		if cp, err := decodeCheckpoint(run); err == nil {
+			u.turns += cp.Turn
+			u.tokens += cp.Usage.InputTokens + cp.Usage.OutputTokens
+		}
+		kids, err := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant, ParentID: id})
+		if err != nil && !errors.Is(err, store.ErrData) {
+			return u, fmt.Errorf("actoviq: budget of tree %s: %w", root, err)
+		}
+		for _, k := range kids {
+			queue = append(queue, k.ID)
+		}
+	}
+	return u, nil
+}
+
+// budgetRefusal says why a new child may not start (depth, count, spent
+// budget); empty means it may.
+func (rt *Runtime) budgetRefusal(ctx context.Context, tree *childInfo, isNew bool) (string, error) {
+	maxDepth := tree.Budget.MaxDepth
+	if maxDepth == 0 {
+		maxDepth = 8
+	}
+	if tree.Depth > maxDepth {
+		return fmt.Sprintf("This agent was not started: child runs may nest %d deep and this one would be at depth %d.", maxDepth, tree.Depth), nil
+	}
+	_, why, err := rt.budgetLeftNew(ctx, tree, isNew)
+	return why, err
+}
+
+func (rt *Runtime) budgetLeft(ctx context.Context, tree *childInfo) (*budgetLeft, string, error) {
+	return rt.budgetLeftNew(ctx, tree, false)
+}
+
+func (rt *Runtime) budgetLeftNew(ctx context.Context, tree *childInfo, isNew bool) (*budgetLeft, string, error) {
+	b := tree.Budget
+	if b.MaxTurns == 0 && b.MaxTokens == 0 && b.MaxChildren == 0 {
+		return nil, "", nil
+	}
+	u, err := rt.usageOf(ctx, tree.Root)
+	if err != nil {
+		return nil, "", err
+	}
+	if isNew && b.MaxChildren > 0 && u.children >= b.MaxChildren {
+		return nil, fmt.Sprintf("This agent was not started: the run tree already has %d child runs, its budget.", u.children), nil
+	}
+	left := &budgetLeft{turns: -1, tokens: -1}
+	if b.MaxTurns > 0 {
+		left.turns = b.MaxTurns - u.turns
+	}
+	if b.MaxTokens > 0 {
+		left.tokens = b.MaxTokens - u.tokens
+	}
+	if left.turns == 0 || left.turns < -1 || left.tokens == 0 || left.tokens < -1 {
+		return nil, fmt.Sprintf("This agent was not started: the run tree spent its budget (%d turns, %d tokens used).", u.turns, u.tokens), nil
+	}
+	return left, "", nil
+}
+
+// budgetLeft is what a child drive may still spend (-1: no bound),
+// counted from the drive's first check.
+type budgetLeft struct {
+	turns  int
+	tokens int64
+
+	started     bool
+	startTurn   int
+	startTokens int64
+}
+
+type budgetKey struct{}
+
+// withBudget sets the child drive's budget; nil (no bound) also hides the
+// budget of the drive that runs the agent tool.
+func withBudget(ctx context.Context, b *budgetLeft) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// overBudget ends a child run failed when its tree's budget is spent.
+func (d *drive) overBudget(ctx context.Context) (*RunResult, error, bool) {
+	b, _ := ctx.Value(budgetKey{}).(*budgetLeft)
+	if b == nil || d.cp.Child == nil {
+		return nil, nil, false
+	}
+	tokens := d.cp.Usage.InputTokens + d.cp.Usage.OutputTokens
+	if !b.started {
+		b.started, b.startTurn, b.startTokens = true, d.cp.Turn, tokens
+	}
+	if b.turns >= 0 && d.cp.Turn-b.startTurn >= b.turns || b.tokens >= 0 && tokens-b.startTokens >= b.tokens {
+		d.cp.Error = &RunError{Code: "budget", Message: fmt.Sprintf("the run tree of %s spent its budget (%+v)", d.cp.Child.Root, d.cp.Child.Budget)}
+		res, err := d.end(ctx, store.RunFailed, EvRunFailed)
+		return res, err, true
+	}
+	return nil, nil, false
+}
+
+// childOutcome records what an agent tool's child run came to, when it
+// is not a plain result.
+func (d *drive) childOutcome(ctx context.Context, en *store.LedgerEntry, err error) (*Interruption, error, bool) {
+	if err == nil {
+		return nil, nil, false
+	}
+	var ci *childInterrupted
+	var cs *childStopped
+	var cf *ChildFailedError
+	switch {
+	case errors.As(err, &ci):
+		// The call stays started: resuming the parent re-enters the child.
+		in := d.interruption(InterruptApproval, d.entry(en.CallID), "the child run "+ci.runID+" is interrupted", nil)
+		in.RunID = ci.runID
+		for _, n := range ci.interruptions {
+			if n.RunID == "" {
+				n.RunID = ci.runID
+			}
+			in.nested = append(in.nested, n)
+		}
+		return &in, nil, true
+	case errors.As(err, &cs):
+		return nil, fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, cs), true
+	case errors.As(err, &cf):
+		at, _ := d.agentToolOf(en.Tool)
+		policy := FailFast
+		if at != nil {
+			policy = at.o.Failure
+		}
+		rec := childFailureRecord{Code: "child_failed", RunID: cf.RunID, Status: cf.Status, Policy: policy, Message: cf.Error()}
+		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, tool.Result{Content: cf.Error(), IsError: true},
+			func(n *store.LedgerEntry) { n.Error = mustJSON(rec) }), true
+	}
+	return nil, nil, false
+}
+
+// reenterChild: a started (or unknown) call of an agent tool is run
+// again, which resumes its child run from the child's own checkpoint. It
+// keeps its key; the attempt it had started was allowed to start, so the
+// new attempt does not ask for approval again.
+func (d *drive) reenterChild(ctx context.Context, en *store.LedgerEntry) (bool, error) {
+	if _, ok := d.agentToolOf(en.Tool); !ok || !ledger.MayHaveRun(en.State) {
+		return false, nil
+	}
+	next := cloneEntry(en)
+	next.State = store.LedgerPrepared
+	now := d.rt.clock()
+	reason := "the call's child run " + ChildRunID(d.run.ID, en.CallID) + " keeps its own ledger: it resumes from its checkpoint"
+	next.Resolution = &store.Decision{Kind: "resume-child", By: "runtime", At: now, Reason: reason}
+	next.Approval = &store.Decision{Kind: string(DecideReexecute), By: "runtime", At: now, Reason: reason,
+		ArgsDigest: en.ArgsDigest, PolicyVersion: d.pv, Attempt: en.Attempt + 1}
+	return true, d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
+}
+
+// childFailFast ends the parent failed when a fail-fast child call of the
+// settled turn failed. The failure is in the call's ledger entry, so a
+// crash between the commit and this write fails the parent on resume too.
+func (d *drive) childFailFast(ctx context.Context) (*RunResult, error, bool) {
+	for _, id := range d.cp.Pending {
+		en := d.ledger[id]
+		if en == nil || len(en.Error) == 0 {
+			continue
+		}
+		var rec childFailureRecord
+		if json.Unmarshal(en.Error, &rec) != nil || rec.Code != "child_failed" || rec.Policy == Collect {
+			continue
+		}
+		d.fold() // the error result is part of the record
+		d.cp.Error = &RunError{Code: "child_failed", Message: fmt.Sprintf("call %s: %s (policy %s)", en.CallID, rec.Message, rec.Policy)}
+		res, err := d.end(ctx, store.RunFailed, EvRunFailed)
+		return res, err, true
+	}
+	return nil, nil, false
+}
+
+// flattenChild puts a child's interruptions in the place of the parent's
+// call that waits for them.
+func flattenChild(ins []Interruption) []Interruption {
+	var out []Interruption
+	for _, in := range ins {
+		if in.nested != nil {
+			out = append(out, in.nested...)
+			continue
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// routeChildDecisions records, on their child runs, the decisions given to
+// a parent for its children's calls, and returns the others.
+func (rt *Runtime) routeChildDecisions(ctx context.Context, runID string, decisions []Decision) ([]Decision, error) {
+	if len(decisions) == 0 {
+		return decisions, nil
+	}
+	var open []Interruption
+	var own map[string]bool
+	load := func() error {
+		if own != nil {
+			return nil
+		}
+		own = map[string]bool{}
+		run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID})
+		if err != nil {
+			return nil // the parent's own checks report it
+		}
+		if cp, err := decodeCheckpoint(run); err == nil {
+			open = cp.Interruptions
+		}
+		entries, err := rt.store.LedgerList(ctx, &store.LedgerListParams{Tenant: rt.tenant, RunID: runID})
+		if err != nil {
+			return fmt.Errorf("actoviq: ledger of %s: %w", runID, err)
+		}
+		for _, en := range entries {
+			own[en.CallID] = true
+		}
+		return nil
+	}
+	var rest []Decision
+	byChild := map[string][]Decision{}
+	var order []string
+	for _, dec := range decisions {
+		target := dec.RunID
+		if target == "" {
+			if err := load(); err != nil {
+				return nil, err
+			}
+			if !own[dec.CallID] {
+				for _, in := range open {
+					if in.RunID != "" && in.CallID == dec.CallID {
+						if target != "" && target != in.RunID {
+							return nil, &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf(
+								"child runs %s and %s both wait on a call with this id; name the run (Decision.RunID)", target, in.RunID)}
+						}
+						target = in.RunID
+					}
+				}
+			}
+		}
+		if target == "" || target == runID {
+			dec.RunID = ""
+			rest = append(rest, dec)
+			continue
+		}
+		dec.RunID = ""
+		if _, seen := byChild[target]; !seen {
+			order = append(order, target)
+		}
+		byChild[target] = append(byChild[target], dec)
+	}
+	for _, child := range order {
+		if err := rt.Decide(ctx, child, byChild[child]...); err != nil {
+			return nil, fmt.Errorf("actoviq: decisions for child run %s: %w", child, err)
+		}
+	}
+	return rest, nil
+}
+
+// closeChildren applies the parent-close policy to a cancelled run's
+// children that have not ended. A child held by a drive in another process
+// is left to its lease (Cancel stops only drives of this process).
+func (rt *Runtime) closeChildren(ctx context.Context, parentID string) {
+	kids, _ := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant, ParentID: parentID})
+	for _, k := range kids {
+		if k.Status.Terminal() {
+			continue
+		}
+		cp, err := decodeCheckpoint(k)
+		if err != nil || cp.Child != nil && cp.Child.ParentClose == ParentCloseAbandon {
+			continue
+		}
+		_ = rt.Cancel(ctx, k.ID)
+	}
+}

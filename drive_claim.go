@@ -1,0 +1,204 @@
+package actoviq
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// A holder is "<hostname>:<pid>:<random>/<drive>" unless the user set
+// Config.Holder. When a claim's holder is a process on this host that no
+// longer exists (it was killed), waiting for its lease to expire only
+// delays recovery: the dead process cannot write anything. The claim is
+// then released with the dead holder's own fence, which fails if the claim
+// moved on in the meantime, and taken over with a new epoch.
+
+// deadLocalHolder reports whether holder names a process on this host that
+// is certainly gone: it does not exist, or it is a zombie. Any doubt (another host, a live or unknown pid, a
+// custom holder name) answers false: then the lease must expire.
+func deadLocalHolder(holder string) bool {
+	host, _ := os.Hostname()
+	h := ParseHolder(holder)
+	if h.PID <= 0 || host == "" || h.Host != host || h.PID == os.Getpid() {
+		return false
+	}
+	return processGone(h.PID)
+}
+
+// signalGone checks existence only (signal 0), where /proc is missing.
+func signalGone(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+}
+
+// releaseDead frees a claim held by a dead local process.
+func (rt *Runtime) releaseDead(ctx context.Context, key string, held *store.ClaimHeldError) bool {
+	if !deadLocalHolder(held.Holder) {
+		return false
+	}
+	err := rt.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: rt.tenant,
+		Fence: store.Fence{Key: key, Holder: held.Holder, Epoch: held.Epoch}})
+	return err == nil
+}
+
+// driveSeq numbers the drives of this process.
+var driveSeq atomic.Uint64
+
+// driveHolder names one drive: the worker's holder, the runtime's instance
+// token and a process-wide sequence number. Two drives are two holders
+// whatever Config.NewID returns (a claim held by the same holder is
+// renewed, not refused, so holder names must never collide): the sequence
+// keeps drives of one process apart, the instance token (random, made by
+// New) keeps runtimes that share a Config.Holder apart, in one process or
+// many.
+func (rt *Runtime) driveHolder() string {
+	return fmt.Sprintf("%s/%s.%d", rt.holder, rt.instance, driveSeq.Add(1))
+}
+
+// A runtime's default holder is "<host>:<pid>:<start>.<random>", where
+// start is the process start time (UTC, 20060102T150405Z): every claim a
+// runtime or a worker takes names the machine, the process and when it
+// started, and a drive adds "/<drive>" to it. Holders set through
+// Config.Holder are kept as they are.
+
+var processStart = time.Now().UTC()
+
+const holderTimeLayout = "20060102T150405Z"
+
+func defaultHolder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d:%s.%s", host, os.Getpid(), processStart.Format(holderTimeLayout), randomID()[:8])
+}
+
+// processGone reports whether pid is certainly not a running process on
+// this host: it does not exist, or it is a zombie (dead, not yet reaped by
+// its parent) or dead task. On Linux the state is read from /proc; without
+// /proc only existence can be checked (signal 0).
+func processGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err == nil {
+		// "pid (comm) S ...": comm may hold spaces and parentheses; the
+		// state follows the last ')'.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+			switch b[i+2] {
+			case 'Z', 'X', 'x':
+				return true
+			}
+		}
+		return false
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat("/proc/self/stat"); serr == nil {
+			return true // /proc works and has no such pid
+		}
+	}
+	return signalGone(pid)
+}
+
+// liveness reads the run's claim and derives the status an operator sees.
+func (rt *Runtime) liveness(ctx context.Context, r *store.Run) (Status, *RunClaim, error) {
+	st := statusOf(r.Status)
+	if r.Status != store.RunRunning && r.Status != store.RunInterrupted {
+		return st, nil, nil
+	}
+	c, err := rt.store.ClaimGet(ctx, &store.ClaimGetParams{Tenant: rt.tenant, Key: store.RunClaimKey(r.ID)})
+	if errors.Is(err, store.ErrNotFound) {
+		if r.Status == store.RunRunning {
+			return StatusStalled, nil, nil
+		}
+		return st, nil, nil
+	}
+	if err != nil {
+		return st, nil, fmt.Errorf("actoviq: claim of run %s: %w", r.ID, err)
+	}
+	h := rt.runClaim(c)
+	switch {
+	case h.Live:
+		return StatusRunning, h, nil
+	case r.Status == store.RunRunning:
+		return StatusStalled, h, nil
+	}
+	return st, h, nil
+}
+
+// runClaim is a claim as operators see it: live only while unexpired and
+// held by a process not known to be dead.
+func (rt *Runtime) runClaim(c *store.Claim) *RunClaim {
+	h := &RunClaim{HolderInfo: ParseHolder(c.Holder), Epoch: c.Epoch, ExpiresAt: c.ExpiresAt}
+	h.Dead = deadLocalHolder(c.Holder)
+	h.Live = c.ExpiresAt.After(rt.clock()) && !h.Dead
+	return h
+}
+
+func (d *drive) claim(ctx context.Context) error {
+	p := &store.ClaimAcquireParams{Tenant: d.rt.tenant, Key: d.fence.Key, Holder: d.fence.Holder, TTL: d.rt.ttl}
+	c, err := d.rt.store.ClaimAcquire(ctx, p)
+	var held *store.ClaimHeldError
+	if errors.As(err, &held) && d.rt.releaseDead(ctx, p.Key, held) {
+		c, err = d.rt.store.ClaimAcquire(ctx, p)
+	}
+	if errors.As(err, &held) {
+		return newRunHeldError(d.run.ID, held)
+	}
+	if err != nil {
+		return fmt.Errorf("actoviq: claim run %s: %w", d.run.ID, err)
+	}
+	d.fence.Epoch = c.Epoch
+	return nil
+}
+
+// heartbeat renews the claims every TTL/3. When a renewal is fenced out the
+// drive is cancelled: another worker owns the run now.
+func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(d.rt.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fences := []store.Fence{d.fence}
+				if d.sessionFence != nil {
+					fences = append(fences, *d.sessionFence)
+				}
+				for _, f := range fences {
+					_, err := d.rt.store.ClaimRenew(ctx, &store.ClaimRenewParams{Tenant: d.rt.tenant, Fence: f, TTL: d.rt.ttl})
+					if errors.Is(err, store.ErrFenced) {
+						cancel(fmt.Errorf("%w %s: %w", errLostClaim, f.Key, err))
+						return
+					}
+				}
+				if cause := d.cancelRequested(ctx); cause != nil { // Cancel from another process
+					cancel(cause)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// release gives the run's claim up (detached: it must happen).
+func (d *drive) release(ctx context.Context) {
+	rctx, cancel := d.detached(ctx)
+	defer cancel()
+	_ = d.rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: d.rt.tenant, Fence: d.fence})
+}

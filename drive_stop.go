@@ -1,0 +1,51 @@
+package actoviq
+
+import (
+	"context"
+	"errors"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// stopCheck reports whether the drive must stop before doing more work,
+// and how: past the run's deadline or cancelled, the run ends cancelled;
+// closed, it stops without a final status.
+func (d *drive) stopCheck(ctx context.Context) (*RunResult, error, bool) {
+	if d.pastDeadline() {
+		// Past the deadline: the run ends cancelled, the ledger untouched.
+		d.cp.Error = &RunError{Code: "deadline", Message: "the run's deadline passed"}
+		res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
+		return res, err, true
+	}
+	if ctx.Err() == nil {
+		return nil, nil, false
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrClosed):
+		return nil, &ClosedError{RunID: d.run.ID, Driven: true}, true
+	case errors.Is(cause, errLostClaim):
+		return nil, cause, true
+	case errors.Is(cause, ErrReleased): // a worker's shutdown: back to the queue
+		res, err := d.handBack(ctx)
+		return res, err, true
+	}
+	d.cp.Error = &RunError{Code: "cancelled", Message: cause.Error()}
+	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
+	return res, err, true
+}
+
+// stopInterrupted ends a drive whose pending calls left interruptions. A
+// cancellation or a passed deadline ends the run cancelled for good (the
+// interruptions stay in the checkpoint as the evidence a later
+// [Runtime.Decide] records with); otherwise the run stops interrupted,
+// which is also how a shutdown during a side effect ends.
+func (d *drive) stopInterrupted(ctx context.Context, interrupts []Interruption) (*RunResult, error) {
+	d.cp.Interruptions = flattenChild(interrupts)
+	if d.pastDeadline() || d.cancelled(ctx) {
+		if res, err, stop := d.stopCheck(ctx); stop {
+			return res, err
+		}
+	}
+	return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
+}

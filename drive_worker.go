@@ -1,0 +1,275 @@
+package actoviq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// registry holds the agents a worker can build, by id and digest: two
+// versions of one agent may be registered while runs of both exist.
+type registry struct {
+	mu     sync.Mutex
+	agents map[string]map[string]*AgentSpec // id → digest → agent
+}
+
+func (rt *Runtime) registered(id, digest string) (*AgentSpec, bool) {
+	rt.reg.mu.Lock()
+	defer rt.reg.mu.Unlock()
+	a, ok := rt.reg.agents[id][digest]
+	return a, ok
+}
+
+func (rt *Runtime) registeredIDs() []string {
+	rt.reg.mu.Lock()
+	defer rt.reg.mu.Unlock()
+	ids := make([]string, 0, len(rt.reg.agents))
+	for id := range rt.reg.agents {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// work drives one claimed run.
+func (rt *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, claim *store.Claim) (*RunResult, error) {
+	fence := store.Fence{Key: claim.Key, Holder: claim.Holder, Epoch: claim.Epoch}
+	a, ok := rt.registered(run.AgentID, run.AgentDigest)
+	if d := lastAgentDigest(run); !ok && d != "" {
+		a, ok = rt.registered(run.AgentID, d) // a version that took the run over
+	}
+	if !ok && o.Resolve != nil {
+		info, err := rt.Get(ctx, run.ID)
+		if err != nil {
+			rt.releaseFence(ctx, fence)
+			return nil, err
+		}
+		ra, err := o.Resolve(ctx, info)
+		if err != nil {
+			return rt.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf("the worker could not build agent %s: %v", run.AgentID, err))
+		}
+		a, ok = ra, ra.Digest() == run.AgentDigest || ra.Digest() == lastAgentDigest(run)
+		if !ok {
+			return rt.park(ctx, run.ID, fence, "agent_changed", fmt.Sprintf(
+				"the run was started with agent %s digest %s; the worker built digest %s", run.AgentID, run.AgentDigest, ra.Digest()))
+		}
+	}
+	if !ok {
+		return rt.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf(
+			"no registered version of agent %s has digest %s", run.AgentID, run.AgentDigest))
+	}
+	res, err := rt.driveClaimed(ctx, a, run.ID, fence, o.Sinks)
+	if err == nil && res.Status == StatusInterrupted && retriable(res.Interruptions) {
+		if again, rerr := rt.retryBackground(ctx, run.ID, res.Interruptions); rerr != nil || again != nil {
+			return again, rerr
+		}
+	}
+	return res, err
+}
+
+// retryBackground queues a retry-safe background child again after a
+// drive that stopped for what a retry may get past (a provider outage, a
+// started read or idempotent write), recording the re-execute decisions,
+// while it has attempts left. It returns nil when the run is not retried.
+func (rt *Runtime) retryBackground(ctx context.Context, runID string, ins []Interruption) (*RunResult, error) {
+	run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID})
+	if err != nil {
+		return nil, err
+	}
+	cp, err := decodeCheckpoint(run)
+	if err != nil {
+		return nil, err
+	}
+	ci := cp.Child
+	if ci == nil || ci.Mode != "background" || ci.Failure != RetrySafe || ci.Attempts+1 >= ci.MaxAttempts {
+		return nil, nil
+	}
+	var ds []Decision
+	for _, in := range ins {
+		if in.Kind == InterruptRecovery && in.RunID == "" {
+			ds = append(ds, Decision{CallID: in.CallID, Kind: DecideReexecute, By: "retry-safe",
+				Reason: "a retry-safe child: its tools are all read or idempotent-write, so a new attempt with the same key is safe"})
+		}
+	}
+	err = rt.requeueWith(ctx, runID, ds, func(cp *checkpoint) {
+		if cp.Child != nil {
+			cp.Child.Attempts++
+		}
+	}, fmt.Sprintf("retry-safe: attempt %d of %d", ci.Attempts+2, ci.MaxAttempts))
+	if err != nil {
+		return nil, err
+	}
+	return &RunResult{RunID: runID, Status: StatusQueued, Usage: cp.Usage}, nil
+}
+
+// driveClaimed drives a run whose claim the caller holds.
+func (rt *Runtime) driveClaimed(ctx context.Context, a *AgentSpec, runID string, fence store.Fence, sinks []EventSink) (*RunResult, error) {
+	d, err := rt.newDrive(a, sinks)
+	if err != nil {
+		rt.releaseFence(ctx, fence)
+		return nil, err
+	}
+	d.fence = fence
+	if err := d.read(ctx, runID); err != nil {
+		d.release(ctx)
+		return nil, err
+	}
+	if d.run.SessionID != "" {
+		if err := d.claimSession(ctx, d.run.SessionID); err != nil {
+			d.release(ctx)
+			return nil, err
+		}
+		defer d.releaseSession()
+	}
+	if ci := d.cp.Child; ci != nil { // a child keeps to its tree's budget
+		left, why, err := rt.budgetLeft(ctx, ci)
+		if err != nil {
+			d.release(ctx)
+			return nil, err
+		}
+		if why != "" {
+			left = &budgetLeft{} // spent: the first check ends the run failed
+		}
+		ctx = withBudget(ctx, left)
+	}
+	start := EvRunResumed
+	if d.run.EventSeq == 0 {
+		start = EvRunStarted
+	}
+	return rt.claimAndDrive(ctx, d, start, nil)
+}
+
+// park stops a claimed run that this worker cannot drive: interrupted,
+// with the reason as its error, its ledger untouched, for an operator (or
+// a worker with the right agent after Runtime.Resume).
+func (rt *Runtime) park(ctx context.Context, runID string, fence store.Fence, code, msg string) (*RunResult, error) {
+	d := rt.bareDrive()
+	d.fence = fence
+	defer d.release(ctx)
+	if err := d.read(ctx, runID); err != nil {
+		return nil, err
+	}
+	d.cp.Error = &RunError{Code: code, Message: msg + "; resume it with the agent it was started with (Runtime.Resume)"}
+	if err := d.finish(ctx, store.RunInterrupted, EvRunInterrupted); err != nil {
+		return nil, err
+	}
+	return d.cp.result(runID, store.RunInterrupted), nil
+}
+
+// parkCodes are the RunError codes park writes.
+var parkCodes = map[string]bool{"no_agent": true, "agent_changed": true}
+
+// unpark clears the reason a worker parked the run with, now that a drive
+// with an agent takes it up again.
+func (d *drive) unpark() {
+	if d.cp.Error != nil && parkCodes[d.cp.Error.Code] && d.run.Status == store.RunInterrupted {
+		d.cp.Error = nil
+	}
+}
+
+func (rt *Runtime) releaseFence(ctx context.Context, f store.Fence) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.commitTO)
+	defer cancel()
+	_ = rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: rt.tenant, Fence: f})
+}
+
+// handBack ends a released drive: the run goes back to the queue as it is.
+func (d *drive) handBack(ctx context.Context) (*RunResult, error) {
+	if err := d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{
+		Holder: d.fence.Holder, Epoch: d.fence.Epoch, Reason: "the worker shut down before the run ended"})); err != nil {
+		return nil, err
+	}
+	return &RunResult{RunID: d.run.ID, Status: StatusQueued, Usage: d.cp.Usage}, nil
+}
+
+// newQueued writes a queued run record.
+func (rt *Runtime) newQueued(ctx context.Context, a *AgentSpec, in *Input) (*store.Run, error) {
+	return rt.newQueuedWith(ctx, a, in, nil)
+}
+
+// newQueuedWith is newQueued; mutate, when set, adjusts the checkpoint and
+// the record before they are written.
+func (rt *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, mutate func(*checkpoint, *store.Run)) (*store.Run, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if in == nil {
+		in = &Input{}
+	}
+	if in.SessionID != "" {
+		return nil, fmt.Errorf("actoviq: run for session %s: a queued run cannot continue a session; use Runtime.Run", in.SessionID)
+	}
+	for i := range in.Items {
+		if err := in.Items[i].Validate(); err != nil {
+			return nil, fmt.Errorf("actoviq: input item %d: %w", i, err)
+		}
+	}
+	runID, field := in.RunID, "Input.RunID"
+	if runID == "" {
+		runID, field = rt.newID(), "Config.NewID"
+	}
+	if err := checkRunID(field, runID); err != nil {
+		return nil, err
+	}
+	d := &drive{rt: rt}
+	cp := &checkpoint{V: 1, TraceID: rt.newID(), PolicyVersion: a.Approval.version()}
+	for _, it := range in.Items {
+		cp.Items = append(cp.Items, d.redactItem(it))
+	}
+	run := &store.Run{Tenant: rt.tenant, ID: runID, ParentID: in.ParentRunID, AgentID: a.ID,
+		AgentDigest: a.Digest(), Status: store.RunQueued, Meta: in.Meta}
+	if a.Limits.RunTimeout > 0 {
+		run.Deadline = rt.clock().Add(a.Limits.RunTimeout)
+	}
+	if mutate != nil {
+		mutate(cp, run)
+	}
+	raw, err := json.Marshal(cp)
+	if err != nil {
+		return nil, err
+	}
+	run.Checkpoint = raw
+	created, err := rt.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
+	if errors.Is(err, store.ErrExists) {
+		return nil, fmt.Errorf("%w: %s (a run id is never re-run; use Resume)", ErrRunExists, runID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: create run %s: %w", runID, err)
+	}
+	return created, nil
+}
+
+func (rt *Runtime) requeueWith(ctx context.Context, runID string, decisions []Decision, mutate func(*checkpoint), reason string) error {
+	d := rt.bareDrive()
+	if err := d.load(ctx, runID); err != nil {
+		return err
+	}
+	if d.run.Status.Terminal() {
+		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
+	}
+	if err := d.checkDecisions(decisions); err != nil {
+		return err
+	}
+	if err := d.claim(ctx); err != nil {
+		return err
+	}
+	defer d.release(ctx)
+	if err := d.read(ctx, runID); err != nil {
+		return err
+	}
+	if d.run.Status.Terminal() {
+		return fmt.Errorf("%w: %s is %s", ErrRunFinished, runID, d.run.Status)
+	}
+	// Past its deadline the run ends cancelled with its ledger untouched,
+	// and the decisions are refused, as Resume does.
+	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {
+		return err
+	}
+	if mutate != nil {
+		mutate(d.cp)
+	}
+	return d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{Reason: reason}))
+}

@@ -1,0 +1,246 @@
+package actoviq
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// AgentChangedData is the payload of agent.changed.
+type AgentChangedData struct {
+	AgentChangeRecord
+}
+
+// EventTypes implements [EventData].
+func (*AgentChangedData) EventTypes() []string { return []string{EvAgentChanged} }
+
+// MetaChangedData is the payload of run.meta_changed: a resume replaced
+// the run's Meta ([ResumeOptions.Meta]).
+type MetaChangedData struct {
+	// From is the Meta before; empty when the run had none.
+	From json.RawMessage `json:"from,omitempty"`
+	// To is the Meta now.
+	To json.RawMessage `json:"to"`
+}
+
+// EventTypes implements [EventData].
+func (*MetaChangedData) EventTypes() []string { return []string{EvRunMetaChanged} }
+
+// RunStartedData is the payload of run.started and run.resumed: who drives
+// the run, under which claim, with which agent.
+type RunStartedData struct {
+	// AgentID is AgentSpec.ID.
+	AgentID string `json:"agent_id"`
+	// AgentDigest is the digest of the agent's definition at this drive.
+	AgentDigest string `json:"agent_digest"`
+	// Model is AgentSpec.Model.
+	Model string `json:"model"`
+	// Holder names the process that holds the run's claim for this drive.
+	Holder string `json:"holder"`
+	// Epoch is the claim's fencing token: every write of this drive checks it.
+	Epoch int64 `json:"epoch"`
+}
+
+// RunEndedData is the payload of the events that end a drive:
+// run.completed, run.interrupted, run.failed and run.cancelled.
+type RunEndedData struct {
+	// Status is the run's status after the drive.
+	Status Status `json:"status"`
+	// Usage is the run's total token usage so far.
+	Usage item.Usage `json:"usage"`
+	// Error says why a failed run failed; nil otherwise.
+	Error *RunError `json:"error,omitempty"`
+	// Interruptions are the open questions of an interrupted run.
+	Interruptions []Interruption `json:"interruptions,omitempty"`
+}
+
+// ModelRequestData is the payload of model.request, emitted (not stored)
+// before each model call.
+type ModelRequestData struct {
+	// Turn is the number the response will have (1 for the first call).
+	Turn int `json:"turn"`
+	// Model is the model asked.
+	Model string `json:"model"`
+	// Items is the number of transcript items sent.
+	Items int `json:"items"`
+}
+
+// TextDeltaData is the payload of model.text_delta, emitted (not stored)
+// while a streaming model call delivers text.
+type TextDeltaData struct {
+	// Delta is the piece of text.
+	Delta string `json:"delta"`
+	// Index is the output item the text belongs to.
+	Index int `json:"index"`
+}
+
+// ModelAttemptData is the payload of model.attempt, emitted (not stored)
+// when the provider transport retried a model call before any output.
+type ModelAttemptData struct {
+	// Number is the attempt that failed, starting at 1.
+	Number int `json:"number"`
+	// Status is the HTTP status, or 0 when no response arrived.
+	Status int `json:"status,omitempty"`
+	// Wait is the backoff before the next attempt (JSON: nanoseconds).
+	Wait time.Duration `json:"wait"`
+	// Err describes the failure; it never contains credentials.
+	Err string `json:"error,omitempty"`
+}
+
+// ModelResponseData is the payload of model.response: a model response
+// committed to the checkpoint (tool-call arguments redacted).
+type ModelResponseData struct {
+	// Turn counts committed responses, from 1.
+	Turn int `json:"turn"`
+	// ResponseID is the provider's response id, when it gives one.
+	ResponseID string `json:"response_id,omitempty"`
+	// StopReason is why the model stopped.
+	StopReason llm.StopReason `json:"stop_reason,omitempty"`
+	// Usage is this response's token usage.
+	Usage item.Usage `json:"usage"`
+	// Items are the response's output items.
+	Items []item.Item `json:"items"`
+}
+
+// ToolCallData is the payload of every tool.* event except tool.probed: a
+// ledger transition of one call, as the ledger holds it after the
+// transition.
+type ToolCallData struct {
+	// CallID is the call's id in the run.
+	CallID string `json:"call_id"`
+	// Tool is the tool's name.
+	Tool string `json:"tool"`
+	// Effect is the tool's declared effect.
+	Effect tool.Effect `json:"effect"`
+	// State is the ledger state after the transition.
+	State store.LedgerState `json:"state"`
+	// IdempotencyKey is the call's stable key.
+	IdempotencyKey string `json:"idempotency_key"`
+	// Attempt counts executions of the call (0 before the first start).
+	Attempt int `json:"attempt"`
+	// Args are the call's arguments, secret-looking values redacted.
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// ToolProbedData is the payload of tool.probed: what a tool's
+// [tool.Reconciler] probe answered about a call of unknown outcome.
+type ToolProbedData struct {
+	// CallID is the call the probe was asked about.
+	CallID string `json:"call_id"`
+	// Outcome is "committed", "not_executed" or "unknown".
+	Outcome string `json:"outcome"`
+	// Evidence is what the probe saw.
+	Evidence string `json:"evidence,omitempty"`
+	// Error is set when the probe itself failed.
+	Error string `json:"error,omitempty"`
+}
+
+// EventTypes implements [EventData].
+func (*RunStartedData) EventTypes() []string { return []string{EvRunStarted, EvRunResumed} }
+
+// EventTypes implements [EventData].
+func (*RunEndedData) EventTypes() []string {
+	return []string{EvRunCompleted, EvRunInterrupted, EvRunFailed, EvRunCancelled}
+}
+
+// EventTypes implements [EventData].
+func (*ModelRequestData) EventTypes() []string { return []string{EvModelRequest} }
+
+// EventTypes implements [EventData].
+func (*TextDeltaData) EventTypes() []string { return []string{EvTextDelta} }
+
+// EventTypes implements [EventData].
+func (*ModelAttemptData) EventTypes() []string { return []string{EvModelAttempt} }
+
+// EventTypes implements [EventData].
+func (*ModelResponseData) EventTypes() []string { return []string{EvModelResponse} }
+
+// EventTypes implements [EventData].
+func (*ToolCallData) EventTypes() []string {
+	return []string{EvToolPrepared, EvToolAwaiting, EvToolApproved, EvToolRejected, EvToolStarted,
+		EvToolCommitted, EvToolUnknown, EvToolSkipped, EvToolSettled, EvToolReexecute}
+}
+
+// EventTypes implements [EventData].
+func (*ToolProbedData) EventTypes() []string { return []string{EvToolProbed} }
+
+// eventPayloads maps each known event type to a new payload value.
+var eventPayloads = func() map[string]func() EventData {
+	m := map[string]func() EventData{}
+	for _, mk := range []func() EventData{
+		func() EventData { return new(RunStartedData) },
+		func() EventData { return new(RunEndedData) },
+		func() EventData { return new(ModelRequestData) },
+		func() EventData { return new(TextDeltaData) },
+		func() EventData { return new(ModelAttemptData) },
+		func() EventData { return new(ModelResponseData) },
+		func() EventData { return new(ToolCallData) },
+		func() EventData { return new(ToolProbedData) },
+		func() EventData { return new(AgentChangedData) },
+		func() EventData { return new(MetaChangedData) },
+		func() EventData { return new(RunReleasedData) },
+	} {
+		for _, t := range mk().EventTypes() {
+			m[t] = mk
+		}
+	}
+	return m
+}()
+
+// SessionRecoveredData is the payload of session.recovered.
+type SessionRecoveredData struct {
+	// SessionID is the run's session; Revision the session revision that
+	// ends the run's append.
+	SessionID string `json:"session_id"`
+	Revision  int64  `json:"revision"`
+	// Turn is the turn of the answer, as stored with the append.
+	Turn int `json:"turn"`
+	// Output is the answer the run completes with.
+	Output []item.Item `json:"output"`
+}
+
+// EventTypes implements [EventData].
+func (*SessionRecoveredData) EventTypes() []string { return []string{EvSessionRecovered} }
+
+func init() {
+	eventPayloads[EvSessionRecovered] = func() EventData { return new(SessionRecoveredData) }
+}
+
+// SinkPanickedData is the payload of sink.panicked: a sink panicked on an
+// event; it was recovered and skipped for that event.
+type SinkPanickedData struct {
+	// Sink is the sink's index among the drive's sinks (Config.Sinks, then
+	// the sinks given to the call); SinkType its Go type.
+	Sink     int    `json:"sink"`
+	SinkType string `json:"sink_type"`
+	// EventID and EventType name the event it panicked on.
+	EventID   string `json:"event_id"`
+	EventType string `json:"event_type"`
+	// Panic is the recovered value, as text.
+	Panic string `json:"panic"`
+}
+
+// EventTypes implements [EventData].
+func (*SinkPanickedData) EventTypes() []string { return []string{EvSinkPanicked} }
+
+func init() {
+	eventPayloads[EvSinkPanicked] = func() EventData { return new(SinkPanickedData) }
+}
+
+// RunReleasedData is the payload of run.released: a run went back to the
+// queue, from a worker that shut down ([ErrReleased]) or by
+// [Runtime.Requeue].
+type RunReleasedData struct {
+	// Holder and Epoch name the drive that released it; empty for Requeue.
+	Holder string `json:"holder,omitempty"`
+	Epoch  int64  `json:"epoch,omitempty"`
+	// Reason says why.
+	Reason string `json:"reason"`
+}
+
+// EventTypes implements [EventData].
+func (*RunReleasedData) EventTypes() []string { return []string{EvRunReleased} }
