@@ -7,6 +7,8 @@ type ctxKey int
 const (
 	keyIdempotency ctxKey = iota
 	keyAttempt
+	keyRecorder
+	keyAnswer
 )
 
 // WithIdempotencyKey returns a context carrying the call's idempotency key.

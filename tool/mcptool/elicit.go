@@ -62,7 +62,14 @@ func (sv *server) elicitationHandler() func(context.Context, *mcp.ElicitRequest)
 		return nil
 	}
 	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		p := req.Params
+		return sv.elicit(ctx, h, req.Params)
+	}
+}
+
+// elicit asks h, for the SDK's elicitation requests and for those of a
+// multi-round-trip answer.
+func (sv *server) elicit(ctx context.Context, h ElicitHandler, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	{
 		er := &ElicitRequest{Server: sv.name, Message: sv.scrub.text(p.Message), Mode: p.Mode, URL: p.URL}
 		if er.Mode == "" {
 			er.Mode = "form"

@@ -23,7 +23,17 @@ const (
 	DefaultTerminateWait  = 500 * time.Millisecond
 	DefaultConnectTimeout = 30 * time.Second
 	DefaultResumeRetries  = 2
+	DefaultTaskPoll       = 250 * time.Millisecond
+	DefaultTaskPollMax    = 5 * time.Second
 )
+
+// protocol20260728 is the first protocol version without sessions and
+// stream resumption.
+const protocol20260728 = "2026-07-28"
+
+// errNoResumption is what resuming a response stream under protocol
+// 2026-07-28 fails with.
+var errNoResumption = errors.New("mcptool: protocol 2026-07-28 has no stream resumption: the broken response stream was a cancellation on the server's side, and the call is not re-sent")
 
 // ErrClosed is returned by a [Source] (and its tools) after Close.
 var ErrClosed = errors.New("mcptool: source closed")
@@ -68,6 +78,21 @@ type Options struct {
 	// jitter), so a server that is gone for good fails its calls after
 	// about 2-5 s with the default.
 	ResumeRetries int
+	// ProtocolVersion pins the MCP protocol version this client asks for.
+	// Empty means the newest the SDK speaks (2026-07-28: server/discover,
+	// then initialize with 2025-11-25 for a server that does not know it;
+	// the server may settle on an older version still). Set an older
+	// version ("2025-11-25", "2025-06-18", ...) to skip 2026-07-28.
+	ProtocolVersion string
+	// NoTasks stops this client from declaring the Tasks extension
+	// ([TasksExtension]) to servers, so that they answer every call
+	// directly. A task handle a server returns anyway is still followed.
+	NoTasks bool
+	// TaskPoll is the first wait between two tasks/get of a task the
+	// client follows; it grows by half at each poll up to TaskPollMax. A
+	// server's pollIntervalMs, when longer, wins. Zero means
+	// [DefaultTaskPoll]; TaskPollMax zero means [DefaultTaskPollMax].
+	TaskPoll, TaskPollMax time.Duration
 	// OAuth configures MCP authorization of streamable-HTTP servers: where
 	// tokens are kept and how a person signs in. Nil: tokens in memory,
 	// and a server that needs a sign-in fails with an [*AuthError].
@@ -130,6 +155,15 @@ func New(cfg *Config, opts *Options) (*Source, error) {
 	}
 	if o.ResumeRetries == 0 {
 		o.ResumeRetries = DefaultResumeRetries
+	}
+	if o.TaskPoll <= 0 {
+		o.TaskPoll = DefaultTaskPoll
+	}
+	if o.TaskPollMax <= 0 {
+		o.TaskPollMax = DefaultTaskPollMax
+	}
+	if o.TaskPollMax < o.TaskPoll {
+		o.TaskPollMax = o.TaskPoll
 	}
 	s := &Source{opts: o, servers: map[string]*server{}}
 	if s.opts.HTTPClient == nil {
@@ -264,6 +298,8 @@ type server struct {
 	auth       *oauthHandler // nil: no MCP authorization
 	connecting chan struct{} // a one-slot lock that a waiting caller can give up on
 
+	captures captures // raw answers of tools/calls in flight, by key (wire.go)
+
 	mu   sync.Mutex
 	cur  *session
 	gen  int         // connections made, for diagnostics and tests
@@ -275,9 +311,18 @@ type session struct {
 	cs   *mcp.ClientSession
 	done chan struct{} // closed when the connection has ended
 	gen  int
+	tap  *tapConn // nil on streamable HTTP (wire.go)
 
 	mu       sync.Mutex
 	inflight map[context.Context]int // contexts of the calls in flight
+}
+
+// version returns the protocol version the connection negotiated.
+func (c *session) version() string {
+	if r := c.cs.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
 }
 
 func (c *session) ended() bool {
@@ -388,11 +433,17 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 			}
 		}
 	}
+	caps := &mcp.ClientCapabilities{}
+	if !src.opts.NoTasks {
+		// The Tasks extension: a server may answer a long call with a
+		// task handle, which is recorded and followed (task.go).
+		caps.AddExtension(TasksExtension, map[string]any{})
+	}
 	sv.client = mcp.NewClient(&mcp.Implementation{Name: src.opts.ClientName, Version: src.opts.ClientVersion}, &mcp.ClientOptions{
 		// Declare no roots: our servers get their scope from their
 		// configuration, and server-filesystem would otherwise ask.
 		// Elicitation is declared when Options.Elicit is set.
-		Capabilities:       &mcp.ClientCapabilities{},
+		Capabilities:       caps,
 		ElicitationHandler: sv.elicitationHandler(),
 		// The multi-round-trip middleware re-sends tools/call with the
 		// answers to a server's input requests: a tools/call is sent
@@ -480,13 +531,20 @@ func (sv *server) connect(ctx context.Context) (*session, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cs, err := sv.client.Connect(cctx, t, nil)
+	var copts *mcp.ClientSessionOptions
+	if v := sv.src.opts.ProtocolVersion; v != "" {
+		copts = &mcp.ClientSessionOptions{ProtocolVersion: v}
+	}
+	cs, err := sv.client.Connect(cctx, t, copts)
 	if err != nil {
 		return nil, sv.withStderr(err)
 	}
 	sv.mu.Lock()
 	sv.gen++
 	sess := &session{cs: cs, done: make(chan struct{}), gen: sv.gen}
+	if tt, ok := t.(*tapTransport); ok {
+		sess.tap = tt.conn
+	}
 	sv.mu.Unlock()
 	return sess, nil
 }
@@ -494,14 +552,23 @@ func (sv *server) connect(ctx context.Context) (*session, error) {
 func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
 	switch {
 	case sv.cfg.Connect != nil:
-		return sv.cfg.Connect(ctx)
+		t, err := sv.cfg.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, http := t.(*mcp.StreamableClientTransport); http {
+			// Its connection cannot be wrapped without losing its
+			// session updates; tasks need the configured URL.
+			return t, nil
+		}
+		return &tapTransport{inner: t, sv: sv}, nil
 	case sv.cfg.Command != "":
 		cmd := exec.Command(sv.cfg.Command, sv.cfg.Args...)
 		cmd.Env = slices.Clone(sv.env)
 		cmd.Dir = sv.cfg.Cwd
 		cmd.Stderr = sv.stderrSink()
 		dieWithParent(cmd)
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: sv.src.opts.TerminateWait}, nil
+		return &tapTransport{inner: &mcp.CommandTransport{Command: cmd, TerminateDuration: sv.src.opts.TerminateWait}, sv: sv}, nil
 	default:
 		base := sv.src.opts.HTTPClient
 		hc := *base
@@ -509,7 +576,7 @@ func (sv *server) transport(ctx context.Context) (mcp.Transport, error) {
 		if rt == nil {
 			rt = http.DefaultTransport
 		}
-		hc.Transport = &headerTransport{base: rt, headers: sv.headers}
+		hc.Transport = &headerTransport{base: rt, headers: sv.headers, sv: sv}
 		ct := &mcp.StreamableClientTransport{
 			Endpoint:   sv.cfg.URL,
 			HTTPClient: &hc,
@@ -564,9 +631,17 @@ func (s *Source) Connections(name string) int {
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	sv      *server // nil for this package's own requests
 }
 
 func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != "" && req.Header.Get("Mcp-Protocol-Version") >= protocol20260728 {
+		// Protocol 2026-07-28 has no stream resumption: a closed response
+		// stream cancelled the request on the server's side. Resuming it
+		// is refused here, whatever the server sent, so the call fails
+		// with its outcome unknown and is never re-sent.
+		return nil, errNoResumption
+	}
 	r := req
 	if len(h.headers) > 0 {
 		r = req.Clone(req.Context())
@@ -575,6 +650,9 @@ func (h *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := h.base.RoundTrip(r)
+	if h.sv != nil && err == nil && req.Method == http.MethodPost {
+		h.sv.captureHTTP(req, resp)
+	}
 	if obs, ok := req.Context().Value(callObserverKey{}).(*callObserver); ok && req.Method == http.MethodPost {
 		obs.record(resp, err)
 	}
@@ -612,4 +690,21 @@ func (o *callObserver) refused() (bool, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.posts > 0 && o.refusals == o.posts, o.status
+}
+
+// ProtocolVersion returns the MCP protocol version of the named server's
+// current connection ("2026-07-28", "2025-11-25", ...), or "" when it has
+// none (not connected yet, or dropped).
+func (s *Source) ProtocolVersion(name string) string {
+	sv, ok := s.servers[name]
+	if !ok {
+		return ""
+	}
+	sv.mu.Lock()
+	cur := sv.cur
+	sv.mu.Unlock()
+	if cur == nil {
+		return ""
+	}
+	return cur.version()
 }

@@ -165,34 +165,89 @@ func (sv *server) schema(v any) (json.RawMessage, error) {
 //
 // Every error text is scrubbed of the server's env and header values.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-	sv := t.server
-	sess, err := sv.get(ctx)
-	if err != nil {
-		if errors.Is(err, ErrClosed) {
-			return tool.Result{}, ErrClosed
-		}
-		// Nothing was sent: the outcome is known.
-		var ae *AuthError
-		if errors.As(err, &ae) {
-			return tool.Result{}, fmt.Errorf("mcptool: tool %s: %w; the tool did not run", t.remote, ae)
-		}
-		return tool.Result{}, sv.errorf("tool %s: connect: %w", t.remote, err)
-	}
+	return t.exchange(ctx, t.params(tool.IdempotencyKey(ctx), args), 0)
+}
+
+var _ tool.Resumer = (*Tool)(nil)
+
+// params builds the call's tools/call params, with its key in _meta.
+func (t *Tool) params(key string, args json.RawMessage) *mcp.CallToolParams {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
-	if key := tool.IdempotencyKey(ctx); key != "" {
+	if key != "" {
 		params.Meta = mcp.Meta{MetaIdempotencyKey: key}
 	}
-	obs := &callObserver{}
-	done := sess.track(ctx)
-	defer done()
-	res, err := sess.cs.CallTool(context.WithValue(ctx, callObserverKey{}, obs), params)
-	if err != nil {
-		return tool.Result{}, t.failed(ctx, sess, obs, err)
+	return params
+}
+
+// exchange sends a tools/call (the call, or a continuation the server asked
+// for) once, and follows the answer: a result, a task (task.go) or an
+// input_required round (mrtr.go), whose continuation it sends with the same
+// key after recording the round.
+func (t *Tool) exchange(ctx context.Context, params *mcp.CallToolParams, round int) (tool.Result, error) {
+	sv := t.server
+	for {
+		sess, err := sv.get(ctx)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return tool.Result{}, ErrClosed
+			}
+			// Nothing was sent: the outcome is known.
+			var ae *AuthError
+			if errors.As(err, &ae) {
+				return tool.Result{}, fmt.Errorf("mcptool: tool %s: %w; the tool did not run", t.remote, ae)
+			}
+			if round > 0 {
+				return tool.Result{}, t.unknownf(err, "connecting for the continuation of round %d failed after the server's input_required answer; nothing more was sent", round)
+			}
+			return tool.Result{}, sv.errorf("tool %s: connect: %w", t.remote, err)
+		}
+		key, _ := params.Meta[MetaIdempotencyKey].(string)
+		var cp *capture
+		if key != "" {
+			var done func()
+			cp, done = sv.captures.add(key)
+			defer done()
+		}
+		obs := &callObserver{}
+		untrack := sess.track(ctx)
+		res, err := sess.cs.CallTool(context.WithValue(ctx, callObserverKey{}, obs), params)
+		untrack()
+		if err != nil {
+			return tool.Result{}, t.failed(ctx, sess, obs, err)
+		}
+		var raw json.RawMessage
+		if cp != nil {
+			raw = cp.result()
+		}
+		tk, err := taskAnswer(raw)
+		if err != nil {
+			return tool.Result{}, t.unknownf(nil, "%v", err)
+		}
+		if tk != nil {
+			return t.startTask(ctx, tk)
+		}
+		if isTaskResult(res) {
+			return tool.Result{}, t.unknownf(nil, "the server answered with a task handle that this connection cannot read (a custom streamable-HTTP Connect); the task was not followed")
+		}
+		if !res.NeedsInput() {
+			return t.result(res), nil
+		}
+		round++
+		if round > maxRounds {
+			return tool.Result{IsError: true, Content: fmt.Sprintf("the MCP server asked for input more than %d times; the call was given up and did not complete", maxRounds)}, nil
+		}
+		reqs, err := json.Marshal(res.InputRequests)
+		if err != nil {
+			return tool.Result{}, t.unknownf(err, "the server's input requests are unreadable")
+		}
+		ih := InputHandle{Server: sv.name, Tool: t.remote, Round: round, Step: StepAsked, InputRequests: reqs, RequestState: res.RequestState}
+		if params, err = t.continuation(ctx, params, ih, res.InputRequests, false); err != nil {
+			return tool.Result{}, err
+		}
 	}
-	return t.result(res), nil
 }
 
 // failed classifies an error of an in-flight tools/call.
@@ -227,6 +282,12 @@ func (t *Tool) failed(ctx context.Context, sess *session, obs *callObserver, err
 	switch {
 	case ctx.Err() != nil:
 		why = "the call's context ended while it was in flight (" + ctx.Err().Error() + ")"
+	case werr == nil && sess.version() >= protocol20260728:
+		// No stream resumption: a response stream that closed before
+		// the answer was a cancellation on the server's side, and only
+		// a new request (with a new id) could ask again. That is not
+		// this client's to decide.
+		why = "the response stream broke while the call was in flight (protocol " + sess.version() + ": no stream resumption; the server took the closed stream as a cancellation)"
 	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		why = "the connection closed while the call was in flight (the server may have exited)"
 	case werr != nil:
@@ -279,11 +340,6 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 		}
 	}
 	out := tool.Result{Content: sv.scrub.text(strings.Join(parts, "\n")), IsError: res.IsError}
-	if res.NeedsInput() {
-		// A multi-round-trip result (protocol 2026-07-28): answering it
-		// would send tools/call again, which this client never does.
-		out = tool.Result{IsError: true, Content: "the MCP server asked for client input with a multi-round-trip result, which this client does not answer (answering re-sends the call); the tool did not complete"}
-	}
 	if res.StructuredContent != nil && !out.IsError {
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
 			out.Data = sv.scrub.json(b)
