@@ -144,6 +144,7 @@ type InputError struct {
 	Schema json.RawMessage
 }
 
+// Error says that the call waits for a person, and the question.
 func (e *InputError) Error() string {
 	return "tool: the call waits for input from a person: " + e.Prompt
 }
