@@ -213,7 +213,7 @@ type tapConn struct {
 	sv *server
 
 	mu      sync.Mutex
-	calls   map[string]*capture                // JSON-RPC id (as text) of a tools/call → its capture
+	calls   map[string]*capture               // JSON-RPC id (as text) of a tools/call → its capture
 	waiters map[string]chan *jsonrpc.Response // own request ids
 	seq     atomic.Int64
 	closed  chan struct{}
