@@ -48,7 +48,78 @@ func (e *env) mcpCmd() *cobra.Command {
 			"the user's config dir (mode 0600; $ACTOVIQ_MCP_TOKENS overrides the file), never in the run store. " +
 			"Runs then use and refresh it.",
 	}
-	cmd.AddCommand(e.mcpListCmd(), e.mcpLoginCmd(), e.mcpLogoutCmd())
+	cmd.AddCommand(e.mcpListCmd(), e.mcpLoginCmd(), e.mcpLogoutCmd(), e.mcpTaskCmd(), e.mcpCancelTaskCmd())
+	return cmd
+}
+
+// mcpTaskSource opens a source and checks that it has the server.
+func (e *env) mcpTaskSource(f *mcpFlags, name string) (*mcptool.Source, error) {
+	src, _, err := e.mcpSource(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(src.Servers(), name) {
+		src.Close()
+		return nil, usageErr("--mcp-config %s has no enabled server %q (servers: %s)", f.config, name, strings.Join(src.Servers(), ", "))
+	}
+	return src, nil
+}
+
+func (e *env) mcpTaskCmd() *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "task SERVER TASK_ID",
+		Short: "Show the status of an MCP task (tasks/get, a pure read)",
+		Long: "A call answered with a task of the MCP Tasks extension keeps the task id on its ledger entry " +
+			"(runs show lists it as evidence). This asks the server where the task is: working, input_required, " +
+			"completed, failed or cancelled. A server that no longer knows the task says so.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, err := e.mcpTaskSource(&f, args[0])
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			st, msg, err := src.TaskStatus(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			if msg != "" {
+				msg = " (" + msg + ")"
+			}
+			fmt.Fprintf(e.stdout, "Task %s on %s: %s%s\n", args[1], args[0], st, msg)
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func (e *env) mcpCancelTaskCmd() *cobra.Command {
+	var f mcpFlags
+	cmd := &cobra.Command{
+		Use:   "cancel-task SERVER TASK_ID",
+		Short: "Cancel an MCP task a call left running (tasks/cancel, sent once)",
+		Long: "Asks the server to cancel a task of the MCP Tasks extension, for example one that a run past its " +
+			"deadline left working. Cancellation is cooperative: the server may have done part of the work, so the " +
+			"call's outcome stays unknown until it is settled (actoviq resolve). The request is sent once; the " +
+			"exit code says whether the server acknowledged it.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, err := e.mcpTaskSource(&f, args[0])
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			if err := src.CancelTask(cmd.Context(), args[0], args[1]); err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			fmt.Fprintf(e.stdout, "Task %s on %s: tasks/cancel acknowledged (cancellation is cooperative; check with `actoviq mcp task %s %s`).\n",
+				args[1], args[0], args[0], args[1])
+			return nil
+		},
+	}
+	f.add(cmd)
 	return cmd
 }
 
