@@ -116,6 +116,10 @@ func run(ctx context.Context, url, scenario, rawContext string) error {
 			LoginTimeout: 10 * time.Second,
 		},
 		Elicit: acceptDefaults,
+		// scripts/mcp-conformance runs the suite once as users run it
+		// (2026-07-28 first, then the fallback) and once pinned to an
+		// older protocol version.
+		ProtocolVersion: os.Getenv("ACTOVIQ_MCP_PROTOCOL"),
 	})
 	if err != nil {
 		return err
