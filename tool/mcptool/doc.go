@@ -86,17 +86,19 @@
 //     the request did not reach the server), which is not true once the
 //     request was written; we do not rely on it and treat every in-flight
 //     failure as unknown.
-//   - When a call's SSE response stream breaks after the server gave it an
-//     event id, the client resumes it with GET and Last-Event-ID after the
-//     server's retry delay ([Options.ResumeRetries] times without progress
-//     at most). That re-reads the same answer, which the server kept; it
-//     never re-sends the request, so resumption is on. A stream that breaks
-//     before any event id, or whose resumption fails, fails the call with
-//     its outcome unknown.
-//   - The multi-round-trip middleware (protocol 2026-07-28) re-sends
-//     tools/call with the answers when a server asks for client input. We
-//     turn it off, and declare no sampling or roots capability; elicitation
-//     only when [Options.Elicit] is set (see below).
+//   - Up to protocol 2025-11-25, when a call's SSE response stream breaks
+//     after the server gave it an event id, the client resumes it with GET
+//     and Last-Event-ID after the server's retry delay
+//     ([Options.ResumeRetries] times without progress at most). That
+//     re-reads the same answer, which the server kept; it never re-sends
+//     the request, so resumption is on. A stream that breaks before any
+//     event id, or whose resumption fails, fails the call with its outcome
+//     unknown. Protocol 2026-07-28 has no resumption (see below).
+//   - The SDK's multi-round-trip middleware (protocol 2026-07-28) would
+//     send tools/call again with the answers, out of the ledger's sight.
+//     We turn it off and send the continuation ourselves, after recording
+//     the round (see below). We declare no sampling or roots capability;
+//     elicitation only when [Options.Elicit] is set.
 //   - Go's net/http replays a request on a fresh connection only when nothing
 //     was written, or when the request is idempotent: GET/HEAD, or a POST
 //     carrying an Idempotency-Key or X-Idempotency-Key header, which is why
@@ -144,9 +146,70 @@
 // fills the defaults of fields the answer leaves out. Without it, the
 // capability is not declared and a server that asks anyway gets an error:
 // a worker declines. [DeclineElicitation] declines explicitly. On protocol
-// 2026-07-28 a server asks through a multi-round-trip result instead, which
-// this client does not continue (it would re-send tools/call): such a call
-// ends with an error result saying so.
+// 2026-07-28 a server asks through a multi-round-trip result instead (next
+// section); the same handler answers it.
+//
+// # Protocol 2026-07-28
+//
+// The client asks for protocol 2026-07-28 first (server/discover, no
+// initialize, no session; version and capabilities in every request's
+// _meta) and falls back to initialize with 2025-11-25 when the server does
+// not know it; the server may settle on an older version still.
+// [Options.ProtocolVersion] pins an older one; [Source.ProtocolVersion]
+// says what a connection speaks.
+//
+// 2026-07-28 has no stream resumption: a response stream that closes before
+// the answer is a cancellation on the server's side, and only a new request
+// with a new id could ask again. So a broken stream during tools/call is an
+// unknown outcome, like any transport failure: never a silent re-send, never
+// a new request id on this client's own initiative. A resuming GET
+// (Last-Event-ID) under 2026-07-28 is refused before it leaves, even when
+// the server sent event ids.
+//
+// # Multi-round-trip input (SEP-2322)
+//
+// A 2026-07-28 server may answer a tools/call with resultType
+// "input_required": what it needs (inputRequests) and an opaque
+// requestState. That is not a result: the client answers and sends the same
+// tools/call again with inputResponses and the requestState, the same
+// arguments and the same idempotency key in _meta. It is a step the server
+// asked for, not a replay, and the ledger tells the two apart: each round
+// is recorded on the call's ledger entry ([tool.RecordHandle], kind
+// [HandleInput], data [InputHandle]) before anyone is asked (step
+// [StepAsked]), and again with the answers before the continuation is sent
+// ([StepSending]). After a crash, [Tool.Resume] (the runtime calls it for a
+// started call with a handle) sends the continuation of a round at
+// [StepAsked], asking again; a round at [StepSending] may have reached the
+// server, so its outcome is unknown, as for any send. Elicitations are
+// answered by [Options.Elicit]; without a handler the call returns a
+// [*tool.InputError] with the question, for a person, whose answer reaches
+// Resume through [tool.Answer]. Sampling and roots requests are not offered.
+// At most 10 rounds.
+//
+// # Tasks (SEP-2663)
+//
+// The client declares the Tasks extension ([TasksExtension]; off with
+// [Options.NoTasks]), so a server may answer a long call with a task
+// handle (resultType "task", a task id) instead of a result; one it returns
+// unasked is followed the same way. The task id is recorded on the call's
+// ledger entry (kind [HandleTask], data [TaskHandle]) before anything else
+// happens; then the call polls tasks/get, from [Options.TaskPoll] growing by
+// half up to [Options.TaskPollMax] (the server's pollIntervalMs wins when
+// longer), until the task ends or the call's deadline passes. tasks/get is a
+// pure read: a connection that breaks while polling is replaced and polling
+// goes on. A completed task's result is the call's result; a failed,
+// cancelled or input_required task, a task the server no longer knows
+// (expired past its TTL, lost) and a deadline that passes while it works
+// are unknown outcomes whose error names the task id, for the probe or a
+// person. A call whose context is cancelled (its run was cancelled) sends
+// tasks/cancel once and records that on the handle. After a crash,
+// [Tool.Resume] polls the stored task id and never calls the tool again.
+// [Source.TaskStatus] and [Source.CancelTask] (`actoviq mcp task`, `actoviq
+// mcp cancel-task`) let an operator look at a task and cancel it.
+//
+// The SDK (v1.8.0) has no Tasks API: this package reads the raw answer of a
+// call (a tap on a stdio connection, a tee of the HTTP response body) and
+// sends tasks/get and tasks/cancel itself, each once.
 //
 // # Connections and Close
 //
