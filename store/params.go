@@ -68,12 +68,17 @@ type LedgerGetParams struct {
 	CallID string
 }
 
-// LedgerListParams lists a run's ledger in (Turn, Index) order.
+// LedgerListParams lists a run's ledger in (Turn, Index) order, or the
+// ledgers of several runs in one query (RunIDs: ordered by run id, then
+// (Turn, Index)).
 type LedgerListParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string
 	// RunID names the run.
 	RunID string
+	// RunIDs, instead of RunID, names several runs (at most
+	// [MaxLedgerRuns]): a page of runs reads its ledgers in one round trip.
+	RunIDs []string
 }
 
 // OnceGetParams reads a once record.
@@ -137,14 +142,33 @@ type RunGetParams struct {
 	ID string
 }
 
-// RunListParams lists a tenant's runs, newest first.
+// RunListParams lists a tenant's runs, newest first (CreatedAt, then ID,
+// descending) or in the given Order, one page at a time. Every filter is
+// applied in the store's query, which reads only the rows of the page (an
+// index serves each combination; see the backends' EXPLAIN tests).
 type RunListParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string
 	// Status keeps only runs in this status; empty means any.
 	Status RunStatus
+	// Statuses keeps only runs in one of these statuses (together with
+	// Status when both are set); empty (and Status empty) means any.
+	Statuses []RunStatus
 	// ParentID keeps only children of this run; empty means any.
 	ParentID string
+	// Claim keeps only runs whose claim is in this state at Now.
+	Claim ClaimFilter
+	// Now is the time Claim is judged at; zero means the store's clock.
+	Now time.Time
+	// Order is the order of the list; zero means [RunsNewest].
+	Order RunOrder
+	// After continues a list: only runs strictly after this cursor in
+	// Order are returned (keyset paging: a run created or removed
+	// meanwhile shifts no page). Nil starts at the beginning.
+	After *RunCursor
+	// Summary leaves Run.Checkpoint nil: a list that shows no transcript
+	// does not read one.
+	Summary bool
 	// Limit bounds the rows returned; 0 means no limit.
 	Limit int
 }
@@ -160,6 +184,9 @@ type RunUpdate struct {
 	Checkpoint json.RawMessage
 	// Meta, when nil, keeps the stored value.
 	Meta json.RawMessage
+	// WaitKind is what the run waits for when Status is interrupted (see
+	// [Run.WaitKind]); it is stored as empty with any other status.
+	WaitKind string
 }
 
 // LedgerWrite creates (ExpectedRevision 0) or replaces a ledger entry.

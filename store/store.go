@@ -29,6 +29,9 @@ type Store interface {
 
 	// RunClaimNext claims the oldest queued run.
 	RunClaimNext(ctx context.Context, p *RunClaimNextParams) (*Run, *Claim, error)
+	// RunCount counts runs by stored status and wait kind, with the
+	// filters of [Store.RunList].
+	RunCount(ctx context.Context, p *RunCountParams) ([]RunCount, error)
 	// RunCreate creates a run.
 	RunCreate(ctx context.Context, p *RunCreateParams) (*Run, error)
 	// RunGet reads a run.
@@ -37,6 +40,9 @@ type Store interface {
 	// healthy runs are returned together with a [*DataError] for the first
 	// bad one.
 	RunList(ctx context.Context, p *RunListParams) ([]*Run, error)
+	// RunPrune removes one bounded batch of finished runs (see
+	// [RunPruneParams] for what is never removed).
+	RunPrune(ctx context.Context, p *RunPruneParams) (*RunPruneResult, error)
 	// RunWrite applies one atomic, revision-checked, fenced write to a run.
 	RunWrite(ctx context.Context, p *RunWriteParams) (*RunWriteResult, error)
 

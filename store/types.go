@@ -55,6 +55,11 @@ type Run struct {
 	Meta json.RawMessage
 	// Deadline is the run's deadline; zero means none.
 	Deadline time.Time
+	// WaitKind is what an interrupted run waits for, as the engine wrote
+	// it with the status (the kind of its first open question, such as
+	// "approval"); empty for any other status. It is a summary column
+	// that the inbox counts by; the checkpoint holds the details.
+	WaitKind string
 	// Revision is the run row's CAS revision, 1 after create.
 	Revision int64
 	// EventSeq is the sequence number of the run's last event, 0 if none.

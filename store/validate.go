@@ -240,6 +240,20 @@ func (p *LedgerGetParams) Validate() error {
 
 // Validate checks the parameters.
 func (p *LedgerListParams) Validate() error {
+	if len(p.RunIDs) > 0 {
+		if p.RunID != "" {
+			return invalid("RunIDs", "set together with RunID")
+		}
+		if len(p.RunIDs) > MaxLedgerRuns {
+			return invalid("RunIDs", fmt.Sprintf("%d runs, more than %d", len(p.RunIDs), MaxLedgerRuns))
+		}
+		for i, id := range p.RunIDs {
+			if id == "" {
+				return invalid(fmt.Sprintf("RunIDs[%d]", i), "empty")
+			}
+		}
+		return needTenant(p.Tenant)
+	}
 	return firstErr(needTenant(p.Tenant), need("RunID", p.RunID))
 }
 
@@ -254,10 +268,23 @@ func (p *RunListParams) Validate() error {
 	if p.Status != "" && !p.Status.Valid() {
 		return invalid("Status", fmt.Sprintf("unknown status %q", p.Status))
 	}
+	for i, s := range p.Statuses {
+		if !s.Valid() {
+			return invalid(fmt.Sprintf("Statuses[%d]", i), fmt.Sprintf("unknown status %q", s))
+		}
+	}
 	if p.Limit < 0 {
 		return invalid("Limit", "negative")
 	}
-	return needTenant(p.Tenant)
+	switch p.Order {
+	case RunsNewest, RunsWaitingLongest:
+	default:
+		return invalid("Order", fmt.Sprintf("unknown order %q", p.Order))
+	}
+	if p.After != nil && p.After.ID == "" {
+		return invalid("After.ID", "empty")
+	}
+	return firstErr(needTenant(p.Tenant), p.Claim.validate())
 }
 
 // Validate checks the parameters.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -300,15 +301,24 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 	}
 	defer s.mu.Unlock()
 	var out []*store.LedgerEntry
-	for _, e := range s.ledger[key{p.Tenant, p.RunID}] {
-		c, err := cloneEntry(e)
-		if err != nil {
-			return nil, err
+	ids := p.RunIDs
+	if len(ids) == 0 {
+		ids = []string{p.RunID}
+	}
+	for _, id := range ids {
+		for _, e := range s.ledger[key{p.Tenant, id}] {
+			c, err := cloneEntry(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
+		if a.RunID != b.RunID {
+			return a.RunID < b.RunID
+		}
 		if a.Turn != b.Turn {
 			return a.Turn < b.Turn
 		}
@@ -406,6 +416,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	c.ExpiresAt = store.Time(now.Add(p.TTL))
 	c.HeartbeatAt = now
 	r.Status = store.RunRunning
+	r.WaitKind = ""
 	r.Revision++
 	r.UpdatedAt = now
 	rc, err := cloneRun(r)
@@ -445,6 +456,7 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		r.Checkpoint = json.RawMessage("{}")
 	}
 	r.Meta = cloneJSON(p.Run.Meta)
+	r.WaitKind = store.StoredWaitKind(r.Status, r.WaitKind)
 	r.Deadline = store.Time(r.Deadline)
 	r.Revision = 1
 	r.EventSeq = 0
@@ -482,10 +494,18 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	statuses := p.ListStatuses()
+	now := p.Now
+	if now.IsZero() {
+		now = s.clock.Now()
+	}
 	var out []*store.Run
 	var bad error // the first run that does not decode; it hides no other
 	for k, r := range s.runs {
-		if k.tenant != p.Tenant || (p.Status != "" && r.Status != p.Status) || (p.ParentID != "" && r.ParentID != p.ParentID) {
+		if k.tenant != p.Tenant || !s.matchLocked(r, statuses, p.ParentID, p.Claim, now) {
+			continue
+		}
+		if p.After != nil && cmpRun(r, p.After, p.Order) <= 0 {
 			continue
 		}
 		c, err := cloneRun(r)
@@ -495,18 +515,155 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 			}
 			continue
 		}
+		if p.Summary {
+			c.Checkpoint = nil
+		}
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b *store.Run) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return cmpString(b.ID, a.ID)
+		return cmpRun(a, store.CursorOf(b, p.Order), p.Order)
 	})
 	if p.Limit > 0 && len(out) > p.Limit {
 		out = out[:p.Limit]
 	}
 	return out, bad
+}
+
+// cmpRun compares r with the run at cursor c in order o: negative when r
+// comes first.
+func cmpRun(r *store.Run, c *store.RunCursor, o store.RunOrder) int {
+	if o == store.RunsWaitingLongest {
+		if x := r.UpdatedAt.Compare(c.At); x != 0 {
+			return x
+		}
+		return cmpString(r.ID, c.ID)
+	}
+	if x := c.At.Compare(r.CreatedAt); x != 0 {
+		return x
+	}
+	return cmpString(c.ID, r.ID)
+}
+
+// matchLocked applies the filters shared by RunList and RunCount.
+func (s *Store) matchLocked(r *store.Run, statuses []store.RunStatus, parentID string, cf store.ClaimFilter, now time.Time) bool {
+	if len(statuses) > 0 && !slices.Contains(statuses, r.Status) || parentID != "" && r.ParentID != parentID {
+		return false
+	}
+	if cf.State == store.ClaimAny {
+		return true
+	}
+	c, ok := s.claims[key{r.Tenant, store.RunClaimKey(r.ID)}]
+	live := ok && c.ExpiresAt.After(now)
+	if cf.State == store.ClaimLive {
+		return live
+	}
+	return !live || cf.HolderPrefix != "" && strings.HasPrefix(c.Holder, cf.HolderPrefix)
+}
+
+// RunCount implements [store.Store].
+func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.RunCount, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := p.Now
+	if now.IsZero() {
+		now = s.clock.Now()
+	}
+	type group struct {
+		status store.RunStatus
+		kind   string
+	}
+	n := map[group]int64{}
+	for k, r := range s.runs {
+		if k.tenant == p.Tenant && s.matchLocked(r, p.Statuses, p.ParentID, p.Claim, now) {
+			n[group{r.Status, r.WaitKind}]++
+		}
+	}
+	out := make([]store.RunCount, 0, len(n))
+	for g, c := range n {
+		out = append(out, store.RunCount{Status: g.status, WaitKind: g.kind, N: c})
+	}
+	store.SortCounts(out)
+	return out, nil
+}
+
+// RunPrune implements [store.Store].
+func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.RunPruneResult, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	inUse := map[string]bool{} // sessions still in use
+	for k, r := range s.runs {
+		if k.tenant == p.Tenant && r.SessionID != "" && (!r.Status.Terminal() || !r.UpdatedAt.Before(p.FinishedBefore)) {
+			inUse[r.SessionID] = true
+		}
+	}
+	var cand []*store.Run
+	for k, r := range s.runs {
+		if k.tenant != p.Tenant || !r.Status.Terminal() || !r.UpdatedAt.Before(p.FinishedBefore) {
+			continue
+		}
+		if !p.Sessions && r.SessionID != "" && inUse[r.SessionID] {
+			continue
+		}
+		if s.keepLocked(r, now) {
+			continue
+		}
+		cand = append(cand, r)
+	}
+	slices.SortFunc(cand, func(a, b *store.Run) int {
+		return cmpRun(a, store.CursorOf(b, store.RunsWaitingLongest), store.RunsWaitingLongest)
+	})
+	res := &store.RunPruneResult{RunIDs: []string{}}
+	if len(cand) > p.Limit {
+		cand, res.More = cand[:p.Limit], true
+	}
+	for _, r := range cand {
+		k := key{p.Tenant, r.ID}
+		res.RunIDs = append(res.RunIDs, r.ID)
+		res.LedgerEntries += int64(len(s.ledger[k]))
+		res.Events += int64(len(s.events[k]))
+		if !p.DryRun {
+			delete(s.runs, k)
+			delete(s.ledger, k)
+			delete(s.events, k)
+			delete(s.claims, key{p.Tenant, store.RunClaimKey(r.ID)})
+		}
+	}
+	return res, nil
+}
+
+// keepLocked reports whether a finished run must be kept whatever the
+// policy: an unsettled call, a child or parent not finished, a live claim.
+func (s *Store) keepLocked(r *store.Run, now time.Time) bool {
+	for _, e := range s.ledger[key{r.Tenant, r.ID}] {
+		if e.State == store.LedgerStarted || e.State == store.LedgerUnknown {
+			return true
+		}
+	}
+	if c, ok := s.claims[key{r.Tenant, store.RunClaimKey(r.ID)}]; ok && c.ExpiresAt.After(now) {
+		return true
+	}
+	if r.ParentID != "" {
+		if par, ok := s.runs[key{r.Tenant, r.ParentID}]; ok && !par.Status.Terminal() {
+			return true
+		}
+	}
+	for k, c := range s.runs {
+		if k.tenant == r.Tenant && c.ParentID == r.ID && !c.Status.Terminal() {
+			return true
+		}
+	}
+	return false
 }
 
 // RunWrite implements [store.Store]. All checks happen before any change,
@@ -547,6 +704,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	res := &store.RunWriteResult{}
 	if u := p.Run; u != nil {
 		run.Status = u.Status
+		run.WaitKind = store.StoredWaitKind(u.Status, u.WaitKind)
 		run.Checkpoint = cloneJSON(u.Checkpoint)
 		if run.Checkpoint == nil {
 			run.Checkpoint = json.RawMessage("{}")

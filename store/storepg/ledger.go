@@ -99,8 +99,13 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT `+ledgerCols+` FROM {{schema}}.ledger
-		WHERE tenant = $1 AND run_id = $2 ORDER BY turn, idx, call_id`), p.Tenant, p.RunID)
+	q, arg := `SELECT `+ledgerCols+` FROM {{schema}}.ledger
+		WHERE tenant = $1 AND run_id = $2 ORDER BY turn, idx, call_id`, any(p.RunID)
+	if len(p.RunIDs) > 0 {
+		q, arg = `SELECT `+ledgerCols+` FROM {{schema}}.ledger
+		WHERE tenant = $1 AND run_id = ANY($2::text[]) ORDER BY run_id, turn, idx, call_id`, p.RunIDs
+	}
+	rows, err := s.pool.Query(ctx, s.q(q), p.Tenant, arg)
 	if err != nil {
 		return nil, mapErr("list ledger of run "+p.RunID, err)
 	}

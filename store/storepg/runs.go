@@ -12,13 +12,13 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-const runCols = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+const runCols = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind,
 	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
 
 // runColsRead is runCols for reads of a stored run: the run's last event
 // seq is the largest stored seq (a write that changes only the ledger does
 // not rewrite the run row; see migrations/002_run_write.sql).
-const runColsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+const runColsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind,
 	checkpoint, meta, deadline, revision,
 	greatest(event_seq, coalesce((SELECT max(ev.seq) FROM {{schema}}.events ev
 		WHERE ev.tenant = runs.tenant AND ev.run_id = runs.id), 0)),
@@ -27,6 +27,8 @@ const runColsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, 
 // runRow holds the nullable scan targets of one runs row.
 type runRow struct {
 	tenant, id, parentID, sessionID, agentID, agentDigest, status *string
+	waitKind                                                      *string
+	summary                                                       bool // the checkpoint was not read
 	checkpoint, meta                                              *string
 	deadline                                                      *time.Time
 	revision, eventSeq                                            *int64
@@ -34,7 +36,7 @@ type runRow struct {
 }
 
 func (r *runRow) dest() []any {
-	return []any{&r.tenant, &r.id, &r.parentID, &r.sessionID, &r.agentID, &r.agentDigest, &r.status,
+	return []any{&r.tenant, &r.id, &r.parentID, &r.sessionID, &r.agentID, &r.agentDigest, &r.status, &r.waitKind,
 		&r.checkpoint, &r.meta, &r.deadline, &r.revision, &r.eventSeq, &r.createdAt, &r.updatedAt}
 }
 
@@ -51,13 +53,16 @@ func (r *runRow) run() (*store.Run, error) {
 		AgentID:     d.str("agent_id", r.agentID),
 		AgentDigest: d.str("agent_digest", r.agentDigest),
 		Status:      store.RunStatus(d.str("status", r.status)),
-		Checkpoint:  d.json("checkpoint", r.checkpoint),
+		WaitKind:    d.str("wait_kind", r.waitKind),
 		Meta:        d.optJSON("meta", r.meta),
 		Deadline:    optTime(r.deadline),
 		Revision:    d.i64("revision", r.revision),
 		EventSeq:    d.i64("event_seq", r.eventSeq),
 		CreatedAt:   d.tm("created_at", r.createdAt),
 		UpdatedAt:   d.tm("updated_at", r.updatedAt),
+	}
+	if !r.summary || r.checkpoint != nil {
+		run.Checkpoint = d.json("checkpoint", r.checkpoint)
 	}
 	if !run.Status.Valid() && r.status != nil {
 		d.fail("unknown status %q", run.Status)
@@ -77,12 +82,12 @@ func scanRun(row pgx.Row) (*store.Run, error) {
 	return r.run()
 }
 
-func collectRuns(rows pgx.Rows) ([]*store.Run, error) {
+func collectRuns(rows pgx.Rows, summary bool) ([]*store.Run, error) {
 	defer rows.Close()
-	var out []*store.Run
+	out := []*store.Run{}
 	var bad error // the first row that does not decode; it hides no other
 	for rows.Next() {
-		var r runRow
+		r := runRow{summary: summary}
 		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, err
 		}
@@ -121,11 +126,11 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		var err error
 		run, err = scanRun(s.pool.QueryRow(ctx, s.q(`
 			INSERT INTO {{schema}}.runs (`+runCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1, 0, $11, $11)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $12, $8, $9, $10, 1, 0, $11, $11)
 			ON CONFLICT (tenant, id) DO NOTHING
 			RETURNING `+runCols),
 			r.Tenant, r.ID, r.ParentID, r.SessionID, r.AgentID, r.AgentDigest, string(r.Status),
-			string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now))
+			string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now, store.StoredWaitKind(r.Status, r.WaitKind)))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -156,27 +161,6 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 	return run, nil
 }
 
-// RunList implements [store.Store]: newest first, by (created_at, id)
-// descending.
-func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
-	if err := store.Check(p); err != nil {
-		return nil, err
-	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT `+runColsRead+` FROM {{schema}}.runs
-		WHERE tenant = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR parent_id = $3)
-		ORDER BY created_at DESC, id DESC
-		LIMIT $4`),
-		p.Tenant, string(p.Status), p.ParentID, limitArg(p.Limit))
-	if err != nil {
-		return nil, mapErr("list runs", err)
-	}
-	runs, err := collectRuns(rows)
-	if err != nil && !errors.Is(err, store.ErrData) {
-		return nil, mapErr("list runs", err)
-	}
-	return runs, err // a DataError comes with the healthy runs
-}
-
 // limitArg is a LIMIT parameter: 0 (no limit) is NULL, which PostgreSQL
 // reads as LIMIT ALL.
 func limitArg(n int) any {
@@ -186,7 +170,9 @@ func limitArg(n int) any {
 	return int64(n)
 }
 
-// claimNextPick picks the oldest claimable run: queued, or (with $3, the
+// claimNextPick picks the oldest claimable run from the partial index
+// runs_active (queued and running runs only, so that neither a claim nor
+// an idle poll reads a finished or interrupted run): queued, or (with $3, the
 // Stale flag) running with an expired or released claim, or running with no
 // claim row and not updated since $4. $5 is the agent filter (NULL or empty:
 // any). SKIP LOCKED lets concurrent workers pass over each other's picks
@@ -237,7 +223,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 				return err
 			}
 			run, err = scanRun(tx.QueryRow(ctx, s.q(`
-				UPDATE {{schema}}.runs SET status = 'running', revision = revision + 1, updated_at = $3
+				UPDATE {{schema}}.runs SET status = 'running', wait_kind = '', revision = revision + 1, updated_at = $3
 				WHERE tenant = $1 AND id = $2
 				RETURNING `+runColsRead), p.Tenant, id, now))
 			return err

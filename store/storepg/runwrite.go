@@ -21,7 +21,7 @@ const runWriteCall = `SELECT o_parent, o_session, o_agent, o_digest, o_meta, o_d
 	o_first_seq, o_ledger_created
 	FROM {{schema}}.run_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
-		$31, $32, $33, $34, $35, $36, $37)`
+		$31, $32, $33, $34, $35, $36, $37, $38)`
 
 // SQLSTATEs raised by run_write.
 const (
@@ -219,7 +219,9 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 	}
 	var runRev *int64
 	var status, checkpoint, meta *string
+	wait := ""
 	if u := p.Run; u != nil {
+		wait = store.StoredWaitKind(u.Status, u.WaitKind)
 		runRev = &u.ExpectedRevision
 		st := string(u.Status)
 		status = &st
@@ -234,7 +236,7 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 	c.args = []any{p.Tenant, p.RunID, c.now, fenceKey, fenceHolder, fenceEpoch, runRev, status, checkpoint, meta,
 		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
 		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed,
-		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9]}
+		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9], wait}
 	return c
 }
 
@@ -262,7 +264,7 @@ func (c *call) scan(row pgx.Row) (*store.RunWriteResult, error) {
 			Tenant: p.Tenant, ID: p.RunID,
 			ParentID: d.str("parent_id", c.parent), SessionID: d.str("session_id", c.session),
 			AgentID: d.str("agent_id", c.agent), AgentDigest: d.str("agent_digest", c.digest),
-			Status: u.Status, Checkpoint: cp, Meta: d.optJSON("meta", c.metaOut),
+			Status: u.Status, WaitKind: store.StoredWaitKind(u.Status, u.WaitKind), Checkpoint: cp, Meta: d.optJSON("meta", c.metaOut),
 			Deadline: optTime(c.deadline), Revision: d.i64("revision", c.revision),
 			EventSeq: *c.firstSeq - 1 + int64(len(p.Events)), CreatedAt: d.tm("created_at", c.created), UpdatedAt: c.now,
 		}

@@ -3,6 +3,7 @@ package storesqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -70,8 +71,17 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 	if err := validate(p); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+ledgerColumns+` FROM ledger
-		WHERE tenant = ? AND run_id = ? ORDER BY turn, idx, call_id`, p.Tenant, p.RunID)
+	q, arg := `SELECT `+ledgerColumns+` FROM ledger
+		WHERE tenant = ? AND run_id = ? ORDER BY turn, idx, call_id`, any(p.RunID)
+	if len(p.RunIDs) > 0 {
+		ids, err := json.Marshal(p.RunIDs)
+		if err != nil {
+			return nil, err
+		}
+		q, arg = `SELECT `+ledgerColumns+` FROM ledger
+		WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, turn, idx, call_id`, string(ids)
+	}
+	rows, err := s.db.QueryContext(ctx, q, p.Tenant, arg)
 	if err != nil {
 		return nil, wrap("list ledger of run "+p.RunID, mapErr(ctx, err))
 	}

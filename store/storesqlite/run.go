@@ -3,24 +3,27 @@ package storesqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 
 	"github.com/actoviq/actoviq-go/store"
 )
 
-const runColumns = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+const runColumns = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind,
 	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
 
 // runColumnsRead is runColumns for reads: the run's last event seq is the
 // largest stored seq, since a write that changes only the ledger does not
 // rewrite the run row (see RunWrite).
-const runColumnsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, status,
+const runColumnsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind,
 	checkpoint, meta, deadline, revision,
 	MAX(event_seq, COALESCE((SELECT MAX(ev.seq) FROM events ev WHERE ev.tenant = runs.tenant AND ev.run_id = runs.id), 0)),
 	created_at, updated_at`
 
-func scanRun(sc scanner) (*store.Run, error) {
+func scanRun(sc scanner) (*store.Run, error) { return scanRunRow(sc, false) }
+
+// scanRunRow reads one run; summary means the checkpoint was not selected
+// (NULL), which is then no data error.
+func scanRunRow(sc scanner, summary bool) (*store.Run, error) {
 	var (
 		r                   store.Run
 		status              string
@@ -29,7 +32,7 @@ func scanRun(sc scanner) (*store.Run, error) {
 		createdAt, updateAt int64
 	)
 	d := decoder{kind: "run"}
-	err := sc.Scan(&r.Tenant, &r.ID, &r.ParentID, &r.SessionID, &r.AgentID, &r.AgentDigest, &status,
+	err := sc.Scan(&r.Tenant, &r.ID, &r.ParentID, &r.SessionID, &r.AgentID, &r.AgentDigest, &status, &r.WaitKind,
 		&checkpoint, &meta, &deadline, &r.Revision, &r.EventSeq, &createdAt, &updateAt)
 	d.id = r.ID
 	if err != nil {
@@ -39,7 +42,9 @@ func scanRun(sc scanner) (*store.Run, error) {
 	if !r.Status.Valid() {
 		d.fail("unknown status %q", status)
 	}
-	r.Checkpoint = d.json("checkpoint", checkpoint)
+	if checkpoint.Valid || !summary {
+		r.Checkpoint = d.json("checkpoint", checkpoint)
+	}
 	r.Meta = d.json("meta", meta)
 	r.Deadline = fromOptMicros(deadline)
 	r.CreatedAt = fromMicros(createdAt)
@@ -60,9 +65,9 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	err := s.write(ctx, func(tx querier) error {
 		now := micros(s.now())
 		found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO runs (`+runColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)
 			ON CONFLICT DO NOTHING RETURNING `+runColumns,
-			in.Tenant, in.ID, in.ParentID, in.SessionID, in.AgentID, in.AgentDigest, string(in.Status),
+			in.Tenant, in.ID, in.ParentID, in.SessionID, in.AgentID, in.AgentDigest, string(in.Status), store.StoredWaitKind(in.Status, in.WaitKind),
 			optJSON(in.Checkpoint), optJSON(in.Meta), optMicros(in.Deadline), now, now)),
 			func(sc scanner) (err error) { out, err = scanRun(sc); return err })
 		if err != nil {
@@ -96,55 +101,6 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 	return out, nil
 }
 
-// RunList implements [store.Store]. A row that cannot be decoded fails the
-// whole call with a [*store.DataError] naming it.
-func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
-	if err := validate(p); err != nil {
-		return nil, err
-	}
-	var (
-		where = []string{"tenant = ?"}
-		args  = []any{p.Tenant}
-	)
-	if p.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, string(p.Status))
-	}
-	if p.ParentID != "" {
-		where = append(where, "parent_id = ?")
-		args = append(args, p.ParentID)
-	}
-	q := `SELECT ` + runColumnsRead + ` FROM runs WHERE ` + strings.Join(where, " AND ") + ` ORDER BY created_at DESC, id DESC`
-	if p.Limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, p.Limit)
-	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, wrap("list runs", mapErr(ctx, err))
-	}
-	defer rows.Close()
-	out := []*store.Run{}
-	var bad error // the first row that does not decode; it hides no other
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if errors.Is(err, store.ErrData) {
-			if bad == nil {
-				bad = err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap("list runs", mapErr(ctx, err))
-	}
-	return out, bad
-}
-
 // RunClaimNext implements [store.Store]: selecting the run, taking its
 // claim and marking it running are one write transaction, so two callers
 // (also in two processes) never get the same run.
@@ -159,9 +115,12 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	err := s.write(ctx, func(tx querier) error {
 		now := s.now()
 		var id string
-		q := `SELECT r.id FROM runs r
+		// r.status IN (...) is the partial index runs_active's condition,
+		// written the same way so that SQLite uses it: the claim walks
+		// queued and running runs only, oldest first, never a finished one.
+		q := `SELECT r.id FROM runs r INDEXED BY runs_active
 			LEFT JOIN claims c ON c.tenant = r.tenant AND c.key = 'run:' || r.id
-			WHERE r.tenant = ? AND (c.key IS NULL OR c.expires_at <= ?)
+			WHERE r.tenant = ? AND r.status IN ('queued', 'running') AND (c.key IS NULL OR c.expires_at <= ?)
 			AND (r.status = 'queued' OR (? AND r.status = 'running' AND (c.key IS NOT NULL OR r.updated_at <= ?)))`
 		args := []any{p.Tenant, micros(now), p.Stale, micros(now.Add(-p.TTL))}
 		if len(p.AgentIDs) > 0 {
@@ -181,7 +140,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 		if err != nil {
 			return err
 		}
-		_, err = queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = 'running', revision = revision + 1, updated_at = ?,
+		_, err = queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = 'running', wait_kind = '', revision = revision + 1, updated_at = ?,
 				event_seq = MAX(event_seq, COALESCE((SELECT MAX(seq) FROM events WHERE tenant = ? AND run_id = ?), 0))
 			WHERE tenant = ? AND id = ? RETURNING `+runColumns, micros(now), p.Tenant, id, p.Tenant, id)),
 			func(sc scanner) (err error) { run, err = scanRun(sc); return err })

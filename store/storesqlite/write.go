@@ -54,7 +54,8 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			}
 		}
 		if u := p.Run; u != nil {
-			args := append([]any{string(u.Status), optJSON(u.Checkpoint), u.Meta != nil, optJSON(u.Meta), lastSeq + n, now,
+			wait := store.StoredWaitKind(u.Status, u.WaitKind)
+			args := append([]any{string(u.Status), wait, optJSON(u.Checkpoint), u.Meta != nil, optJSON(u.Meta), lastSeq + n, now,
 				p.Tenant, p.RunID, u.ExpectedRevision}, fargs...)
 			var (
 				run      store.Run
@@ -62,7 +63,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 				deadline sql.NullInt64
 				created  int64
 			)
-			found, err := queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = ?, checkpoint = ?,
+			found, err := queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = ?, wait_kind = ?, checkpoint = ?,
 				meta = CASE WHEN ? THEN ? ELSE meta END, revision = revision + 1,
 				event_seq = MAX(event_seq, ?), updated_at = ?
 				WHERE tenant = ? AND id = ? AND revision = ?`+cond+`
@@ -88,7 +89,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 				})
 			}
 			d := decoder{kind: "run", id: p.RunID}
-			run.Tenant, run.ID, run.Status = p.Tenant, p.RunID, u.Status
+			run.Tenant, run.ID, run.Status, run.WaitKind = p.Tenant, p.RunID, u.Status, wait
 			run.Checkpoint = cloneJSON(u.Checkpoint)
 			run.Meta = d.json("meta", meta)
 			run.Deadline = fromOptMicros(deadline)

@@ -78,6 +78,11 @@ func Run(t *testing.T, b Backend) {
 		{"SessionRace", testSessionRace},
 		{"Once", testOnce},
 		{"Invalid", testInvalid},
+		{"RunListPaging", testRunListPaging},
+		{"RunListClaims", testRunListClaims},
+		{"RunCount", testRunCount},
+		{"LedgerListRuns", testLedgerListRuns},
+		{"RunPrune", testRunPrune},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

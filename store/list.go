@@ -1,0 +1,217 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// RunOrder is the order of a [Store.RunList].
+type RunOrder string
+
+// Run orders.
+const (
+	// RunsNewest lists newest first: CreatedAt, then ID, descending.
+	RunsNewest RunOrder = ""
+	// RunsWaitingLongest lists the run unchanged for longest first:
+	// UpdatedAt, then ID, ascending. An interrupted run is not written
+	// while it waits, so this is the order in which runs began waiting.
+	RunsWaitingLongest RunOrder = "waiting"
+)
+
+// RunCursor is where a page of a [Store.RunList] ended: the sort key of
+// its last run. Pass it as RunListParams.After to get the next page.
+type RunCursor struct {
+	// At is the last run's CreatedAt ([RunsNewest]) or UpdatedAt
+	// ([RunsWaitingLongest]).
+	At time.Time
+	// ID is the last run's id (the tie-breaker).
+	ID string
+}
+
+// CursorOf returns the cursor after r in order o.
+func CursorOf(r *Run, o RunOrder) *RunCursor {
+	if o == RunsWaitingLongest {
+		return &RunCursor{At: r.UpdatedAt, ID: r.ID}
+	}
+	return &RunCursor{At: r.CreatedAt, ID: r.ID}
+}
+
+// ClaimState is the state of a run's claim ("run:<id>") at a given time.
+type ClaimState string
+
+// Claim states for [ClaimFilter].
+const (
+	// ClaimAny does not filter.
+	ClaimAny ClaimState = ""
+	// ClaimLive keeps runs whose claim has not expired.
+	ClaimLive ClaimState = "live"
+	// ClaimIdle keeps runs that have no claim, or whose claim expired or
+	// was released.
+	ClaimIdle ClaimState = "idle"
+)
+
+// ClaimFilter filters runs by their claim.
+type ClaimFilter struct {
+	// State is the claim state to keep.
+	State ClaimState
+	// HolderPrefix, with ClaimIdle, also keeps runs whose live claim's
+	// holder starts with it (such as "host:" for this host's processes,
+	// whose death the caller can check itself).
+	HolderPrefix string
+}
+
+// RunCountParams counts a tenant's runs with the filters of
+// [RunListParams] (Statuses, ParentID, Claim at Now).
+type RunCountParams struct {
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// Statuses keeps only runs in one of these statuses; empty means any.
+	Statuses []RunStatus
+	// ParentID keeps only children of this run; empty means any.
+	ParentID string
+	// Claim keeps only runs whose claim is in this state at Now.
+	Claim ClaimFilter
+	// Now is the time Claim is judged at; zero means the store's clock.
+	Now time.Time
+}
+
+// RunCount is one group of a [Store.RunCount]: how many runs have this
+// stored status and wait kind.
+type RunCount struct {
+	// Status is the stored status.
+	Status RunStatus
+	// WaitKind is [Run.WaitKind] (empty unless Status is interrupted).
+	WaitKind string
+	// N is the number of runs.
+	N int64
+}
+
+// MaxPruneBatch is the largest RunPruneParams.Limit.
+const MaxPruneBatch = 10000
+
+// MaxLedgerRuns is the largest len(LedgerListParams.RunIDs).
+const MaxLedgerRuns = 1000
+
+// RunPruneParams removes finished runs, in one bounded batch (one short
+// transaction), with their ledger, events and claim. Removed are runs in a
+// terminal status (completed, failed, cancelled) last written before
+// FinishedBefore. Never removed, whatever the parameters:
+//
+//   - a run that is not finished (queued, running, interrupted);
+//   - a finished run with a call still unsettled (ledger state started or
+//     unknown: what happened may still be recorded, for the record);
+//   - a run with a child that is not finished, and a child whose parent is
+//     not finished (the parent reads it);
+//   - a run whose claim is live;
+//   - unless Sessions is set, a run of a session still in use: one with a
+//     run that is not finished or was written at or after FinishedBefore.
+//
+// Session journals are never removed by a prune.
+type RunPruneParams struct {
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// FinishedBefore is the cut-off: runs last written before it.
+	FinishedBefore time.Time
+	// Limit is the batch size, from 1 to [MaxPruneBatch].
+	Limit int
+	// Sessions also removes the finished runs of sessions still in use.
+	Sessions bool
+	// DryRun removes nothing and reports what a prune would remove.
+	DryRun bool
+}
+
+// RunPruneResult is what a [Store.RunPrune] batch removed (or, for a dry
+// run, would remove).
+type RunPruneResult struct {
+	// RunIDs are the runs removed, oldest first.
+	RunIDs []string
+	// LedgerEntries and Events count the rows removed with them.
+	LedgerEntries int64
+	// Events counts the events removed with them.
+	Events int64
+	// More reports that the batch was full: there may be more to prune.
+	More bool
+}
+
+// Validate checks the parameters.
+func (p *RunCountParams) Validate() error {
+	for i, s := range p.Statuses {
+		if !s.Valid() {
+			return invalid(fmt.Sprintf("Statuses[%d]", i), fmt.Sprintf("unknown status %q", s))
+		}
+	}
+	return firstErr(needTenant(p.Tenant), p.Claim.validate())
+}
+
+// Validate checks the parameters.
+func (p *RunPruneParams) Validate() error {
+	if p.FinishedBefore.IsZero() {
+		return invalid("FinishedBefore", "zero")
+	}
+	if p.Limit < 1 || p.Limit > MaxPruneBatch {
+		return invalid("Limit", fmt.Sprintf("%d is not from 1 to %d", p.Limit, MaxPruneBatch))
+	}
+	return needTenant(p.Tenant)
+}
+
+func (f *ClaimFilter) validate() error {
+	switch f.State {
+	case ClaimAny, ClaimLive, ClaimIdle:
+	default:
+		return invalid("Claim.State", fmt.Sprintf("unknown claim state %q", f.State))
+	}
+	if f.HolderPrefix != "" && f.State != ClaimIdle {
+		return invalid("Claim.HolderPrefix", "only with ClaimIdle")
+	}
+	return nil
+}
+
+// ListStatuses returns the statuses a list keeps (Status and Statuses,
+// without duplicates, in the order given); nil means any.
+func (p *RunListParams) ListStatuses() []RunStatus {
+	return mergeStatuses(p.Status, p.Statuses)
+}
+
+func mergeStatuses(one RunStatus, many []RunStatus) []RunStatus {
+	var out []RunStatus
+	seen := map[RunStatus]bool{}
+	add := func(s RunStatus) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	add(one)
+	for _, s := range many {
+		add(s)
+	}
+	return out
+}
+
+// Terminal statuses, for queries.
+var terminalStatuses = []RunStatus{RunCompleted, RunFailed, RunCancelled}
+
+// TerminalStatuses returns the statuses of finished runs.
+func TerminalStatuses() []RunStatus { return append([]RunStatus(nil), terminalStatuses...) }
+
+// StoredWaitKind is the wait kind stored with a run in status s: kind for
+// an interrupted run, empty otherwise.
+func StoredWaitKind(s RunStatus, kind string) string {
+	if s != RunInterrupted {
+		return ""
+	}
+	return kind
+}
+
+// SortCounts sorts counts by status, then wait kind, the order every
+// backend returns them in.
+func SortCounts(c []RunCount) {
+	slices.SortFunc(c, func(a, b RunCount) int {
+		if x := strings.Compare(string(a.Status), string(b.Status)); x != 0 {
+			return x
+		}
+		return strings.Compare(a.WaitKind, b.WaitKind)
+	})
+}

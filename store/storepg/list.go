@@ -1,0 +1,267 @@
+package storepg
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Lists, counts and retention. Each query is written so that one of the
+// indexes of migrations/006_scale.sql serves it: a status list walks
+// runs_by_status (or runs_waiting, for the inbox's order) from the page's
+// cursor; several statuses are one index walk each, merged by a UNION ALL
+// of their first pages; the claim filter is one primary-key probe of the
+// claims table per row read (see TestQueryPlans).
+
+// runColsList is runColsRead for the runs table aliased r.
+var runColsList = strings.NewReplacer("runs.tenant", "r.tenant", "runs.id", "r.id").Replace(runColsRead)
+
+// runColsSummary is runColsList without the checkpoint.
+var runColsSummary = strings.Replace(runColsList, "wait_kind,\n\tcheckpoint,", "wait_kind,\n\tNULL::text,", 1)
+
+// waitingCond and finishedCond are the conditions of the partial indexes
+// runs_waiting and runs_finished.
+const (
+	waitingCond  = `r.status IN ('interrupted', 'running')`
+	finishedCond = `r.status IN ('completed', 'failed', 'cancelled')`
+)
+
+// sqlArgs numbers the parameters of a statement being built.
+type sqlArgs []any
+
+func (a *sqlArgs) ph(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+// claimCond is the claim filter's condition.
+func claimCond(a *sqlArgs, cf store.ClaimFilter, now time.Time) string {
+	if cf.State == store.ClaimAny {
+		return ""
+	}
+	live := `SELECT 1 FROM {{schema}}.claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > ` + a.ph(now)
+	if cf.State == store.ClaimLive {
+		return `EXISTS (` + live + `)`
+	}
+	if cf.HolderPrefix != "" {
+		live += ` AND NOT starts_with(c.holder, ` + a.ph(cf.HolderPrefix) + `)`
+	}
+	return `NOT EXISTS (` + live + `)`
+}
+
+func (s *Store) listNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.clock.Now()
+	}
+	return t
+}
+
+// RunList implements [store.Store]. A row that does not decode hides no
+// other: the healthy runs come with a [*store.DataError] naming it.
+func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	q, args := s.listQuery(p)
+	rows, err := s.pool.Query(ctx, s.q(q), args...)
+	if err != nil {
+		return nil, mapErr("list runs", err)
+	}
+	runs, err := collectRuns(rows, p.Summary)
+	if err != nil && !errors.Is(err, store.ErrData) {
+		return nil, mapErr("list runs", err)
+	}
+	return runs, err // a DataError comes with the healthy runs
+}
+
+// listQuery is RunList's statement: one index walk per status, each cut at
+// the limit, merged in order.
+func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
+	cols := runColsList
+	if p.Summary {
+		cols = runColsSummary
+	}
+	order := `created_at DESC, id DESC`
+	if p.Order == store.RunsWaitingLongest {
+		order = `updated_at, id`
+	}
+	now := s.listNow(p.Now)
+	var a sqlArgs
+	one := func(status store.RunStatus) string {
+		where := []string{`r.tenant = ` + a.ph(p.Tenant)}
+		if status != "" {
+			where = append(where, `r.status = `+a.ph(string(status)))
+			if p.Order == store.RunsWaitingLongest && (status == store.RunInterrupted || status == store.RunRunning) {
+				where = append(where, waitingCond)
+			}
+		}
+		if p.ParentID != "" {
+			where = append(where, `r.parent_id = `+a.ph(p.ParentID), `r.parent_id <> ''`)
+		}
+		if c := claimCond(&a, p.Claim, now); c != "" {
+			where = append(where, c)
+		}
+		if p.After != nil {
+			if p.Order == store.RunsWaitingLongest {
+				where = append(where, `(r.updated_at, r.id) > (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+			} else {
+				where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+			}
+		}
+		q := `SELECT ` + cols + ` FROM {{schema}}.runs r WHERE ` + strings.Join(where, " AND ") +
+			` ORDER BY r.` + strings.ReplaceAll(order, ", ", ", r.")
+		if p.Limit > 0 {
+			q += ` LIMIT ` + a.ph(int64(p.Limit))
+		}
+		return q
+	}
+	statuses := p.ListStatuses()
+	if len(statuses) <= 1 {
+		var st store.RunStatus
+		if len(statuses) == 1 {
+			st = statuses[0]
+		}
+		return one(st), a
+	}
+	parts := make([]string, len(statuses))
+	for i, st := range statuses {
+		parts[i] = `(` + one(st) + `)`
+	}
+	// The merge sorts the column names of the union's first branch.
+	q := `SELECT * FROM (` + strings.Join(parts, ` UNION ALL `) + `) u ORDER BY ` + order
+	if p.Limit > 0 {
+		q += ` LIMIT ` + a.ph(int64(p.Limit))
+	}
+	return q, a
+}
+
+// RunCount implements [store.Store].
+func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.RunCount, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	q, args := s.countQuery(p)
+	rows, err := s.pool.Query(ctx, s.q(q), args...)
+	if err != nil {
+		return nil, mapErr("count runs", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RunCount, error) {
+		var c store.RunCount
+		var st string
+		err := row.Scan(&st, &c.WaitKind, &c.N)
+		c.Status = store.RunStatus(st)
+		return c, err
+	})
+	if err != nil {
+		return nil, mapErr("count runs", err)
+	}
+	if out == nil {
+		out = []store.RunCount{}
+	}
+	store.SortCounts(out)
+	return out, nil
+}
+
+func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
+	var a sqlArgs
+	where := []string{`r.tenant = ` + a.ph(p.Tenant)}
+	if len(p.Statuses) > 0 {
+		waiting := true
+		sts := make([]string, len(p.Statuses))
+		for i, st := range p.Statuses {
+			sts[i] = string(st)
+			waiting = waiting && (st == store.RunInterrupted || st == store.RunRunning)
+		}
+		where = append(where, `r.status = ANY(`+a.ph(sts)+`::text[])`)
+		if waiting {
+			where = append(where, waitingCond)
+		}
+	}
+	if p.ParentID != "" {
+		where = append(where, `r.parent_id = `+a.ph(p.ParentID), `r.parent_id <> ''`)
+	}
+	if c := claimCond(&a, p.Claim, s.listNow(p.Now)); c != "" {
+		where = append(where, c)
+	}
+	return `SELECT r.status, r.wait_kind, count(*) FROM {{schema}}.runs r WHERE ` + strings.Join(where, " AND ") +
+		` GROUP BY r.status, r.wait_kind`, a
+}
+
+// prunePick selects a batch of finished runs that may be removed, oldest
+// write first (see store.RunPruneParams for the rules). $1 tenant, $2
+// cut-off, $3 now, $4 sessions too, $5 limit. FOR UPDATE SKIP LOCKED: a run
+// another writer holds is left for the next batch, and nothing waits.
+const prunePick = `SELECT r.tenant, r.id, r.updated_at FROM {{schema}}.runs r
+	WHERE r.tenant = $1 AND ` + finishedCond + ` AND r.updated_at < $2
+	AND NOT EXISTS (SELECT 1 FROM {{schema}}.ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id AND l.state IN ('started', 'unknown'))
+	AND NOT EXISTS (SELECT 1 FROM {{schema}}.claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > $3)
+	AND NOT EXISTS (SELECT 1 FROM {{schema}}.runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
+		AND k.status NOT IN ('completed', 'failed', 'cancelled'))
+	AND (r.parent_id = '' OR NOT EXISTS (SELECT 1 FROM {{schema}}.runs a WHERE a.tenant = r.tenant AND a.id = r.parent_id
+		AND a.status NOT IN ('completed', 'failed', 'cancelled')))
+	AND ($4 OR r.session_id = '' OR NOT EXISTS (SELECT 1 FROM {{schema}}.runs u WHERE u.tenant = r.tenant
+		AND u.session_id = r.session_id AND u.session_id <> ''
+		AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= $2)))
+	ORDER BY r.updated_at, r.id LIMIT $5`
+
+// pruneDelete removes the picked runs with their ledger, events and claim
+// in one statement; it returns the ids removed and the rows counted.
+const pruneDelete = `WITH v AS (` + prunePick + ` FOR UPDATE OF r SKIP LOCKED),
+	dl AS (DELETE FROM {{schema}}.ledger l USING v WHERE l.tenant = v.tenant AND l.run_id = v.id RETURNING 1),
+	de AS (DELETE FROM {{schema}}.events e USING v WHERE e.tenant = v.tenant AND e.run_id = v.id RETURNING 1),
+	dc AS (DELETE FROM {{schema}}.claims c USING v WHERE c.tenant = v.tenant AND c.key = 'run:' || v.id RETURNING 1),
+	dr AS (DELETE FROM {{schema}}.runs r USING v WHERE r.tenant = v.tenant AND r.id = v.id RETURNING r.id, r.updated_at)
+	SELECT coalesce((SELECT array_agg(id ORDER BY updated_at, id) FROM dr), '{}'),
+		(SELECT count(*) FROM dl), (SELECT count(*) FROM de)`
+
+// pruneDry counts what pruneDelete would remove.
+const pruneDry = `WITH v AS (` + prunePick + `)
+	SELECT coalesce((SELECT array_agg(id ORDER BY updated_at, id) FROM v), '{}'),
+		(SELECT count(*) FROM {{schema}}.ledger l JOIN v ON l.tenant = v.tenant AND l.run_id = v.id),
+		(SELECT count(*) FROM {{schema}}.events e JOIN v ON e.tenant = v.tenant AND e.run_id = v.id)`
+
+// RunPrune implements [store.Store]: one statement per batch (its own
+// short transaction), then, when the batch was full, one probe for more.
+func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.RunPruneResult, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	q := pruneDelete
+	if p.DryRun {
+		q = pruneDry
+	}
+	res := &store.RunPruneResult{}
+	now := s.clock.Now()
+	err := retryable(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.q(q), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit)).
+			Scan(&res.RunIDs, &res.LedgerEntries, &res.Events)
+	})
+	if err != nil {
+		return nil, mapErr("prune runs", err)
+	}
+	if len(res.RunIDs) == p.Limit {
+		var more bool
+		err := s.pool.QueryRow(ctx, s.q(`SELECT EXISTS (`+strings.Replace(prunePick, "LIMIT $5", "OFFSET $5 LIMIT 1", 1)+`)`),
+			p.Tenant, p.FinishedBefore, now, p.Sessions, int64(offsetAfter(p))).Scan(&more)
+		if err != nil {
+			return nil, mapErr("prune runs", err)
+		}
+		res.More = more
+	}
+	return res, nil
+}
+
+// offsetAfter is where the probe for more looks: after the batch in a dry
+// run (nothing was removed), at the start otherwise.
+func offsetAfter(p *store.RunPruneParams) int {
+	if p.DryRun {
+		return p.Limit
+	}
+	return 0
+}

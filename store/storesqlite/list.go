@@ -1,0 +1,289 @@
+package storesqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Lists, counts and retention. Each query is written so that one of the
+// indexes of migrations/0006_scale.sql serves it: a status list walks
+// runs_by_status (or runs_waiting for the inbox's order) from the page's
+// cursor, several statuses are one index walk each merged by a UNION ALL,
+// and a partial index is named by repeating its condition literally,
+// which is how SQLite recognises it (see TestQueryPlans).
+
+// runColumnsList is runColumnsRead for a table aliased r.
+var runColumnsList = strings.NewReplacer("runs.tenant", "r.tenant", "runs.id", "r.id").Replace(runColumnsRead)
+
+// runColumnsSummary is runColumnsList without the checkpoint.
+var runColumnsSummary = strings.Replace(runColumnsList, "wait_kind,\n\tcheckpoint,", "wait_kind,\n\tNULL,", 1)
+
+// waitingCond is the condition of the partial index runs_waiting.
+const waitingCond = `r.status IN ('interrupted', 'running')`
+
+// finishedCond is the condition of the partial index runs_finished.
+const finishedCond = `r.status IN ('completed', 'failed', 'cancelled')`
+
+// filter builds the WHERE terms shared by RunList and RunCount.
+type filter struct {
+	where []string
+	args  []any
+}
+
+func (f *filter) add(cond string, args ...any) {
+	f.where = append(f.where, cond)
+	f.args = append(f.args, args...)
+}
+
+func (f *filter) sql() string { return strings.Join(f.where, " AND ") }
+
+func (f *filter) claim(cf store.ClaimFilter, now time.Time) {
+	const live = `SELECT 1 FROM claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > ?`
+	switch cf.State {
+	case store.ClaimLive:
+		f.add(`EXISTS (`+live+`)`, micros(now))
+	case store.ClaimIdle:
+		if cf.HolderPrefix == "" {
+			f.add(`NOT EXISTS (`+live+`)`, micros(now))
+		} else {
+			f.add(`NOT EXISTS (`+live+` AND substr(c.holder, 1, ?) <> ?)`, micros(now), len(cf.HolderPrefix), cf.HolderPrefix)
+		}
+	}
+}
+
+func (s *Store) listNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.now()
+	}
+	return t
+}
+
+// RunList implements [store.Store]. A row that cannot be decoded hides no
+// other: the healthy runs come with a [*store.DataError] naming it.
+func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	q, args := s.listQuery(p)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, wrap("list runs", mapErr(ctx, err))
+	}
+	defer rows.Close()
+	out := []*store.Run{}
+	var bad error // the first row that does not decode; it hides no other
+	for rows.Next() {
+		r, err := scanRunRow(rows, p.Summary)
+		if errors.Is(err, store.ErrData) {
+			if bad == nil {
+				bad = err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("list runs", mapErr(ctx, err))
+	}
+	return out, bad
+}
+
+// listQuery is RunList's statement: one index walk per status, each cut at
+// the limit, merged in order.
+func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
+	cols := runColumnsList
+	if p.Summary {
+		cols = runColumnsSummary
+	}
+	order, after := `created_at DESC, id DESC`, `(r.created_at, r.id) < (?, ?)`
+	if p.Order == store.RunsWaitingLongest {
+		order, after = `updated_at, id`, `(r.updated_at, r.id) > (?, ?)`
+	}
+	now := s.listNow(p.Now)
+	one := func(status store.RunStatus) (string, []any) {
+		var f filter
+		f.add(`r.tenant = ?`, p.Tenant)
+		if status != "" {
+			f.add(`r.status = ?`, string(status))
+			if p.Order == store.RunsWaitingLongest && (status == store.RunInterrupted || status == store.RunRunning) {
+				f.add(waitingCond)
+			}
+		}
+		if p.ParentID != "" {
+			f.add(`r.parent_id = ?`, p.ParentID)
+			f.add(`r.parent_id <> ''`) // runs_by_parent's condition
+		}
+		f.claim(p.Claim, now)
+		if p.After != nil {
+			f.add(after, micros(p.After.At), p.After.ID)
+		}
+		q := `SELECT ` + cols + ` FROM runs r WHERE ` + f.sql() + ` ORDER BY r.` + strings.ReplaceAll(order, ", ", ", r.")
+		if p.Limit > 0 {
+			q += ` LIMIT ?`
+			f.args = append(f.args, p.Limit)
+		}
+		return q, f.args
+	}
+	statuses := p.ListStatuses()
+	if len(statuses) <= 1 {
+		var st store.RunStatus
+		if len(statuses) == 1 {
+			st = statuses[0]
+		}
+		return one(st)
+	}
+	var parts []string
+	var args []any
+	for _, st := range statuses {
+		q, a := one(st)
+		parts = append(parts, `SELECT * FROM (`+q+`)`)
+		args = append(args, a...)
+	}
+	q := strings.Join(parts, ` UNION ALL `) + ` ORDER BY ` + order
+	if p.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	return q, args
+}
+
+// RunCount implements [store.Store].
+func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.RunCount, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	q, args := s.countQuery(p)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, wrap("count runs", mapErr(ctx, err))
+	}
+	defer rows.Close()
+	out := []store.RunCount{}
+	for rows.Next() {
+		var c store.RunCount
+		var st string
+		if err := rows.Scan(&st, &c.WaitKind, &c.N); err != nil {
+			return nil, wrap("count runs", mapErr(ctx, err))
+		}
+		c.Status = store.RunStatus(st)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("count runs", mapErr(ctx, err))
+	}
+	store.SortCounts(out)
+	return out, nil
+}
+
+func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
+	var f filter
+	f.add(`r.tenant = ?`, p.Tenant)
+	if len(p.Statuses) > 0 {
+		waiting := true
+		ph := make([]string, len(p.Statuses))
+		for i, st := range p.Statuses {
+			ph[i] = "?"
+			f.args = append(f.args, string(st))
+			waiting = waiting && (st == store.RunInterrupted || st == store.RunRunning)
+		}
+		f.where = append(f.where, `r.status IN (`+strings.Join(ph, ", ")+`)`)
+		if waiting {
+			f.add(waitingCond)
+		}
+	}
+	if p.ParentID != "" {
+		f.add(`r.parent_id = ?`, p.ParentID)
+		f.add(`r.parent_id <> ''`)
+	}
+	f.claim(p.Claim, s.listNow(p.Now))
+	return `SELECT r.status, r.wait_kind, count(*) FROM runs r WHERE ` + f.sql() + ` GROUP BY r.status, r.wait_kind`, f.args
+}
+
+// pruneQuery selects a batch of finished runs that may be removed, oldest
+// write first, with their ledger and event counts (see
+// store.RunPruneParams for the rules).
+const pruneQuery = `SELECT r.id,
+		(SELECT count(*) FROM ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id),
+		(SELECT count(*) FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id)
+	FROM runs r INDEXED BY runs_finished
+	WHERE r.tenant = ? AND ` + finishedCond + ` AND r.updated_at < ?
+	AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id AND l.state IN ('started', 'unknown'))
+	AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > ?)
+	AND NOT EXISTS (SELECT 1 FROM runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
+		AND k.status NOT IN ('completed', 'failed', 'cancelled'))
+	AND (r.parent_id = '' OR NOT EXISTS (SELECT 1 FROM runs a WHERE a.tenant = r.tenant AND a.id = r.parent_id
+		AND a.status NOT IN ('completed', 'failed', 'cancelled')))
+	AND (? OR r.session_id = '' OR NOT EXISTS (SELECT 1 FROM runs u WHERE u.tenant = r.tenant AND u.session_id = r.session_id
+		AND u.session_id <> '' AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= ?)))
+	ORDER BY r.updated_at, r.id LIMIT ?`
+
+// RunPrune implements [store.Store]: one write transaction per batch, so a
+// batch holds the write lock only while it deletes at most Limit runs.
+func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.RunPruneResult, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	var res *store.RunPruneResult
+	pick := func(q querier) error {
+		res = &store.RunPruneResult{RunIDs: []string{}}
+		cut := micros(p.FinishedBefore)
+		rows, err := q.QueryContext(ctx, pruneQuery, p.Tenant, cut, micros(s.now()), p.Sessions, cut, p.Limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var nl, ne int64
+			if err := rows.Scan(&id, &nl, &ne); err != nil {
+				return err
+			}
+			if len(res.RunIDs) == p.Limit {
+				res.More = true
+				break
+			}
+			res.RunIDs = append(res.RunIDs, id)
+			res.LedgerEntries += nl
+			res.Events += ne
+		}
+		return rows.Err()
+	}
+	if p.DryRun {
+		if err := pick(s.db); err != nil {
+			return nil, wrap("prune runs", mapErr(ctx, err))
+		}
+		return res, nil
+	}
+	err := s.write(ctx, func(tx querier) error {
+		if err := pick(tx); err != nil || len(res.RunIDs) == 0 {
+			return err
+		}
+		ids, err := json.Marshal(res.RunIDs)
+		if err != nil {
+			return err
+		}
+		for _, q := range []string{
+			`DELETE FROM ledger WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
+			`DELETE FROM events WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
+			`DELETE FROM claims WHERE tenant = ? AND key IN (SELECT 'run:' || value FROM json_each(?))`,
+			`DELETE FROM runs WHERE tenant = ? AND id IN (SELECT value FROM json_each(?))`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, p.Tenant, string(ids)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("prune runs", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,383 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// Conformance of the paged lists, counts, batched ledger reads and
+// retention (issue 21).
+
+// pageAll reads a whole list page by page with keyset cursors.
+func pageAll(t *testing.T, bb *bundle, p store.RunListParams, size int) []*store.Run {
+	t.Helper()
+	var out []*store.Run
+	p.Limit = size
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("paging does not end")
+		}
+		page, err := bb.s.RunList(bb.ctx, &p)
+		if err != nil {
+			t.Fatalf("RunList page %d: %v", pages, err)
+		}
+		if len(page) > size {
+			t.Fatalf("page of %d runs, limit %d", len(page), size)
+		}
+		out = append(out, page...)
+		if len(page) < size {
+			return out
+		}
+		p.After = store.CursorOf(page[len(page)-1], p.Order)
+	}
+}
+
+func testRunListPaging(t *testing.T, bb *bundle) {
+	statuses := []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted, store.RunCompleted, store.RunFailed}
+	want := map[store.RunStatus][]string{}
+	// 30 runs; every third shares its creation time with the one before,
+	// so the id must break ties.
+	for i := range 30 {
+		st := statuses[i%len(statuses)]
+		r := newRun("t1", fmt.Sprintf("run-%02d", i))
+		r.Status = st
+		if st == store.RunInterrupted {
+			r.WaitKind = "approval"
+		}
+		mustCreate(t, bb, r)
+		want[st] = append(want[st], r.ID)
+		if i%3 != 0 {
+			bb.clock.Advance(time.Second)
+		}
+	}
+	mustCreate(t, bb, newRun("other", "run-x")) // another tenant
+	all := pageAll(t, bb, store.RunListParams{Tenant: "t1"}, 7)
+	if len(all) != 30 {
+		t.Fatalf("paged %d runs, want 30: %v", len(all), ids(all))
+	}
+	for i := 1; i < len(all); i++ {
+		a, b := all[i-1], all[i]
+		if a.CreatedAt.Before(b.CreatedAt) || a.CreatedAt.Equal(b.CreatedAt) && a.ID < b.ID {
+			t.Fatalf("not newest first at %d: %s then %s", i, a.ID, b.ID)
+		}
+	}
+	whole, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1"})
+	if err != nil || !slices.Equal(ids(whole), ids(all)) {
+		t.Fatalf("pages %v differ from the whole list %v (%v)", ids(all), ids(whole), err)
+	}
+	// Two statuses: the merge of two index walks, paged.
+	two := pageAll(t, bb, store.RunListParams{Tenant: "t1", Statuses: []store.RunStatus{store.RunQueued, store.RunInterrupted}}, 4)
+	var wantTwo []string
+	for _, r := range all {
+		if r.Status == store.RunQueued || r.Status == store.RunInterrupted {
+			wantTwo = append(wantTwo, r.ID)
+		}
+	}
+	if !slices.Equal(ids(two), wantTwo) {
+		t.Fatalf("two statuses paged = %v, want %v", ids(two), wantTwo)
+	}
+	// Oldest write first.
+	waiting := pageAll(t, bb, store.RunListParams{Tenant: "t1", Status: store.RunInterrupted, Order: store.RunsWaitingLongest}, 2)
+	if !slices.Equal(ids(waiting), want[store.RunInterrupted]) {
+		t.Fatalf("waiting order = %v, want %v", ids(waiting), want[store.RunInterrupted])
+	}
+	for _, r := range waiting {
+		if r.WaitKind != "approval" {
+			t.Fatalf("run %s wait kind %q, want approval", r.ID, r.WaitKind)
+		}
+	}
+	// Summary leaves the checkpoint out, and only it.
+	sum, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Summary: true, Limit: 3})
+	if err != nil || len(sum) != 3 {
+		t.Fatalf("summary list: %v %v", ids(sum), err)
+	}
+	for i, r := range sum {
+		if r.Checkpoint != nil || r.ID != all[i].ID || r.Revision != 1 || r.AgentID != "agent" || r.Status != all[i].Status {
+			t.Fatalf("summary run %+v", r)
+		}
+	}
+}
+
+func testRunListClaims(t *testing.T, bb *bundle) {
+	for _, id := range []string{"a", "b", "c", "d"} {
+		mustCreate(t, bb, newRun("t1", id))
+		bb.clock.Advance(time.Second)
+	}
+	// a: live claim of this host; b: live claim of another host; c: expired
+	// claim; d: no claim.
+	if _, err := acquire1(bb, store.RunClaimKey("a"), "here:1:x", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire1(bb, store.RunClaimKey("b"), "there:2:x", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire1(bb, store.RunClaimKey("c"), "here:3:x", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	bb.clock.Advance(2 * time.Second)
+	list := func(cf store.ClaimFilter) []string {
+		t.Helper()
+		rs, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Status: store.RunRunning, Claim: cf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ids(rs)
+		slices.Sort(out)
+		return out
+	}
+	if got := list(store.ClaimFilter{State: store.ClaimLive}); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("live = %v", got)
+	}
+	if got := list(store.ClaimFilter{State: store.ClaimIdle}); !slices.Equal(got, []string{"c", "d"}) {
+		t.Fatalf("idle = %v", got)
+	}
+	if got := list(store.ClaimFilter{State: store.ClaimIdle, HolderPrefix: "here:"}); !slices.Equal(got, []string{"a", "c", "d"}) {
+		t.Fatalf("idle or held here = %v", got)
+	}
+	// Judged at a later Now, every claim has expired.
+	rs, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Claim: store.ClaimFilter{State: store.ClaimIdle},
+		Now: bb.clock.Now().Add(2 * time.Hour)})
+	if err != nil || len(rs) != 4 {
+		t.Fatalf("idle two hours later = %v %v", ids(rs), err)
+	}
+	counts, err := bb.s.RunCount(bb.ctx, &store.RunCountParams{Tenant: "t1", Claim: store.ClaimFilter{State: store.ClaimIdle}})
+	if err != nil || len(counts) != 1 || counts[0] != (store.RunCount{Status: store.RunRunning, N: 2}) {
+		t.Fatalf("idle counts = %+v %v", counts, err)
+	}
+}
+
+func testRunCount(t *testing.T, bb *bundle) {
+	kinds := []string{"approval", "reconciliation", "approval", "provider", "approval"}
+	for i, k := range kinds {
+		r := newRun("t1", fmt.Sprintf("i%d", i))
+		r.Status, r.WaitKind = store.RunInterrupted, k
+		mustCreate(t, bb, r)
+	}
+	q := newRun("t1", "q")
+	q.Status, q.WaitKind = store.RunQueued, "approval" // not interrupted: not stored
+	mustCreate(t, bb, q)
+	mustCreate(t, bb, newRun("t1", "r"))
+	mustCreate(t, bb, newRun("t2", "elsewhere"))
+	got, err := bb.s.RunCount(bb.ctx, &store.RunCountParams{Tenant: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.RunCount{
+		{Status: store.RunInterrupted, WaitKind: "approval", N: 3},
+		{Status: store.RunInterrupted, WaitKind: "provider", N: 1},
+		{Status: store.RunInterrupted, WaitKind: "reconciliation", N: 1},
+		{Status: store.RunQueued, N: 1},
+		{Status: store.RunRunning, N: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("counts = %+v, want %+v", got, want)
+	}
+	// A write changes the kind; leaving interrupted clears it.
+	r, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: "i1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "i1",
+		Run: &store.RunUpdate{ExpectedRevision: r.Revision, Status: store.RunInterrupted, Checkpoint: r.Checkpoint, WaitKind: "recovery"}})
+	if err != nil || res.Run.WaitKind != "recovery" {
+		t.Fatalf("write wait kind: %v %+v", err, res)
+	}
+	res, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "i1",
+		Run: &store.RunUpdate{ExpectedRevision: res.Run.Revision, Status: store.RunQueued, Checkpoint: r.Checkpoint, WaitKind: "recovery"}})
+	if err != nil || res.Run.WaitKind != "" {
+		t.Fatalf("queued keeps a wait kind: %v %+v", err, res.Run)
+	}
+	again, _ := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: "i1"})
+	if again.WaitKind != "" || again.Status != store.RunQueued {
+		t.Fatalf("read back %+v", again)
+	}
+	// Claiming an interrupted-then-queued run clears nothing it should keep.
+	got, err = bb.s.RunCount(bb.ctx, &store.RunCountParams{Tenant: "t1", Statuses: []store.RunStatus{store.RunInterrupted}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []store.RunCount{{Status: store.RunInterrupted, WaitKind: "approval", N: 3}, {Status: store.RunInterrupted, WaitKind: "provider", N: 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("interrupted counts = %+v, want %+v", got, want)
+	}
+	empty, err := bb.s.RunCount(bb.ctx, &store.RunCountParams{Tenant: "none"})
+	if err != nil || empty == nil || len(empty) != 0 {
+		t.Fatalf("empty tenant counts = %#v %v", empty, err)
+	}
+}
+
+func testLedgerListRuns(t *testing.T, bb *bundle) {
+	for _, id := range []string{"r1", "r2", "r3"} {
+		mustCreate(t, bb, newRun("t1", id))
+	}
+	for _, w := range []struct {
+		run  string
+		call string
+		idx  int
+	}{{"r2", "b", 1}, {"r2", "a", 0}, {"r1", "z", 0}, {"r3", "c", 0}} {
+		if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: w.run,
+			Ledger: []store.LedgerWrite{{Entry: entry("t1", w.run, w.call, w.idx, store.LedgerPrepared)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t1", RunIDs: []string{"r2", "r1", "missing"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range got {
+		keys = append(keys, e.RunID+"/"+e.CallID)
+	}
+	if !slices.Equal(keys, []string{"r1/z", "r2/a", "r2/b"}) {
+		t.Fatalf("ledgers of r2, r1 = %v", keys)
+	}
+	_, err = bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t1", RunID: "r1", RunIDs: []string{"r2"}})
+	if err == nil {
+		t.Fatal("RunID with RunIDs accepted")
+	}
+}
+
+// finish creates a run in status st, last written at the clock's time.
+func (bb *bundle) finish(t *testing.T, id string, st store.RunStatus, mod func(r *store.Run)) {
+	t.Helper()
+	r := newRun("t1", id)
+	r.Status = st
+	if mod != nil {
+		mod(r)
+	}
+	mustCreate(t, bb, r)
+}
+
+func testRunPrune(t *testing.T, bb *bundle) {
+	// Old enough to prune, all written at T0.
+	bb.finish(t, "done", store.RunCompleted, nil)
+	bb.finish(t, "failed", store.RunFailed, nil)
+	bb.finish(t, "unsettled", store.RunCancelled, nil)
+	bb.finish(t, "waiting", store.RunInterrupted, nil)
+	bb.finish(t, "parent-of-running", store.RunCompleted, nil)
+	bb.finish(t, "child-running", store.RunRunning, func(r *store.Run) { r.ParentID = "parent-of-running" })
+	bb.finish(t, "parent-running", store.RunRunning, nil)
+	bb.finish(t, "child-of-running", store.RunCompleted, func(r *store.Run) { r.ParentID = "parent-running" })
+	bb.finish(t, "claimed", store.RunCompleted, nil)
+	bb.finish(t, "sess-old", store.RunCompleted, func(r *store.Run) { r.SessionID = "busy" })
+	bb.finish(t, "sess-done-1", store.RunCompleted, func(r *store.Run) { r.SessionID = "idle" })
+	bb.finish(t, "with-events", store.RunCompleted, nil)
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "unsettled",
+		Ledger: []store.LedgerWrite{{Entry: entry("t1", "unsettled", "c1", 0, store.LedgerUnknown)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "with-events",
+		Ledger: []store.LedgerWrite{{Entry: entry("t1", "with-events", "c1", 0, store.LedgerCommitted)}},
+		Events: []*store.Event{{Type: "a"}, {Type: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire1(bb, store.RunClaimKey("done"), "h:1:x", time.Minute); err != nil { // expires
+		t.Fatal(err)
+	}
+	bb.clock.Advance(2 * time.Hour)
+	cut := bb.clock.Now().Add(-time.Hour)
+	if _, err := acquire1(bb, store.RunClaimKey("claimed"), "h:1:x", time.Hour); err != nil { // live now
+		t.Fatal(err)
+	}
+	// Younger than the cut-off, in session "busy" (which keeps sess-old).
+	bb.finish(t, "young", store.RunCompleted, func(r *store.Run) { r.SessionID = "busy" })
+
+	prunable := []string{"done", "failed", "sess-done-1", "with-events"}
+	dry, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: cut, Limit: 100, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedIDs(dry.RunIDs); !slices.Equal(got, prunable) || dry.More || dry.Events != 2 || dry.LedgerEntries != 1 {
+		t.Fatalf("dry run = %+v (ids %v), want %v, 2 events, 1 ledger entry", dry, got, prunable)
+	}
+	if _, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: "done"}); err != nil {
+		t.Fatalf("a dry run removed a run: %v", err)
+	}
+	// Batches of two: More until the last.
+	var removed []string
+	var events, ledger int64
+	for batch := 0; ; batch++ {
+		res, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: cut, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.RunIDs) > 2 {
+			t.Fatalf("batch of %d, limit 2", len(res.RunIDs))
+		}
+		removed = append(removed, res.RunIDs...)
+		events += res.Events
+		ledger += res.LedgerEntries
+		if !res.More {
+			break
+		}
+		if batch > 5 {
+			t.Fatal("prune does not end")
+		}
+	}
+	if got := sortedIDs(removed); !slices.Equal(got, prunable) || events != 2 || ledger != 1 {
+		t.Fatalf("removed %v (%d events, %d ledger), want %v", got, events, ledger, prunable)
+	}
+	for _, id := range prunable {
+		if _, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: id}); err == nil {
+			t.Fatalf("pruned run %s is still there", id)
+		}
+	}
+	if evs, err := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t1", RunID: "with-events"}); err != nil || len(evs) != 0 {
+		t.Fatalf("events of a pruned run: %d %v", len(evs), err)
+	}
+	if l, err := bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t1", RunID: "with-events"}); err != nil || len(l) != 0 {
+		t.Fatalf("ledger of a pruned run: %d %v", len(l), err)
+	}
+	if _, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t1", Key: store.RunClaimKey("done")}); err == nil {
+		t.Fatal("the claim of a pruned run is still there")
+	}
+	kept, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Summary: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKept := []string{"child-of-running", "child-running", "claimed", "parent-of-running", "parent-running", "sess-old", "unsettled", "waiting", "young"}
+	if got := sortedIDs(ids(kept)); !slices.Equal(got, wantKept) {
+		t.Fatalf("kept %v, want %v", got, wantKept)
+	}
+	// Sessions: the policy may include runs of sessions still in use.
+	res, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: cut, Limit: 100, Sessions: true})
+	if err != nil || !slices.Equal(res.RunIDs, []string{"sess-old"}) {
+		t.Fatalf("prune with sessions = %+v %v", res, err)
+	}
+	// Nothing more to prune: an empty batch, not an error.
+	res, err = bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: cut, Limit: 100, Sessions: true})
+	if err != nil || len(res.RunIDs) != 0 || res.More || res.RunIDs == nil {
+		t.Fatalf("empty prune = %#v %v", res, err)
+	}
+	// Bad parameters are refused with a typed error.
+	for _, p := range []*store.RunPruneParams{
+		{Tenant: "t1", Limit: 1},
+		{Tenant: "t1", FinishedBefore: cut},
+		{Tenant: "t1", FinishedBefore: cut, Limit: store.MaxPruneBatch + 1},
+		{FinishedBefore: cut, Limit: 1},
+	} {
+		if _, err := bb.s.RunPrune(bb.ctx, p); !isInvalid(err) {
+			t.Fatalf("RunPrune(%+v) = %v, want an InvalidError", p, err)
+		}
+	}
+}
+
+func sortedIDs(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
+}
+
+func isInvalid(err error) bool {
+	var ie *store.InvalidError
+	return errors.As(err, &ie)
+}
+
+func acquire1(bb *bundle, key, holder string, ttl time.Duration) (*store.Claim, error) {
+	return bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: "t1", Key: key, Holder: holder, TTL: ttl})
+}
