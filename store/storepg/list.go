@@ -93,13 +93,22 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 	}
 	now := s.listNow(p.Now)
 	var a sqlArgs
+	statuses := p.ListStatuses()
+	// The inbox's order over waiting runs is one walk of runs_waiting,
+	// whose entries are exactly the interrupted and running runs.
+	waiting := p.Order == store.RunsWaitingLongest && len(statuses) > 0
+	for _, st := range statuses {
+		waiting = waiting && (st == store.RunInterrupted || st == store.RunRunning)
+	}
 	one := func(status store.RunStatus) string {
 		where := []string{`r.tenant = ` + a.ph(p.Tenant)}
-		if status != "" {
+		switch {
+		case waiting && len(statuses) == 2:
+			where = append(where, waitingCond)
+		case waiting:
+			where = append(where, waitingCond, `r.status = `+a.ph(string(status)))
+		case status != "":
 			where = append(where, `r.status = `+a.ph(string(status)))
-			if p.Order == store.RunsWaitingLongest && (status == store.RunInterrupted || status == store.RunRunning) {
-				where = append(where, waitingCond)
-			}
 		}
 		if p.ParentID != "" {
 			where = append(where, `r.parent_id = `+a.ph(p.ParentID), `r.parent_id <> ''`)
@@ -121,8 +130,7 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 		}
 		return q
 	}
-	statuses := p.ListStatuses()
-	if len(statuses) <= 1 {
+	if len(statuses) <= 1 || waiting {
 		var st store.RunStatus
 		if len(statuses) == 1 {
 			st = statuses[0]
@@ -195,19 +203,23 @@ func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 
 // prunePick selects a batch of finished runs that may be removed, oldest
 // write first (see store.RunPruneParams for the rules). $1 tenant, $2
-// cut-off, $3 now, $4 sessions too, $5 limit. FOR UPDATE SKIP LOCKED: a run
-// another writer holds is left for the next batch, and nothing waits.
+// cut-off, $3 now, $4 sessions too, $5 limit. Each rule is a subquery in
+// an expression ("(SELECT 1 ... LIMIT 1) IS NULL"), not a bare NOT
+// EXISTS, so that the planner keeps it a per-run index probe instead of
+// an anti-join that could hash the whole runs or ledger table.
 const prunePick = `SELECT r.tenant, r.id, r.updated_at FROM {{schema}}.runs r
 	WHERE r.tenant = $1 AND ` + finishedCond + ` AND r.updated_at < $2
-	AND NOT EXISTS (SELECT 1 FROM {{schema}}.ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id AND l.state IN ('started', 'unknown'))
-	AND NOT EXISTS (SELECT 1 FROM {{schema}}.claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > $3)
-	AND NOT EXISTS (SELECT 1 FROM {{schema}}.runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
-		AND k.status NOT IN ('completed', 'failed', 'cancelled'))
-	AND (r.parent_id = '' OR NOT EXISTS (SELECT 1 FROM {{schema}}.runs a WHERE a.tenant = r.tenant AND a.id = r.parent_id
-		AND a.status NOT IN ('completed', 'failed', 'cancelled')))
-	AND ($4 OR r.session_id = '' OR NOT EXISTS (SELECT 1 FROM {{schema}}.runs u WHERE u.tenant = r.tenant
+	AND (SELECT 1 FROM {{schema}}.ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id
+		AND l.state IN ('started', 'unknown') LIMIT 1) IS NULL
+	AND (SELECT 1 FROM {{schema}}.claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id
+		AND c.expires_at > $3 LIMIT 1) IS NULL
+	AND (SELECT 1 FROM {{schema}}.runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
+		AND k.status NOT IN ('completed', 'failed', 'cancelled') LIMIT 1) IS NULL
+	AND (r.parent_id = '' OR (SELECT 1 FROM {{schema}}.runs a WHERE a.tenant = r.tenant AND a.id = r.parent_id
+		AND a.status NOT IN ('completed', 'failed', 'cancelled') LIMIT 1) IS NULL)
+	AND ($4 OR r.session_id = '' OR (SELECT 1 FROM {{schema}}.runs u WHERE u.tenant = r.tenant
 		AND u.session_id = r.session_id AND u.session_id <> ''
-		AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= $2)))
+		AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= $2) LIMIT 1) IS NULL)
 	ORDER BY r.updated_at, r.id LIMIT $5`
 
 // pruneDelete removes the picked runs with their ledger, events and claim

@@ -108,14 +108,24 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 		order, after = `updated_at, id`, `(r.updated_at, r.id) > (?, ?)`
 	}
 	now := s.listNow(p.Now)
+	statuses := p.ListStatuses()
+	// The inbox's order over waiting runs is one walk of runs_waiting,
+	// whose entries are exactly the interrupted and running runs.
+	waiting := p.Order == store.RunsWaitingLongest && len(statuses) > 0
+	for _, st := range statuses {
+		waiting = waiting && (st == store.RunInterrupted || st == store.RunRunning)
+	}
 	one := func(status store.RunStatus) (string, []any) {
 		var f filter
 		f.add(`r.tenant = ?`, p.Tenant)
-		if status != "" {
+		switch {
+		case waiting && len(statuses) == 2:
+			f.add(waitingCond)
+		case waiting:
+			f.add(waitingCond)
 			f.add(`r.status = ?`, string(status))
-			if p.Order == store.RunsWaitingLongest && (status == store.RunInterrupted || status == store.RunRunning) {
-				f.add(waitingCond)
-			}
+		case status != "":
+			f.add(`r.status = ?`, string(status))
 		}
 		if p.ParentID != "" {
 			f.add(`r.parent_id = ?`, p.ParentID)
@@ -132,8 +142,7 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 		}
 		return q, f.args
 	}
-	statuses := p.ListStatuses()
-	if len(statuses) <= 1 {
+	if len(statuses) <= 1 || waiting {
 		var st store.RunStatus
 		if len(statuses) == 1 {
 			st = statuses[0]
@@ -185,6 +194,7 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 
 func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 	var f filter
+	from := `runs r`
 	f.add(`r.tenant = ?`, p.Tenant)
 	if len(p.Statuses) > 0 {
 		waiting := true
@@ -197,6 +207,7 @@ func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 		f.where = append(f.where, `r.status IN (`+strings.Join(ph, ", ")+`)`)
 		if waiting {
 			f.add(waitingCond)
+			from = `runs r INDEXED BY runs_waiting` // it holds the wait kind: no table read
 		}
 	}
 	if p.ParentID != "" {
@@ -204,7 +215,7 @@ func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 		f.add(`r.parent_id <> ''`)
 	}
 	f.claim(p.Claim, s.listNow(p.Now))
-	return `SELECT r.status, r.wait_kind, count(*) FROM runs r WHERE ` + f.sql() + ` GROUP BY r.status, r.wait_kind`, f.args
+	return `SELECT r.status, r.wait_kind, count(*) FROM ` + from + ` WHERE ` + f.sql() + ` GROUP BY r.status, r.wait_kind`, f.args
 }
 
 // pruneQuery selects a batch of finished runs that may be removed, oldest

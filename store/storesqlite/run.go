@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"time"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -115,21 +116,8 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	err := s.write(ctx, func(tx querier) error {
 		now := s.now()
 		var id string
-		// r.status IN (...) is the partial index runs_active's condition,
-		// written the same way so that SQLite uses it: the claim walks
-		// queued and running runs only, oldest first, never a finished one.
-		q := `SELECT r.id FROM runs r INDEXED BY runs_active
-			LEFT JOIN claims c ON c.tenant = r.tenant AND c.key = 'run:' || r.id
-			WHERE r.tenant = ? AND r.status IN ('queued', 'running') AND (c.key IS NULL OR c.expires_at <= ?)
-			AND (r.status = 'queued' OR (? AND r.status = 'running' AND (c.key IS NOT NULL OR r.updated_at <= ?)))`
-		args := []any{p.Tenant, micros(now), p.Stale, micros(now.Add(-p.TTL))}
-		if len(p.AgentIDs) > 0 {
-			q += ` AND r.agent_id IN (?` + strings.Repeat(`, ?`, len(p.AgentIDs)-1) + `)`
-			for _, a := range p.AgentIDs {
-				args = append(args, a)
-			}
-		}
-		err := tx.QueryRowContext(ctx, q+` ORDER BY r.created_at, r.id LIMIT 1`, args...).Scan(&id)
+		q, args := claimPickQuery(p, now)
+		err := tx.QueryRowContext(ctx, q, args...).Scan(&id)
 		if err == sql.ErrNoRows {
 			return &store.NotFoundError{Kind: "queued run", ID: p.Tenant}
 		}
@@ -150,4 +138,23 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 		return nil, nil, wrap("claim next run", err)
 	}
 	return run, claim, nil
+}
+
+// claimPickQuery is the statement that picks the run RunClaimNext takes.
+// r.status IN (...) is the partial index runs_active's condition, written
+// the same way so that SQLite uses it: the claim walks queued and running
+// runs only, oldest first, never a finished or interrupted one.
+func claimPickQuery(p *store.RunClaimNextParams, now time.Time) (string, []any) {
+	q := `SELECT r.id FROM runs r INDEXED BY runs_active
+		LEFT JOIN claims c ON c.tenant = r.tenant AND c.key = 'run:' || r.id
+		WHERE r.tenant = ? AND r.status IN ('queued', 'running') AND (c.key IS NULL OR c.expires_at <= ?)
+		AND (r.status = 'queued' OR (? AND r.status = 'running' AND (c.key IS NOT NULL OR r.updated_at <= ?)))`
+	args := []any{p.Tenant, micros(now), p.Stale, micros(now.Add(-p.TTL))}
+	if len(p.AgentIDs) > 0 {
+		q += ` AND r.agent_id IN (?` + strings.Repeat(`, ?`, len(p.AgentIDs)-1) + `)`
+		for _, a := range p.AgentIDs {
+			args = append(args, a)
+		}
+	}
+	return q + ` ORDER BY r.created_at, r.id LIMIT 1`, args
 }

@@ -30,7 +30,7 @@ DROP INDEX {{schema}}.runs_queued;
 CREATE INDEX runs_by_status ON {{schema}}.runs (tenant, status, created_at DESC, id DESC);
 -- The inbox: interrupted and running (stalled) runs, waiting longest
 -- first, with the wait kind so that counting reads the index alone.
-CREATE INDEX runs_waiting ON {{schema}}.runs (tenant, status, updated_at, id) INCLUDE (wait_kind)
+CREATE INDEX runs_waiting ON {{schema}}.runs (tenant, updated_at, id) INCLUDE (status, wait_kind)
 	WHERE status IN ('interrupted', 'running');
 -- Retention: finished runs, oldest write first.
 CREATE INDEX runs_finished ON {{schema}}.runs (tenant, updated_at, id) WHERE status IN ('completed', 'failed', 'cancelled');

@@ -12,7 +12,7 @@ WHERE status = 'interrupted' AND json_valid(checkpoint);
 CREATE INDEX runs_active ON runs (tenant, created_at, id) WHERE status IN ('queued', 'running');
 -- The inbox: interrupted and running (stalled) runs, waiting longest first,
 -- with the wait kind so that counting reads the index alone.
-CREATE INDEX runs_waiting ON runs (tenant, status, updated_at, id, wait_kind) WHERE status IN ('interrupted', 'running');
+CREATE INDEX runs_waiting ON runs (tenant, updated_at, id, status, wait_kind) WHERE status IN ('interrupted', 'running');
 -- Retention: finished runs, oldest write first.
 CREATE INDEX runs_finished ON runs (tenant, updated_at, id) WHERE status IN ('completed', 'failed', 'cancelled');
 -- A run's children (the run page's tree, retention's parent rule).

@@ -1,0 +1,224 @@
+package storepg
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// planNode is one node of EXPLAIN (ANALYZE, FORMAT JSON).
+type planNode struct {
+	NodeType       string     `json:"Node Type"`
+	Relation       string     `json:"Relation Name"`
+	Alias          string     `json:"Alias"`
+	Index          string     `json:"Index Name"`
+	ActualRows     float64    `json:"Actual Rows"`
+	ActualLoops    float64    `json:"Actual Loops"`
+	RemovedFilter  float64    `json:"Rows Removed by Filter"`
+	RemovedRecheck float64    `json:"Rows Removed by Index Recheck"`
+	Plans          []planNode `json:"Plans"`
+}
+
+func (n *planNode) walk(fn func(n *planNode)) {
+	fn(n)
+	for i := range n.Plans {
+		n.Plans[i].walk(fn)
+	}
+}
+
+func (n *planNode) String() string {
+	b, _ := json.MarshalIndent(n, "", " ")
+	return string(b)
+}
+
+// openPlanStore opens a store on a fresh schema of the test server and
+// drops the schema at cleanup.
+func openPlanStore(t *testing.T) *Store {
+	t.Helper()
+	url := os.Getenv("ACTOVIQ_TEST_PG_URL")
+	if url == "" {
+		t.Skip("ACTOVIQ_TEST_PG_URL not set: PostgreSQL tests need a server; scripts/test starts one")
+	}
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	schema := "t_plan_" + hex.EncodeToString(b)
+	ctx := context.Background()
+	s, err := Open(ctx, url, &Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = s.pool.Exec(context.Background(), `DROP SCHEMA `+s.quoted+` CASCADE`)
+		s.Close()
+	})
+	return s
+}
+
+// seedLargePG fills the store with finished runs generated in SQL, plus
+// waiting, queued and running ones and a few children and sessions.
+func seedLargePG(t *testing.T, s *Store, finished int) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cols := `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind, checkpoint, meta, deadline,
+		revision, event_seq, created_at, updated_at`
+	stmts := []struct {
+		q    string
+		args []any
+	}{
+		{`INSERT INTO {{schema}}.runs (` + cols + `)
+			SELECT 't', 'f' || lpad(n::text, 8, '0'), CASE WHEN n % 10 = 0 THEN 'f' || lpad((n - 1)::text, 8, '0') ELSE '' END,
+				CASE WHEN n % 7 = 0 THEN 's' || (n % 1000) ELSE '' END, 'agent', 'd',
+				(ARRAY['completed', 'failed', 'cancelled'])[n % 3 + 1], '', '{"v":1}', NULL, NULL, 3, 0,
+				$1::timestamptz + n * interval '1 second', $1::timestamptz + (n + 5) * interval '1 second'
+			FROM generate_series(1, $2::int) n`, []any{base, finished}},
+		{`INSERT INTO {{schema}}.runs (` + cols + `)
+			SELECT 't', 'w' || lpad(n::text, 5, '0'), '', '', 'agent', 'd', 'interrupted',
+				CASE n % 2 WHEN 0 THEN 'approval' ELSE 'reconciliation' END, '{"v":1}', NULL, NULL, 3, 0,
+				$1::timestamptz + n * interval '1 second', $1::timestamptz + n * interval '1 second'
+			FROM generate_series(1, 500) n`, []any{base.Add(time.Duration(finished) * 2 * time.Second)}},
+		{`INSERT INTO {{schema}}.runs (` + cols + `)
+			SELECT 't', 'q' || lpad(n::text, 5, '0'), '', '', 'agent', 'd', CASE WHEN n <= 10 THEN 'queued' ELSE 'running' END, '',
+				'{"v":1}', NULL, NULL, 1, 0, $1::timestamptz + n * interval '1 second', $1::timestamptz + n * interval '1 second'
+			FROM generate_series(1, 20) n`, []any{base.Add(time.Duration(finished) * 3 * time.Second)}},
+		{`ANALYZE {{schema}}.runs`, nil},
+	}
+	for i, st := range stmts {
+		if _, err := s.pool.Exec(ctx, s.q(st.q), st.args...); err != nil {
+			t.Fatalf("seed %d: %v", i, err)
+		}
+	}
+	return base.Add(time.Duration(finished) * 4 * time.Second)
+}
+
+// explain runs EXPLAIN (ANALYZE, FORMAT JSON) of q: the plan with the rows
+// each node actually read (counts, not times: facts on a loaded machine).
+func explain(t *testing.T, s *Store, q string, args ...any) *planNode {
+	t.Helper()
+	var raw []byte
+	if err := s.pool.QueryRow(context.Background(), `EXPLAIN (ANALYZE, FORMAT JSON) `+s.q(q), args...).Scan(&raw); err != nil {
+		t.Fatalf("explain: %v\n%s", err, q)
+	}
+	var out []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
+		t.Fatalf("explain output: %v %s", err, raw)
+	}
+	return &out[0].Plan
+}
+
+// checkPG asserts that the runs table r is read only through one of the
+// named indexes, never scanned, and that the rows read from it (returned
+// plus removed by a filter, over every loop) stay within maxRows: the
+// page, not the finished runs.
+func checkPG(t *testing.T, name string, p *planNode, index []string, maxRows float64) {
+	t.Helper()
+	used := false
+	var read float64
+	p.walk(func(n *planNode) {
+		if n.Relation != "runs" {
+			return
+		}
+		if n.NodeType == "Seq Scan" {
+			t.Errorf("%s: sequential scan of runs (%s)\n%s", name, n.Alias, p)
+		}
+		for _, ix := range index {
+			used = used || n.Index == ix
+		}
+		if n.Alias == "r" {
+			read += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+		}
+	})
+	if !used {
+		t.Errorf("%s: uses none of %v\n%s", name, index, p)
+	}
+	if maxRows > 0 && read > maxRows {
+		t.Errorf("%s: read %.0f rows of runs, want at most %.0f\n%s", name, read, maxRows, p)
+	}
+}
+
+// TestQueryPlans seeds 200,000 finished runs and checks with EXPLAIN
+// ANALYZE that the claim, list, inbox, count and prune queries use an
+// index and read no finished run (prune reads only finished ones, oldest
+// first).
+func TestQueryPlans(t *testing.T) {
+	s := openPlanStore(t)
+	const finished = 200000
+	now := seedLargePG(t, s, finished)
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	// The claim: queued and running runs only (20 of them), through the
+	// partial index or the status index, whichever the planner costs less.
+	claimIx := []string{"runs_active", "runs_by_status"}
+	checkPG(t, "claim", explain(t, s, claimNextPick, "t", now, true, now.Add(-time.Minute), []string(nil)), claimIx, 20)
+	checkPG(t, "claim by agent", explain(t, s, claimNextPick, "t", now, false, now.Add(-time.Minute), []string{"a", "b"}), claimIx, 20)
+
+	waitBase := base.Add(time.Duration(finished) * 2 * time.Second)
+	for _, c := range []struct {
+		name  string
+		p     store.RunListParams
+		index []string
+		max   float64
+	}{
+		{"runs list --status interrupted", store.RunListParams{Tenant: "t", Status: store.RunInterrupted, Summary: true, Limit: 51},
+			[]string{"runs_by_status"}, 51},
+		{"runs list --status interrupted, page 2", store.RunListParams{Tenant: "t", Status: store.RunInterrupted, Summary: true, Limit: 51,
+			After: &store.RunCursor{At: waitBase.Add(300 * time.Second), ID: "w00300"}}, []string{"runs_by_status"}, 51},
+		{"runs list", store.RunListParams{Tenant: "t", Summary: true, Limit: 51}, []string{"runs_by_created"}, 51},
+		{"runs list, page 2", store.RunListParams{Tenant: "t", Summary: true, Limit: 51,
+			After: &store.RunCursor{At: base.Add(50000 * time.Second), ID: "f00050000"}}, []string{"runs_by_created"}, 51},
+		{"stalled", store.RunListParams{Tenant: "t", Status: store.RunRunning, Claim: store.ClaimFilter{State: store.ClaimIdle},
+			Limit: 51, Now: now}, []string{"runs_by_status", "runs_waiting", "runs_active"}, 51},
+		{"running", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
+			Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now},
+			[]string{"runs_by_status", "runs_waiting"}, 600},
+		{"inbox page", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+			Claim: store.ClaimFilter{State: store.ClaimIdle, HolderPrefix: "host:"}, Order: store.RunsWaitingLongest, Limit: 51, Now: now},
+			[]string{"runs_waiting"}, 2 * 51},
+		{"inbox page 2", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+			Claim: store.ClaimFilter{State: store.ClaimIdle}, Order: store.RunsWaitingLongest, Limit: 51, Now: now,
+			After: &store.RunCursor{At: waitBase.Add(100 * time.Second), ID: "w00100"}}, []string{"runs_waiting"}, 2 * 51},
+		{"children", store.RunListParams{Tenant: "t", ParentID: "f00000009", Limit: 51}, []string{"runs_by_parent"}, 51},
+	} {
+		q, args := s.listQuery(&c.p)
+		checkPG(t, c.name, explain(t, s, q, args...), c.index, c.max)
+	}
+	// The inbox's totals read the waiting runs' index entries (500 + 10
+	// running), no finished run.
+	q, args := s.countQuery(&store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+		Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
+	checkPG(t, "inbox totals", explain(t, s, q, args...), []string{"runs_waiting", "runs_by_status"}, 510)
+	// The prune walks the finished runs oldest first, one batch.
+	pick := prunePick
+	checkPG(t, "prune", explain(t, s, pick, "t", base.Add(100000*time.Second), now, false, int64(500)),
+		[]string{"runs_finished"}, 0)
+
+	// And the queries answer right.
+	ctx := context.Background()
+	run, _, err := s.RunClaimNext(ctx, &store.RunClaimNextParams{Tenant: "t", Holder: "h", TTL: time.Minute})
+	if err != nil || run.ID != "q00001" {
+		t.Fatalf("claim = %v, %v", run, err)
+	}
+	page, err := s.RunList(ctx, &store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+		Claim: store.ClaimFilter{State: store.ClaimIdle}, Order: store.RunsWaitingLongest, Limit: 50, Summary: true, Now: now})
+	if err != nil || len(page) != 50 || page[0].ID != "w00001" || page[49].ID != "w00050" {
+		t.Fatalf("inbox page: %d runs, %v", len(page), err)
+	}
+	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted}})
+	if err != nil || len(counts) != 2 || counts[0].N != 250 || counts[1].N != 250 {
+		t.Fatalf("counts = %+v, %v", counts, err)
+	}
+	if !strings.Contains(claimNextPick, "IN ('queued', 'running')") {
+		t.Fatal("the claim's condition is not runs_active's")
+	}
+}

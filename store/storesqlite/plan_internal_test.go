@@ -1,0 +1,189 @@
+package storesqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// seedLarge fills a store with finished runs (generated in SQL), plus a
+// few waiting, queued and running ones, as a store looks after months.
+func seedLarge(t *testing.T, s *Store, finished int) {
+	t.Helper()
+	ctx := context.Background()
+	stmts := []string{
+		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+		INSERT INTO runs (tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind, checkpoint,
+			meta, deadline, revision, event_seq, created_at, updated_at)
+		SELECT 't', printf('f%08d', n), CASE WHEN n % 10 = 0 THEN printf('f%08d', n - 1) ELSE '' END,
+			CASE WHEN n % 7 = 0 THEN printf('s%d', n % 1000) ELSE '' END, 'agent', 'd',
+			CASE n % 3 WHEN 0 THEN 'completed' WHEN 1 THEN 'failed' ELSE 'cancelled' END, '', '{"v":1}',
+			NULL, NULL, 3, 0, n, n + 5 FROM g`,
+		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 500)
+		INSERT INTO runs (tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind, checkpoint,
+			meta, deadline, revision, event_seq, created_at, updated_at)
+		SELECT 't', printf('w%05d', n), '', '', 'agent', 'd', 'interrupted',
+			CASE n % 2 WHEN 0 THEN 'approval' ELSE 'reconciliation' END, '{"v":1}', NULL, NULL, 3, 0, ? + n, ? + n FROM g`,
+		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 20)
+		INSERT INTO runs (tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind, checkpoint,
+			meta, deadline, revision, event_seq, created_at, updated_at)
+		SELECT 't', printf('q%05d', n), '', '', 'agent', 'd', CASE WHEN n <= 10 THEN 'queued' ELSE 'running' END, '',
+			'{"v":1}', NULL, NULL, 1, 0, ? + n, ? + n FROM g`,
+	}
+	args := [][]any{{finished}, {finished * 2, finished * 2}, {finished * 3, finished * 3}}
+	for i, q := range stmts {
+		if _, err := s.db.ExecContext(ctx, q, args[i]...); err != nil {
+			t.Fatalf("seed %d: %v", i, err)
+		}
+	}
+}
+
+// plan returns SQLite's EXPLAIN QUERY PLAN of q, one detail per line.
+func plan(t *testing.T, s *Store, q string, args ...any) []string {
+	t.Helper()
+	rows, err := s.db.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, q)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, detail)
+	}
+	return out
+}
+
+// checkPlan asserts that the runs table is read only through one of the
+// named indexes (a search, never a scan of the table) and that nothing
+// sorts what it read, except the pages of a UNION ALL (each at most the
+// limit) before they are merged, and, with groupOK, a GROUP BY.
+func checkPlan(t *testing.T, name string, lines []string, index []string, groupOK bool) {
+	t.Helper()
+	used := false
+	for i, l := range lines {
+		for _, ix := range index {
+			if strings.Contains(l, "INDEX "+ix+" ") || strings.HasSuffix(l, "INDEX "+ix) {
+				used = true
+			}
+		}
+		switch {
+		case strings.HasPrefix(l, "SCAN ") && !strings.Contains(l, "INDEX") && !strings.Contains(l, "json_each") &&
+			!strings.Contains(l, "CONSTANT ROW") && !strings.HasPrefix(l, "SCAN (subquery") && !strings.HasPrefix(l, "SCAN g"):
+			t.Errorf("%s: full scan %q\n%s", name, l, strings.Join(lines, "\n"))
+		case strings.HasPrefix(l, "SCAN r ") || strings.HasPrefix(l, "SCAN runs "):
+			// A scan of a whole index of runs: only a partial one may be.
+			partial := false
+			for _, ix := range []string{"runs_active", "runs_waiting", "runs_finished"} {
+				partial = partial || strings.Contains(l, ix)
+			}
+			if !partial {
+				t.Errorf("%s: reads a whole index of runs: %q\n%s", name, l, strings.Join(lines, "\n"))
+			}
+		case strings.Contains(l, "TEMP B-TREE FOR ORDER BY") && i > 0 && strings.HasPrefix(lines[i-1], "SCAN (subquery-"):
+		case strings.Contains(l, "TEMP B-TREE FOR GROUP BY") && groupOK:
+		case strings.Contains(l, "TEMP B-TREE"):
+			t.Errorf("%s: sorts its result %q\n%s", name, l, strings.Join(lines, "\n"))
+		}
+	}
+	if !used {
+		t.Errorf("%s: uses none of %v:\n%s", name, index, strings.Join(lines, "\n"))
+	}
+}
+
+// TestQueryPlans seeds 100,000 finished runs and checks with EXPLAIN QUERY
+// PLAN that the claim, list, inbox, count and prune queries read an index
+// that holds only the rows they answer with (plans do not depend on how
+// loaded the machine is). It checks them without statistics (a new store)
+// and after ANALYZE.
+func TestQueryPlans(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "plans.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const finished = 100000
+	seedLarge(t, s, finished)
+	now := fromMicros(finished * 10)
+	check := func(t *testing.T) {
+		q, args := claimPickQuery(&store.RunClaimNextParams{Tenant: "t", Holder: "h", TTL: time.Minute, Stale: true}, now)
+		checkPlan(t, "claim", plan(t, s, q, args...), []string{"runs_active"}, false)
+		q, args = claimPickQuery(&store.RunClaimNextParams{Tenant: "t", Holder: "h", TTL: time.Minute, AgentIDs: []string{"a", "b"}}, now)
+		checkPlan(t, "claim by agent", plan(t, s, q, args...), []string{"runs_active"}, false)
+
+		cur := &store.RunCursor{At: fromMicros(finished/2 + 3), ID: "f00050000"}
+		for _, c := range []struct {
+			name    string
+			p       store.RunListParams
+			index   []string
+			groupOK bool
+		}{
+			{"runs list --status interrupted", store.RunListParams{Tenant: "t", Status: store.RunInterrupted, Summary: true, Limit: 51},
+				[]string{"runs_by_status"}, false},
+			{"runs list --status interrupted, page 2", store.RunListParams{Tenant: "t", Status: store.RunInterrupted, Summary: true, Limit: 51,
+				After: &store.RunCursor{At: fromMicros(finished*2 + 300), ID: "w00300"}}, []string{"runs_by_status"}, false},
+			{"runs list", store.RunListParams{Tenant: "t", Summary: true, Limit: 51}, []string{"runs_by_created"}, false},
+			{"runs list, page 2", store.RunListParams{Tenant: "t", Summary: true, Limit: 51, After: cur}, []string{"runs_by_created"}, false},
+			{"stalled", store.RunListParams{Tenant: "t", Status: store.RunRunning, Claim: store.ClaimFilter{State: store.ClaimIdle},
+				Limit: 51}, []string{"runs_by_status"}, false},
+			{"running", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
+				Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51}, []string{"runs_by_status"}, true},
+			{"inbox page", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+				Claim: store.ClaimFilter{State: store.ClaimIdle, HolderPrefix: "host:"}, Order: store.RunsWaitingLongest, Limit: 51},
+				[]string{"runs_waiting"}, true},
+			{"inbox page 2", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+				Claim: store.ClaimFilter{State: store.ClaimIdle}, Order: store.RunsWaitingLongest, Limit: 51,
+				After: &store.RunCursor{At: fromMicros(finished*2 + 100), ID: "w00100"}}, []string{"runs_waiting"}, true},
+			{"children", store.RunListParams{Tenant: "t", ParentID: "f00000009", Limit: 51}, []string{"runs_by_parent"}, false},
+		} {
+			q, args := s.listQuery(&c.p)
+			checkPlan(t, c.name, plan(t, s, q, args...), c.index, c.groupOK)
+		}
+		q, args = s.countQuery(&store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+			Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
+		lines := plan(t, s, q, args...)
+		checkPlan(t, "inbox totals", lines, []string{"runs_waiting"}, true)
+		if !strings.Contains(strings.Join(lines, "\n"), "COVERING INDEX runs_waiting") {
+			t.Errorf("inbox totals read the table, not the index alone:\n%s", strings.Join(lines, "\n"))
+		}
+		lines = plan(t, s, pruneQuery, "t", finished/2, int64(now.UnixMicro()), false, finished/2, 501)
+		checkPlan(t, "prune", lines, []string{"runs_finished"}, false)
+		for _, l := range lines {
+			if strings.Contains(l, "SEARCH k ") && !strings.Contains(l, "runs_by_parent") ||
+				strings.Contains(l, "SEARCH u ") && !strings.Contains(l, "runs_by_session") {
+				t.Errorf("prune rule without its index: %q", l)
+			}
+		}
+	}
+	t.Run("no statistics", check)
+	if _, err := s.db.Exec(`ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("after ANALYZE", check)
+
+	// And the queries answer: the claim takes the oldest queued run, the
+	// inbox's first page starts with the longest waiting run, the totals
+	// count every waiting run.
+	ctx := context.Background()
+	run, _, err := s.RunClaimNext(ctx, &store.RunClaimNextParams{Tenant: "t", Holder: "h", TTL: time.Minute})
+	if err != nil || run.ID != "q00001" {
+		t.Fatalf("claim = %v, %v", run, err)
+	}
+	page, err := s.RunList(ctx, &store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+		Claim: store.ClaimFilter{State: store.ClaimIdle}, Order: store.RunsWaitingLongest, Limit: 50, Summary: true, Now: now})
+	if err != nil || len(page) != 50 || page[0].ID != "w00001" || page[49].ID != "w00050" {
+		t.Fatalf("inbox page: %d runs, %v", len(page), err)
+	}
+	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted}})
+	if err != nil || len(counts) != 2 || counts[0].N != 250 || counts[1].N != 250 {
+		t.Fatalf("counts = %+v, %v", counts, err)
+	}
+}
