@@ -11,10 +11,14 @@
 // "api.key" all become "apikey". The normalised key is secret when
 //
 //   - it contains one of authorization, apikey, secret, password, passwd,
-//     cookie, privatekey, credential, sessionid, sessid, sessionkey, or a
-//     configured extra key (normalised the same way): "client_secret",
-//     "Set-Cookie", "AWS_SECRET_ACCESS_KEY", "credentials",
-//     "db_password_hash", "session_id" and "JSESSIONID" are secret; or
+//     passphrase, pwd, cookie, privatekey, privkey, credential, sessionid,
+//     sessid, sessionkey, or a configured extra key (normalised the same
+//     way): "client_secret", "Set-Cookie", "AWS_SECRET_ACCESS_KEY",
+//     "credentials", "db_password_hash", "key_passphrase", "DB_PWD",
+//     "session_id" and "JSESSIONID" are secret; or
+//   - split into words, it has one of the words pin, pass, otp, cvv, cvc,
+//     cvv2: "pin", "card_pin", "pinCode", "db_pass", "cvv" are secret, and
+//     "shipping", "mapping", "bypass" and "passed" are not; or
 //   - it ends with token: "token", "access_token", "X-Auth-Token",
 //     "refreshToken" are secret; or
 //   - split into words (at separators and camel case), it has the word
@@ -27,20 +31,39 @@
 // "token_type" and "totalTokenCount" are counters or metadata the operator
 // needs to see, not secrets.
 //
-// # Free text
+// # Secrets inside strings
 //
-// [Redactor.Text] cleans text that may quote a secret (error messages,
-// interruption reasons, evidence): the value of every assignment to a
-// secret-looking key ("api_key=…", "x-api-key: …", `"client_secret": "…"`)
-// and every "Bearer …" credential is replaced. [Redactor.JSONText] applies
-// both to a JSON document built around text, such as a persisted error.
+// [Redactor.Text] cleans text that may quote a secret. It replaces
+//
+//   - the value of every assignment to a secret-looking key: "api_key=…",
+//     "x-api-key: …", `"client_secret": "…"`, "password=…" and "Pwd=…" in
+//     a connection string ("host=db user=app password=…",
+//     "Server=db;Password=…;"), "--pin=…";
+//   - every "Bearer …" or "Basic …" credential;
+//   - the password of a URL's user information ("postgres://app:…@db/x",
+//     "redis://:…@cache", "mongodb+srv://app:…@cluster") and of a Go MySQL
+//     DSN ("app:…@tcp(db:3306)/x"); the user name and host stay;
+//   - the body of a PEM private key block ("-----BEGIN RSA PRIVATE
+//     KEY-----" … END, or to the end of the text when it is cut short);
+//     certificates and public keys stay.
+//
+// [Redactor.JSON] applies Text to every string value that is not under a
+// secret key (those lose the whole value), so `{"cmd": "login
+// password=hunter2"}` is stored as `{"cmd": "login password=[REDACTED]"}`.
+// [Redactor.JSONText] does both to a JSON document built around text, such
+// as a persisted error.
 //
 // Substring matching errs towards redacting: "secretary" and
 // "cookie_consent" are redacted too. Leaking a secret into a checkpoint is
 // worse than hiding a harmless field from an operator.
 //
-// What this package does not find: secrets under innocent keys (a password
-// inside a URL, a header list written as {"name": "Authorization", "value":
-// ...}). For values the caller knows to be secret, such as the API keys it
-// configured, use [Redactor.String].
+// What this package does not find: a secret that is neither under a
+// secret-looking key nor in one of the shapes above: a bare value under an
+// innocent key ({"note": "hunter2"}), a header list written as {"name":
+// "Authorization", "value": ...}, a password in prose ("my password is
+// hunter2"), a key or card number with no name before it. For values the
+// caller knows to be secret, such as the API keys it configured, use
+// [Redactor.String]. What the runtime applies it to, and what it does not
+// (a user's own message text, the model's text, a successful tool result's
+// text), is listed in the README's "Data hygiene" section.
 package redact

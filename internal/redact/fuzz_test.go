@@ -27,6 +27,8 @@ func reference(r *redact.Redactor, v any) any {
 		for i, x := range v {
 			v[i] = reference(r, x)
 		}
+	case string:
+		return r.Text(v)
 	}
 	return v
 }
@@ -52,6 +54,7 @@ func FuzzRedactJSON(f *testing.F) {
 		`{"api\u005fkey":"k","pass\"word":"p","note":"\"secret\":1"}`,
 		`{"token":"[REDACTED]","token":"b","secret":null}`,
 		"{\n \"a\" : [ 1 , { \"cookie\" : \"c\" } ] }\n",
+		`{"cmd":"x password=p pin: 1","dsn":"postgres://u:p@h/d","k":"-----BEGIN EC PRIVATE KEY-----\nAA\n"}`,
 	} {
 		f.Add([]byte(s))
 	}

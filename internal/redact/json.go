@@ -16,9 +16,11 @@ const quotedPlaceholder = `"` + Placeholder + `"`
 
 // JSON returns b with the value of every secret key, at any depth and of
 // any type (string, number, object, array, null), replaced by the string
-// [Placeholder]. Everything else is kept byte for byte: key order,
-// duplicate keys, number spelling (12345678901234567890, 1.0, 1e3) and
-// whitespace. A value that already is the placeholder is left alone, so
+// [Placeholder], and every other string value cleaned by [Redactor.Text]
+// ("password=…" inside a string, a URL's password, a PEM private key, a
+// Bearer credential). Everything else is kept byte for byte: key order,
+// duplicate keys, number spelling (12345678901234567890, 1.0, 1e3),
+// whitespace, and every string Text leaves alone. A value that already is the placeholder is left alone, so
 // redacting twice gives the same bytes as redacting once.
 //
 // changed reports whether anything was replaced; when it is false, out is
@@ -64,14 +66,23 @@ func (r *Redactor) walk(b json.RawMessage) (json.RawMessage, bool, error) {
 	last := 0
 	for _, s := range w.spans {
 		buf.Write(b[last:s.start])
-		buf.WriteString(quotedPlaceholder)
+		if s.with != nil {
+			buf.Write(s.with)
+		} else {
+			buf.WriteString(quotedPlaceholder)
+		}
 		last = s.end
 	}
 	buf.Write(b[last:])
 	return buf.Bytes(), true, nil
 }
 
-type span struct{ start, end int }
+// span is a value to replace: by with, or by the quoted placeholder when
+// with is nil.
+type span struct {
+	start, end int
+	with       []byte
+}
 
 // walker finds the values to replace in input already checked by
 // json.Valid, so it does not re-validate: it only needs to find where each
@@ -99,7 +110,7 @@ func (w *walker) value(i int) int {
 			if w.r.IsSecretKey(key) {
 				end := skipValue(w.in, i)
 				if !isPlaceholder(w.in[i:end]) {
-					w.spans = append(w.spans, span{i, end})
+					w.spans = append(w.spans, span{start: i, end: end})
 				}
 				i = end
 			} else {
@@ -124,9 +135,33 @@ func (w *walker) value(i int) int {
 			i = skipSpace(w.in, i+1) // past ','
 		}
 	case '"':
-		return stringEnd(w.in, i)
+		end := stringEnd(w.in, i)
+		w.text(i, end)
+		return end
 	}
 	return scalarEnd(w.in, i)
+}
+
+// text cleans the string value in[start:end] with [Redactor.Text]. Only a
+// string that may hold a secret is decoded.
+func (w *walker) text(start, end int) {
+	raw := w.in[start:end]
+	if bytes.IndexByte(raw, '\\') < 0 && !mayHoldSecret(string(raw[1:len(raw)-1])) {
+		return
+	}
+	s := decodeString(raw)
+	t := w.r.Text(s)
+	if t == s {
+		return
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(t); err != nil {
+		w.spans = append(w.spans, span{start: start, end: end})
+		return
+	}
+	w.spans = append(w.spans, span{start: start, end: end, with: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))})
 }
 
 // skipValue returns the index just after the value starting at i, without

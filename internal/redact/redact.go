@@ -19,8 +19,11 @@ var defaultWords = []string{
 	"secret",
 	"password",
 	"passwd",
+	"passphrase",
+	"pwd",
 	"cookie",
 	"privatekey",
+	"privkey",
 	"credential",
 	// Session identifiers are bearer credentials: session_id, JSESSIONID,
 	// PHPSESSID, session_key cookies.
@@ -32,6 +35,11 @@ var defaultWords = []string{
 // suffixWord is matched only at the end of the normalised key; see the
 // package documentation for why.
 const suffixWord = "token"
+
+// secretWords are short words that are secret only as a whole word of the
+// key ("pin", "card_pin", "pinCode"), since as substrings they are inside
+// harmless words (shipping, mapping, bypass, compass, motp).
+var secretWords = map[string]bool{"pin": true, "pass": true, "otp": true, "cvv": true, "cvc": true, "cvv2": true}
 
 // Redactor replaces secret values. The zero value and a nil *Redactor use
 // the default keys only. A Redactor is immutable and safe for concurrent
@@ -97,6 +105,11 @@ func (r *Redactor) isSecretKey(k string) bool {
 	}
 	if strings.HasSuffix(n, suffixWord) || tokenWord(k) {
 		return true
+	}
+	for _, w := range words(k) {
+		if secretWords[w] {
+			return true
+		}
 	}
 	for _, w := range defaultWords {
 		if strings.Contains(n, w) {

@@ -21,6 +21,9 @@ func TestIsSecretKey(t *testing.T) {
 		// Variants a review found unredacted (issue 10, break 3).
 		"auth_tokens", "tokenValue", "token_value", "access_tokens", "AuthTokens", "x-api-key", "client_secret",
 		"private_key", "session_id", "sessionId", "JSESSIONID", "PHPSESSID", "session_key", "sessionToken",
+		// Issue 27: what a security probe found stored in clear, and its kin.
+		"passphrase", "key_passphrase", "pwd", "DB_PWD", "userPwd", "pin", "PIN", "card_pin", "pinCode", "pin-code",
+		"pass", "db_pass", "mysqlPass", "otp", "cvv", "cvc", "card_cvv2", "privkey", "ssh_privkey",
 	}
 	notSecret := []string{
 		"", "-", "name", "url", "key", "id", "value", "auth",
@@ -30,6 +33,7 @@ func TestIsSecretKey(t *testing.T) {
 		"keyboard", "monkey",
 		"cached_tokens", "reasoning_tokens", "cache_write_tokens", "cached_input_tokens", "tokens_per_minute",
 		"token_count", "tokenCount", "num_tokens", "token_url", "TokenURL", "session", "session_base", "session_prefix",
+		"shipping", "mapping", "ping", "pinned", "spinner", "bypass", "compass", "passed", "passenger", "topic",
 	}
 	var r *redact.Redactor // nil uses the defaults
 	for _, k := range secret {

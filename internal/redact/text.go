@@ -14,15 +14,98 @@ var assignment = regexp.MustCompile(`(?i)["']?([A-Za-z0-9][A-Za-z0-9_.\-]*)["']?
 // bearer finds an Authorization-style credential wherever it stands.
 var bearer = regexp.MustCompile(`(?i)\b(?:bearer|basic)[ \t]+([A-Za-z0-9._~+/\-]{8,}=*)`)
 
+// urlPassword finds the password of a URL's user information
+// ("postgres://app:PASS@db/x", "redis://:PASS@cache"): group 1 is
+// everything before it, group 2 the password.
+var urlPassword = regexp.MustCompile(`(?i)(\b[a-z][a-z0-9+.\-]*://[^\s/?#@:"'<>\[\]]*):([^\s/?#@"'<>]+)@`)
+
+// dsnPassword finds the password of a Go MySQL driver DSN
+// ("app:PASS@tcp(db:3306)/x").
+var dsnPassword = regexp.MustCompile(`(\b[A-Za-z0-9_.\-]+):([^\s/@"'<>]+)@(?:tcp|tcp6|unix|udp)\(`)
+
+// pemPrivate finds a PEM private key block ("-----BEGIN RSA PRIVATE
+// KEY-----", "-----BEGIN OPENSSH PRIVATE KEY-----", "-----BEGIN PGP
+// PRIVATE KEY BLOCK-----"), up to its END line or, cut short, to the end
+// of the text: group 1 is the BEGIN line, group 2 the body.
+var pemPrivate = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----)((?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|$))`)
+
+// pemEnd is the END line of a PEM block.
+var pemEnd = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----$`)
+
+// mayHoldSecret is a cheap test that s has nothing [Redactor.Text]
+// replaces: every pattern needs an '=' or ':', a PEM header, or an
+// Authorization scheme. Most strings (ids, times, amounts, words) are
+// passed over without running a regular expression.
+func mayHoldSecret(s string) bool {
+	return strings.ContainsAny(s, "=:") || strings.Contains(s, "-----BEGIN") || containsFold(s, "bearer") || containsFold(s, "basic")
+}
+
+// containsFold reports whether s contains the lowercase ASCII word w in
+// any case.
+func containsFold(s, w string) bool {
+	for i := 0; i+len(w) <= len(s); i++ {
+		j := 0
+		for ; j < len(w); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != w[j] {
+				break
+			}
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceGroup2 replaces group 2 of every match of re in s by the
+// placeholder, unless it already is one.
+func replaceGroup2(re *regexp.Regexp, s string) string {
+	ms := re.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		if s[m[4]:m[5]] == Placeholder {
+			continue
+		}
+		b.WriteString(s[last:m[4]])
+		b.WriteString(Placeholder)
+		last = m[5]
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // Text returns s with the value of every secret-looking assignment in it
 // replaced by [Placeholder]: "api_key=sk-…", "Authorization: Bearer …",
-// `"client_secret": "…"`, "token: …", and any "Bearer …" credential. Use it
-// for free text that may quote a secret: error messages, interruption
-// reasons, evidence. Keys are matched as by [Redactor.IsSecretKey]; a
-// quoted value loses its content but keeps its quotes.
+// `"client_secret": "…"`, "token: …", "password=…" inside a connection
+// string; any "Bearer …" or "Basic …" credential; the password of a URL
+// ("postgres://app:…@db") or of a MySQL DSN ("app:…@tcp(db)"); and the body
+// of a PEM private key block. Use it for free text that may quote a
+// secret: error messages, interruption reasons, evidence; [Redactor.JSON]
+// applies it to every string value. Keys are matched as by
+// [Redactor.IsSecretKey]; a quoted value loses its content but keeps its
+// quotes. Text is idempotent: Text(Text(s)) == Text(s).
 func (r *Redactor) Text(s string) string {
-	if s == "" {
+	if s == "" || !mayHoldSecret(s) {
 		return s
+	}
+	if strings.Contains(s, "-----BEGIN") {
+		s = pemPrivate.ReplaceAllStringFunc(s, func(m string) string {
+			sub := pemPrivate.FindStringSubmatch(m)
+			body := sub[2]
+			end := pemEnd.FindString(body)
+			if strings.TrimSuffix(body, end) == Placeholder {
+				return m
+			}
+			return sub[1] + Placeholder + end
+		})
 	}
 	var b strings.Builder
 	pos := 0
@@ -57,6 +140,10 @@ func (r *Redactor) Text(s string) string {
 	}
 	b.WriteString(s[pos:])
 	out := b.String()
+	if strings.Contains(out, "@") {
+		out = replaceGroup2(urlPassword, out)
+		out = replaceGroup2(dsnPassword, out)
+	}
 	return bearer.ReplaceAllStringFunc(out, func(m string) string {
 		sp := strings.IndexAny(m, " \t")
 		if strings.TrimLeft(m[sp:], " \t") == Placeholder {
