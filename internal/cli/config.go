@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -83,7 +84,9 @@ func (e *env) openStore(ctx context.Context, c *common) (store.Store, error) {
 				return nil, usageErr("no store at %s (%v): give --store (or set ACTOVIQ_STORE to) the store the run was started with", u, errors.Unwrap(err))
 			}
 		}
-		s, err := storesqlite.Open(path, nil)
+		s, err := storesqlite.Open(path, &storesqlite.Config{Warn: func(msg string) {
+			fmt.Fprintln(e.stderr, "actoviq: "+strings.Replace(msg, "storesqlite: ", "", 1))
+		}})
 		if err != nil {
 			return nil, usageErr("open store %s: %v", u, err)
 		}

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +32,11 @@ type Config struct {
 	// applied to every connection. Default (0): no cap beyond SQLite's own.
 	// It exists mainly to test the behaviour on a full disk.
 	MaxPageCount int64
+	// Warn receives what Open has to say about the files it opens: a
+	// database, WAL or SHM file that other users can read (it holds
+	// transcripts and tool arguments). Default (nil): the standard
+	// library's log package (log.Print).
+	Warn func(msg string)
 }
 
 const defaultBusyTimeout = 5 * time.Second
@@ -80,6 +88,12 @@ func Open(path string, cfg *Config) (*Store, error) {
 	if c.BusyTimeout == 0 {
 		c.BusyTimeout = defaultBusyTimeout
 	}
+	if c.Warn == nil {
+		c.Warn = func(msg string) { log.Print(msg) }
+	}
+	if err := private(path, c.Warn); err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("sqlite", dsn(path, &c))
 	if err != nil {
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
@@ -90,6 +104,37 @@ func Open(path string, cfg *Config) (*Store, error) {
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// private creates the database file readable and writable by its owner
+// only (0600), before SQLite opens it, so that no other user can read it
+// even for an instant; SQLite gives the WAL and SHM files it creates
+// beside it the database file's mode. A file that exists already is left
+// as it is, and a warning names each of the three that other users can
+// read or write.
+func private(path string, warn func(string)) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("storesqlite: create %s: %w", path, err)
+		}
+	case errors.Is(err, fs.ErrExist):
+	default:
+		// Let SQLite say what is wrong with the path (a directory that
+		// does not exist, no permission), as before.
+		return nil
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if perm := st.Mode().Perm(); perm&0o077 != 0 {
+			warn(fmt.Sprintf("storesqlite: warning: %s can be read or written by other users (mode %v); it holds transcripts and tool arguments: chmod 600 it", p, perm))
+		}
+	}
+	return nil
 }
 
 // dsn builds the driver DSN. The pragmas are DSN parameters so that every
