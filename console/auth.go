@@ -140,31 +140,12 @@ func clientKey(r *http.Request) string {
 	return host
 }
 
-// limited reports whether the client has used up its failed logins, and
-// how long until the oldest one ages out.
-func (a *auth) limited(r *http.Request) (bool, time.Duration) {
-	key := clientKey(r)
-	now := a.cfg.Clock()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	recent := a.failures[key][:0]
-	for _, t := range a.failures[key] {
-		if now.Sub(t) < a.cfg.LoginWindow {
-			recent = append(recent, t)
-		}
-	}
-	if len(recent) == 0 {
-		delete(a.failures, key)
-	} else {
-		a.failures[key] = recent
-	}
-	if len(recent) >= a.cfg.LoginFailures {
-		return true, a.cfg.LoginWindow - now.Sub(recent[0])
-	}
-	return false, 0
-}
-
-func (a *auth) fail(r *http.Request) {
+// fail counts a failed sign-in (or bad bearer token) against the
+// request's client address and reports whether that address has now failed
+// more than LoginFailures times within LoginWindow, with how long until its
+// oldest counted failure ages out. It is consulted only after a token was
+// found invalid, so it never stands between a valid token and the console.
+func (a *auth) fail(r *http.Request) (limited bool, wait time.Duration) {
 	key := clientKey(r)
 	now := a.cfg.Clock()
 	a.mu.Lock()
@@ -178,11 +159,22 @@ func (a *auth) fail(r *http.Request) {
 			}
 		}
 	}
-	ts := append(a.failures[key], now)
-	if len(ts) > a.cfg.LoginFailures {
-		ts = ts[len(ts)-a.cfg.LoginFailures:]
+	recent := a.failures[key][:0]
+	for _, t := range a.failures[key] {
+		if now.Sub(t) < a.cfg.LoginWindow {
+			recent = append(recent, t)
+		}
 	}
-	a.failures[key] = ts
+	limited = len(recent) >= a.cfg.LoginFailures
+	recent = append(recent, now)
+	if len(recent) > a.cfg.LoginFailures {
+		recent = recent[len(recent)-a.cfg.LoginFailures:]
+	}
+	a.failures[key] = recent
+	if limited {
+		return true, a.cfg.LoginWindow - now.Sub(recent[0])
+	}
+	return false, 0
 }
 
 const maxTrackedClients = 10000
@@ -229,14 +221,16 @@ func (c *Console) api(h http.HandlerFunc) http.HandlerFunc {
 				writeError(w, http.StatusUnauthorized, "unauthorized", "the Authorization header must be \"Bearer TOKEN\"")
 				return
 			}
-			if lim, wait := c.auth.limited(r); lim {
-				retryAfter(w, wait)
-				writeError(w, http.StatusTooManyRequests, "too_many_failures", "too many failed sign-ins from this address; wait and try again")
-				return
-			}
+			// The token is checked first: a valid one is never refused,
+			// however many failures came from its address (behind a proxy,
+			// every client shares one).
 			op, ok := c.auth.checkToken(strings.TrimSpace(secret))
 			if !ok {
-				c.auth.fail(r)
+				if lim, wait := c.auth.fail(r); lim {
+					retryAfter(w, wait)
+					writeError(w, http.StatusTooManyRequests, "too_many_failures", "the bearer token is not valid for this console, and too many failed sign-ins came from this address: wait before trying another (a valid token is accepted at any time)")
+					return
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="actoviq console", error="invalid_token"`)
 				writeError(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not valid for this console")
 				return
@@ -327,15 +321,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a sign-in from another site is refused", http.StatusForbidden)
 		return
 	}
-	if lim, wait := c.auth.limited(r); lim {
-		retryAfter(w, wait)
-		c.render(w, r, http.StatusTooManyRequests, "login.html", map[string]any{"Next": next,
-			"Error": "Too many failed sign-ins from this address. Wait a minute and try again."})
-		return
-	}
 	op, ok := c.auth.checkToken(strings.TrimSpace(r.PostFormValue("token")))
 	if !ok {
-		c.auth.fail(r)
+		if lim, wait := c.auth.fail(r); lim {
+			retryAfter(w, wait)
+			c.render(w, r, http.StatusTooManyRequests, "login.html", map[string]any{"Next": next, "Name": r.PostFormValue("name"),
+				"Error": "That token is not valid for this console, and too many failed sign-ins came from this address. Wait a minute before trying another; a valid token is accepted at any time."})
+			return
+		}
 		c.render(w, r, http.StatusUnauthorized, "login.html", map[string]any{"Next": next, "Name": r.PostFormValue("name"),
 			"Error": "That token is not valid for this console."})
 		return
@@ -348,6 +341,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A sign-in ends the session this browser held before (another
+	// operator's, or its own): one browser, one session.
+	c.auth.endSession(r)
 	id, _, err := c.auth.newSession(op)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -365,10 +361,32 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: it accepts only the
+// pages the console routes (/, /runs, /runs/{id}, with a query), written
+// as a path with no control character, space or backslash anywhere, and
+// answers "/" for anything else. Browsers drop tabs and newlines from a
+// URL and read a backslash as a slash, so "/<TAB>/host" would be
+// "//host", another site.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if next == "" || len(next) > 2048 || strings.IndexFunc(next, func(r rune) bool {
+		return r <= ' ' || r == 0x7f || r == '\\' || unicode.IsControl(r) || unicode.IsSpace(r)
+	}) >= 0 {
 		return "/"
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.User != nil || u.Host != "" || u.Opaque != "" || u.Fragment != "" || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	p := u.Path
+	switch {
+	case p == "/", p == "/runs":
+	case strings.HasPrefix(p, "/runs/") && len(p) > len("/runs/") && !strings.Contains(p[len("/runs/"):], "/"):
+	default:
+		return "/"
+	}
+	out := (&url.URL{Path: p, RawPath: u.RawPath, RawQuery: u.RawQuery}).RequestURI()
+	if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") {
+		return "/"
+	}
+	return out
 }

@@ -43,7 +43,7 @@ func BenchmarkInbox(b *testing.B) {
 	defer con.Close()
 	b.ResetTimer()
 	for b.Loop() {
-		req := httptest.NewRequest("GET", "/api/v1/inbox", nil)
+		req := httptest.NewRequest("GET", "http://127.0.0.1/api/v1/inbox", nil)
 		req.Header.Set("Authorization", "Bearer "+tokenAlice)
 		w := httptest.NewRecorder()
 		con.ServeHTTP(w, req)

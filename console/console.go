@@ -9,7 +9,9 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,9 +67,21 @@ type Config struct {
 	// PollInterval is how often live views (the inbox stream) look at the
 	// store; zero means 2 s.
 	PollInterval time.Duration
+	// Hosts are the host names the console answers to (the Host header
+	// of a request, without its port; compared case-insensitively), such
+	// as the name a TLS proxy in front of it serves. A request for any
+	// other name is refused with 421 before anything else happens: a page
+	// on another site whose name an attacker points at this console's
+	// address (DNS rebinding) sends its own name. An IP address, localhost
+	// and names under .localhost are always answered (a browser never
+	// resolves them through DNS). Empty means only those.
+	Hosts []string
 	// LoginFailures is how many failed logins (or bad bearer tokens) one
-	// client address may make per LoginWindow before it is refused with
-	// 429; zero means 5. LoginWindow zero means one minute.
+	// client address may make per LoginWindow; past it, each further
+	// failure is answered 429 with Retry-After instead of 401. A valid
+	// token is checked first and is never refused, whatever its address
+	// did: behind a proxy every client shares the proxy's address. Zero
+	// means 5. LoginWindow zero means one minute.
 	LoginFailures int
 	LoginWindow   time.Duration
 	// Clock gives the time; nil means time.Now.
@@ -94,6 +108,11 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	for i, h := range c.Hosts {
+		if h == "" || strings.ContainsAny(h, "/ \t\r\n@") {
+			return fmt.Errorf("console: Config.Hosts[%d] %q is not a host name", i, h)
+		}
+	}
 	if c.ResumeWait < 0 || c.SessionTTL < 0 || c.PollInterval < 0 || c.LoginWindow < 0 || c.LoginFailures < 0 || c.InboxLimit < 0 {
 		return errors.New("console: a Config duration or limit is negative")
 	}
@@ -104,11 +123,12 @@ func (c *Config) validate() error {
 // the JSON API over one runtime, and so over one tenant. Close it to stop
 // the resumes and live streams it started.
 type Console struct {
-	rt   *actoviq.Runtime
-	cfg  Config
-	auth *auth
-	tmpl map[string]*template.Template
-	mux  *http.ServeMux
+	rt    *actoviq.Runtime
+	cfg   Config
+	auth  *auth
+	hosts map[string]bool // lowercased Config.Hosts, without ports
+	tmpl  map[string]*template.Template
+	mux   *http.ServeMux
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -129,6 +149,7 @@ func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
 	}
 	c := *cfg
 	c.Tokens = append([]Token(nil), cfg.Tokens...)
+	c.Hosts = append([]string(nil), cfg.Hosts...)
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -170,6 +191,10 @@ func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	con := &Console{rt: rt, cfg: c, auth: newAuth(&c), tmpl: tmpl, ctx: ctx, cancel: cancel, resumes: map[string]chan struct{}{}}
+	con.hosts = map[string]bool{}
+	for _, h := range c.Hosts {
+		con.hosts[hostName(h)] = true
+	}
 	con.routes()
 	return con, nil
 }
@@ -195,13 +220,49 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/static/") {
 		h.Set("Cache-Control", "no-store")
 	}
+	if !c.servesHost(r.Host) {
+		http.Error(w, "this console does not serve the host "+strconv.Quote(r.Host)+": open it by its address, or add the name to console.Config.Hosts (actoviq console --host NAME)", http.StatusMisdirectedRequest)
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// hostName is a Host header's name, lowercased, without its port or an
+// IPv6 address's brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")), ".")
+}
+
+// servesHost reports whether a request for host is one for this console:
+// an IP address, localhost (or a name under .localhost), or a name in
+// Config.Hosts. Any other name may be a DNS rebinding page's.
+func (c *Console) servesHost(host string) bool {
+	name := hostName(host)
+	if name == "" {
+		return false
+	}
+	if net.ParseIP(name) != nil || name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	return c.hosts[name]
 }
 
 func (c *Console) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets/static")
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	m.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		// Files only: a directory (which FileServer would list) is not found.
+		name := strings.TrimPrefix(r.URL.Path, "/static/")
+		if st, err := fs.Stat(static, name); name == "" || err != nil || st.IsDir() {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 
 	m.HandleFunc("GET /login", c.loginPage)
 	m.HandleFunc("POST /login", c.login)

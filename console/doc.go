@@ -49,10 +49,30 @@
 // it is refused with 403, and so is any state change or sign-in that the
 // browser says comes from another site (Sec-Fetch-Site, or an Origin other
 // than the request's host: behind a proxy, forward the Host header).
-// Bearer requests carry no ambient credential and need none. Tokens, session ids and CSRF tokens are compared in constant
-// time; failed sign-ins and bad bearer tokens are counted per client
-// address, and past [Config.LoginFailures] per [Config.LoginWindow] the
-// client gets 429 with Retry-After.
+// Bearer requests carry no ambient credential and need none. Tokens,
+// session ids and CSRF tokens are compared in constant time.
+//
+// What the console guarantees:
+//
+//   - A valid token is never refused. The token is checked before
+//     anything is counted; failed sign-ins and bad bearer tokens are
+//     counted per client address, and past [Config.LoginFailures] per
+//     [Config.LoginWindow] each further failure is answered 429 with
+//     Retry-After instead of 401. Behind a proxy every client shares the
+//     proxy's address, so a stranger's failures slow only other failures.
+//     The counter reports guessing; what defeats it is the token's length
+//     (at least 16 characters; `actoviq console` makes 192-bit ones).
+//   - A request for a host the console does not serve is refused with 421
+//     before anything else: the Host header must be an IP address,
+//     localhost (or a name under .localhost), or one of [Config.Hosts]. A
+//     web page whose name an attacker points at the console's address (DNS
+//     rebinding) sends its own name, and is refused.
+//   - After sign-in the browser goes only to a page the console routes (/,
+//     /runs, /runs/{id}, with a query); a "next" with a control character,
+//     a space or a backslash anywhere, or naming anything else, goes to /.
+//   - Signing in ends the session the browser held before; signing out
+//     ends it too. Sessions live in memory and end with the process.
+//   - /static/ serves the page's files and lists no directory.
 //
 // Decisions are recorded under the operator's name: the name bound to the
 // token ([Token.Operator]), or else the name given at sign-in, or, for a

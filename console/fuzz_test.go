@@ -46,7 +46,7 @@ func FuzzDecisionsBody(f *testing.F) {
 		}
 		defer con.Close()
 		before, _ := rt.Get(ctx, "run-1")
-		req := httptest.NewRequest("POST", "/api/v1/runs/run-1/decisions", bytes.NewReader(body))
+		req := httptest.NewRequest("POST", "http://127.0.0.1/api/v1/runs/run-1/decisions", bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tokenAlice)
 		req.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()

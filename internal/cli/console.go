@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -27,6 +29,7 @@ type consoleFlags struct {
 	insecureListen bool
 	mcpConfig      string
 	resume         string
+	hosts          []string
 }
 
 func (e *env) consoleCmd() *cobra.Command {
@@ -41,6 +44,9 @@ func (e *env) consoleCmd() *cobra.Command {
 			"It listens on loopback unless told otherwise; another address needs --tls-cert and --tls-key, or\n" +
 			"--insecure-listen (behind a TLS-terminating proxy: the session cookie is Secure, so a browser keeps it\n" +
 			"only over https or on localhost).\n\n" +
+			"It answers only requests for an IP address, localhost, the --listen host, the names in --tls-cert and\n" +
+			"each --host NAME (the name a proxy in front of it serves); any other Host is refused with 421, so that\n" +
+			"a web page whose name resolves to this machine (DNS rebinding) cannot reach it.\n\n" +
 			"--resume says what the page's Resume button does:\n" +
 			"  here   resume the run in this process when it can rebuild the run's agent (the provider's API key in its\n" +
 			"         environment, the MCP config as the run remembers it, or --mcp-config); otherwise show the command\n" +
@@ -59,6 +65,7 @@ func (e *env) consoleCmd() *cobra.Command {
 	fl.BoolVar(&f.insecureListen, "insecure-listen", false, "allow plain HTTP on a non-loopback address (behind a TLS-terminating proxy)")
 	fl.StringVar(&f.mcpConfig, "mcp-config", "", "MCP servers config for the runs this console resumes (default: each run's own)")
 	fl.StringVar(&f.resume, "resume", "here", "what Resume does: here, queue (actoviq worker) or none (show the command)")
+	fl.StringArrayVar(&f.hosts, "host", nil, "a host name the console is reached by, e.g. the proxy's (repeatable; IP addresses and localhost always work)")
 	return cmd
 }
 
@@ -73,6 +80,35 @@ func loopback(addr string) (bool, error) {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback(), nil
+}
+
+// consoleHosts lists the names the console serves: each --host, the
+// --listen host when it is a name, and the DNS names of the TLS
+// certificate.
+func consoleHosts(f *consoleFlags) ([]string, error) {
+	var hosts []string
+	for _, h := range f.hosts {
+		h = strings.TrimSpace(h)
+		if h == "" || strings.ContainsAny(h, "/ @") {
+			return nil, usageErr("--host %q: want a host name such as console.example.com", h)
+		}
+		hosts = append(hosts, h)
+	}
+	if h, _, err := net.SplitHostPort(f.listen); err == nil && h != "" && net.ParseIP(h) == nil {
+		hosts = append(hosts, h)
+	}
+	if f.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return nil, usageErr("--tls-cert %s, --tls-key %s: %v", f.tlsCert, f.tlsKey, err)
+		}
+		if len(pair.Certificate) > 0 {
+			if leaf, err := x509.ParseCertificate(pair.Certificate[0]); err == nil {
+				hosts = append(hosts, leaf.DNSNames...)
+			}
+		}
+	}
+	return hosts, nil
 }
 
 func (e *env) consoleToken(f *consoleFlags) (secret string, generated bool, err error) {
@@ -121,8 +157,8 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usageErr("--tls-cert and --tls-key go together")
 	}
-	tls := f.tlsCert != ""
-	if !local && !tls && !f.insecureListen {
+	useTLS := f.tlsCert != ""
+	if !local && !useTLS && !f.insecureListen {
 		return usageErr("--listen %s is not a loopback address: give --tls-cert and --tls-key, or --insecure-listen behind a TLS-terminating proxy", f.listen)
 	}
 	secret, generated, err := e.consoleToken(f)
@@ -134,8 +170,13 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 		return err
 	}
 	defer done()
+	hosts, err := consoleHosts(f)
+	if err != nil {
+		return err
+	}
 	cfg := &console.Config{
 		Tokens:        []console.Token{{Secret: secret, Operator: f.operator}},
+		Hosts:         hosts,
 		ResumeCommand: func(runID string) string { return "actoviq resume " + shellQuote(runID) + storeFlags(c) },
 	}
 	switch f.resume {
@@ -163,11 +204,11 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 		return usageErr("--listen %s: %v", f.listen, err)
 	}
 	scheme := "http"
-	if tls {
+	if useTLS {
 		scheme = "https"
 	}
 	base := scheme + "://" + ln.Addr().String()
-	if !local && !tls {
+	if !local && !useTLS {
 		fmt.Fprintf(e.stderr, "actoviq: warning: serving plain HTTP on %s, a non-loopback address: tokens and decisions cross the network in clear unless a TLS proxy is in front\n", ln.Addr())
 	}
 	fmt.Fprintf(e.stdout, "actoviq console for tenant %s of %s on %s\n", rt.Tenant(), redactURL(e.storeURL(c)), base)
@@ -187,7 +228,7 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 		ErrorLog: nil, BaseContext: func(net.Listener) context.Context { return ctx }}
 	errc := make(chan error, 1)
 	go func() {
-		if tls {
+		if useTLS {
 			errc <- srv.ServeTLS(ln, f.tlsCert, f.tlsKey)
 		} else {
 			errc <- srv.Serve(ln)

@@ -238,3 +238,53 @@ func TestConsoleCommandHandsResumeToTheWorkers(t *testing.T) {
 		t.Fatalf("%d payments", h.bankLines())
 	}
 }
+
+// TestConsoleCommandRefusesOtherHosts: the console answers its address and
+// each --host, and refuses with 421 a Host it does not serve (a DNS
+// rebinding page's own name).
+func TestConsoleCommandRefusesOtherHosts(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
+	h.envs["ACTOVIQ_CONSOLE_TOKEN"] = "env-token-0123456789abcdef"
+	out, _, _ := startConsole(t, h, "--host", "console.example.com")
+	base := regexp.MustCompile(`on (http://127\.0\.0\.1:\d+)\n`).FindStringSubmatch(out.String())[1]
+	for host, want := range map[string]int{"evil.example:18080": 421, "console.example.com": 200, "localhost": 200, "": 200} {
+		req, _ := http.NewRequest("GET", base+"/login", nil)
+		if host != "" {
+			req.Host = host
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Host %q: %d, want %d", host, res.StatusCode, want)
+		}
+	}
+	if code := h.run("console", "--store", h.store, "--host", "https://x/"); code != ExitUsage || !strings.Contains(h.stderr.String(), "--host") {
+		t.Errorf("--host with a URL: exit %d %s", code, h.stderr)
+	}
+}
+
+// TestStoreReadableByOthersWarns: a SQLite store other users can read is
+// used, with a warning on stderr naming it and the fix.
+func TestStoreReadableByOthersWarns(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
+	path := strings.TrimPrefix(h.store, "sqlite:")
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("a new store: %v %v, want -rw-------", st.Mode().Perm(), err)
+	}
+	h.want(ExitCompleted, "runs", "list", "--store", h.store)
+	if strings.Contains(h.stderr.String(), "warning") {
+		t.Errorf("a private store warned: %s", h.stderr)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.want(ExitCompleted, "runs", "list", "--store", h.store)
+	if msg := h.stderr.String(); !strings.Contains(msg, "actoviq: warning: "+path+" can be read") || !strings.Contains(msg, "chmod 600") {
+		t.Errorf("stderr: %q", msg)
+	}
+}

@@ -40,6 +40,15 @@
 // The file must be on a local file system: SQLite's locking (and so the
 // guarantees above) does not hold on network file systems.
 //
+// # Files
+//
+// [Open] creates a new database file with mode 0600 (owner read and write
+// only) before SQLite opens it, whatever the umask; SQLite creates the
+// -wal and -shm files beside it with the database file's mode. The files
+// hold transcripts and tool arguments. An existing file keeps its mode: if
+// other users can read or write the database, its WAL or its SHM file,
+// Open says so through [Config.Warn] and goes on.
+//
 // # Errors
 //
 // A database or disk that is full yields a [*store.FullError]; the
