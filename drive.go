@@ -26,6 +26,7 @@ type drive struct {
 	ledger       map[string]*store.LedgerEntry
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
 	sealErr      map[string]error           // why a sealed copy did not open or was not made
+	handles      map[string]*ToolHandleData // the last handle each call recorded in this process (drive_handle.go); under mu
 	sessionFence *store.Fence
 	// opts are the options of a resume.
 	opts *ResumeOptions

@@ -98,6 +98,7 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 	tctx, cancel := d.withinDeadline(ctx)
 	defer cancel()
 	tctx = d.childCallContext(tctx, en) // an agent tool's parent
+	tctx = d.withRecorder(tctx, en)     // tool.RecordHandle (drive_handle.go)
 	res, err := d.runner.Run(tctx, &tool.Call{Name: en.Tool, Args: args, Key: en.IdempotencyKey, Attempt: en.Attempt, Approved: true})
 	return d.recordOutcome(ctx, en, res, err)
 }

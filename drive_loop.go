@@ -281,7 +281,9 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
 	var interrupts []Interruption
 	// First, settle what the ledger says about calls that may have run or
-	// wait for a person: never call a tool here.
+	// wait for a person: never call a tool here (a tool.Resumer asks the
+	// far side about a call it recorded a handle for; it does not call
+	// the tool again).
 	for _, id := range d.cp.Pending {
 		en, ok := d.ledger[id]
 		if !ok {
@@ -292,6 +294,18 @@ func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
 				return nil, err
 			}
 			continue
+		}
+		if ledger.MayHaveRun(en.State) {
+			in, done, err := d.resumeCall(ctx, en) // drive_handle.go
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				if in != nil {
+					interrupts = append(interrupts, *in)
+				}
+				continue
+			}
 		}
 		spec, _ := d.lookupSpec(en.Tool)
 		switch ledger.Recover(en.State, en.Effect, en.IdempotencyKey, ledger.RecoveryPolicy(d.agent.Recovery)) {

@@ -168,6 +168,25 @@ func (*ToolCallData) EventTypes() []string {
 // EventTypes implements [EventData].
 func (*ToolProbedData) EventTypes() []string { return []string{EvToolProbed} }
 
+// ToolHandleData is the data of a tool.handle event: a handle a running
+// call's tool recorded on its ledger entry ([tool.RecordHandle]), which
+// recovery hands to the tool's [tool.Resumer].
+type ToolHandleData struct {
+	// CallID is the call.
+	CallID string `json:"call_id"`
+	// Attempt is the call's attempt that recorded it.
+	Attempt int `json:"attempt"`
+	// Kind is the handle's kind, the tool's own ("mcp.task").
+	Kind string `json:"kind"`
+	// Data is the tool's JSON, redacted like arguments.
+	Data json.RawMessage `json:"data,omitempty"`
+	// Evidence is the line for a person ("MCP task 7f3a ...: working").
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// EventTypes implements [EventData].
+func (*ToolHandleData) EventTypes() []string { return []string{EvToolHandle} }
+
 // eventPayloads maps each known event type to a new payload value.
 var eventPayloads = func() map[string]func() EventData {
 	m := map[string]func() EventData{}
@@ -180,6 +199,7 @@ var eventPayloads = func() map[string]func() EventData {
 		func() EventData { return new(ModelResponseData) },
 		func() EventData { return new(ToolCallData) },
 		func() EventData { return new(ToolProbedData) },
+		func() EventData { return new(ToolHandleData) },
 		func() EventData { return new(AgentChangedData) },
 		func() EventData { return new(MetaChangedData) },
 		func() EventData { return new(RunReleasedData) },

@@ -171,6 +171,9 @@ const (
 	EvToolProbed     = "tool.probed"
 	EvToolSettled    = "tool.settled"
 	EvToolReexecute  = "tool.reexecute"
+	// EvToolHandle: a running call's tool recorded a handle
+	// (tool.RecordHandle): a task id, a multi-round-trip round.
+	EvToolHandle = "tool.handle"
 )
 
 // EvRunReleased is the event of a run handed back to the queue.

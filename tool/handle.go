@@ -23,9 +23,10 @@ var ErrNoRecorder = errors.New("tool: no handle recorder: the call has no durabl
 // crash without being sent again. It turns "outcome unknown after a crash"
 // into "ask the far side".
 //
-// A call has at most one handle at a time: each [RecordHandle] replaces the
-// previous one on the ledger entry, and each is also kept as an event of the
-// call (tool.handle), so the history of a call's steps is on record.
+// A call's handles are kept in order with the call (the actoviq runtime
+// stores each as a tool.handle event of the call, fenced like every write of
+// the run), so the history of its steps is on record; the last one of the
+// call's current attempt is what recovery hands to [Resumer.Resume].
 type Handle struct {
 	// Kind names the handle's type. It belongs to the tool ("mcp.task",
 	// "mcp.input_required", "http.in_progress") and tells its Resume what
@@ -57,13 +58,13 @@ func (h Handle) Validate() error {
 	return nil
 }
 
-// HandleRecorder writes a running call's handle to its ledger entry. The
+// HandleRecorder writes a running call's handle with its ledger entry. The
 // actoviq runtime puts one in the context of every call it runs (and of
 // every [Resumer.Resume]); a tool reaches it through [RecordHandle].
 type HandleRecorder interface {
-	// RecordHandle writes h to the running call's ledger entry, with its
-	// revision check and the run's fence, and returns only once the write
-	// is durable. An error means nothing may be assumed recorded.
+	// RecordHandle writes h with the running call's ledger entry, under
+	// the run's fence, and returns only once the write is durable. An
+	// error means nothing may be assumed recorded.
 	RecordHandle(ctx context.Context, h Handle) error
 }
 

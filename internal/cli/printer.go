@@ -201,6 +201,8 @@ func (p *printer) Emit(_ context.Context, ev actoviq.Event) {
 		}
 	case *actoviq.ToolProbedData:
 		line("? probe for call %s answered %s: %s", d.CallID, d.Outcome, d.Evidence)
+	case *actoviq.ToolHandleData:
+		line("⌁ call %s recorded %s", d.CallID, d.Evidence)
 	case *actoviq.ToolCallData:
 		p.toolLine(ev, d, line)
 	case *actoviq.RunStartedData:

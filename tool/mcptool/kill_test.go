@@ -137,12 +137,19 @@ type child struct {
 
 func startChild(t *testing.T, s *v26Server, mode, toolName, key, file, stopAt string, elicit bool) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "HELPER_URL="+s.url(), "HELPER_TOOL="+toolName,
-		"HELPER_KEY="+key, "HELPER_FILE="+file, "HELPER_STOP_AT="+stopAt)
+	env := []string{helperEnv + "=" + mode, "HELPER_URL=" + s.url(), "HELPER_TOOL=" + toolName,
+		"HELPER_KEY=" + key, "HELPER_FILE=" + file, "HELPER_STOP_AT=" + stopAt}
 	if elicit {
-		cmd.Env = append(cmd.Env, "HELPER_ELICIT=1")
+		env = append(env, "HELPER_ELICIT=1")
 	}
+	return startChildEnv(t, "^TestKillHelper$", env...)
+}
+
+// startChildEnv starts this test binary running one test, with env added.
+func startChildEnv(t *testing.T, run string, env ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run="+run, "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,8 @@ type v26Server struct {
 	// onGet, when set, is called after the n-th tasks/get of a task was
 	// counted, before it is answered.
 	onGet func(id string, n int)
+	// cancelled receives each tasks/cancel's task id.
+	cancelled chan string
 }
 
 type srvTask struct {
@@ -61,7 +63,7 @@ type srvTask struct {
 
 func newV26Server(t *testing.T, stateful bool) *v26Server {
 	t.Helper()
-	s := &v26Server{posts: map[string]int{}, execs: map[string]int{}, tasks: map[string]*srvTask{}, gets: map[string]int{}}
+	s := &v26Server{posts: map[string]int{}, execs: map[string]int{}, tasks: map[string]*srvTask{}, gets: map[string]int{}, cancelled: make(chan string, 16)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "v26", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -240,6 +242,7 @@ func (s *v26Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.cancels = append(s.cancels, msg.Params.TaskID)
 		s.mu.Unlock()
+		s.cancelled <- msg.Params.TaskID
 		if !ok {
 			fail(-32602, "unknown task "+msg.Params.TaskID)
 			return
