@@ -50,6 +50,42 @@
 // the data has them. Missing keys are skipped. The model's text appears only
 // with [Config].TextDeltas.
 //
+// # GenAI semantic conventions
+//
+// With [ConventionsGenAI] (chosen in [Config].Conventions, or by
+// OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental when
+// Conventions is left at [ConventionsFromEnv]) the same tree carries the
+// names the OpenTelemetry GenAI conventions give it: "invoke_agent <agent
+// id>" (kind internal: the agent runs in this process) for a drive,
+// "chat <model>" (kind client) for a model turn, "execute_tool <tool>"
+// (kind internal) for a tool call. They carry gen_ai.operation.name,
+// gen_ai.agent.id and gen_ai.agent.name (the agent's id: an agent has no
+// other name), gen_ai.conversation.id (the run's session when the
+// run.started data names one, otherwise the run id), gen_ai.request.model,
+// gen_ai.response.id, gen_ai.response.finish_reasons, the token counts
+// (gen_ai.usage.input_tokens, gen_ai.usage.output_tokens,
+// gen_ai.usage.cache_read.input_tokens), gen_ai.tool.name,
+// gen_ai.tool.call.id, gen_ai.tool.type ("function") and error.type.
+// gen_ai.provider.name is not set: events do not name the provider.
+// Without the opt-in the spans keep the names above (actoviq.run, ...),
+// as the conventions' transition plan asks of instrumentations that
+// already emitted spans.
+//
+// In both, our own attributes say what no convention does: actoviq.effect,
+// actoviq.state (the ledger state, "unknown" included),
+// actoviq.idempotency_key and its digest actoviq.idempotency_key.digest,
+// actoviq.attempt, actoviq.holder and actoviq.epoch (the claim a drive ran
+// under), actoviq.approval.decision, actoviq.reconciliation.verdict and
+// actoviq.probe.outcome. error.type on a tool span is "unknown_outcome"
+// (its status is Error in both conventions), "tool_error" (the tool
+// returned an error result) or "not_run" (refused before it started); on a
+// failed run's span it is the run error's code.
+//
+// Tool arguments and results (gen_ai.tool.call.arguments and
+// gen_ai.tool.call.result) are recorded only with [Config].RecordContent,
+// and only after redaction: the runtime redacts event data before any sink
+// sees it, and the sink redacts the content again with its own keys.
+//
 // # Bounds and limits
 //
 // A Sink is safe for concurrent use by many runs. It keeps only open spans,

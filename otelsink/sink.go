@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/internal/redact"
 )
 
 // DefaultTracerName is the instrumentation scope name used when
@@ -45,6 +46,9 @@ const (
 	evToolSettled    = "tool.settled"
 	evToolSkipped    = "tool.skipped"
 	evToolRejected   = "tool.rejected"
+	evToolApproved   = "tool.approved"
+	evToolReexecute  = "tool.reexecute"
+	evToolProbed     = "tool.probed"
 )
 
 // Config configures a [Sink]. A nil *Config means defaults.
@@ -56,6 +60,19 @@ type Config struct {
 	// events on the turn span, with the text as an attribute. False (the
 	// default) skips them: they are numerous and they are model output.
 	TextDeltas bool
+	// Conventions selects span and attribute names. The zero value,
+	// [ConventionsFromEnv], follows OTEL_SEMCONV_STABILITY_OPT_IN.
+	Conventions Conventions
+	// RecordContent sets gen_ai.tool.call.arguments and
+	// gen_ai.tool.call.result on tool spans, from the event data (which
+	// the runtime redacted before any sink saw it), redacted once more
+	// here with RedactKeys. False (the default) records neither: they are
+	// what the model sent and what the tool returned.
+	RecordContent bool
+	// RedactKeys are extra secret-looking keys for RecordContent's second
+	// redaction, beside the defaults (authorization, api key, token,
+	// secret, password, cookie, ...). Nil means the defaults only.
+	RedactKeys []string
 }
 
 // Sink is an [actoviq.EventSink] that records runs as OpenTelemetry spans.
@@ -63,6 +80,9 @@ type Config struct {
 type Sink struct {
 	tracer     trace.Tracer
 	textDeltas bool
+	genai      bool
+	content    bool
+	redactor   *redact.Redactor
 
 	mu   sync.Mutex
 	runs map[string]*runSpans // run id → the open spans of its current drive
@@ -76,6 +96,11 @@ type runSpans struct {
 	ctx   context.Context // carries span; parent of turns and tools
 	turn  trace.Span      // nil when no turn is open
 	tools map[string]trace.Span
+	// conversation is gen_ai.conversation.id: the run's session, or the
+	// run itself when it has none; epoch is the drive's claim epoch.
+	conversation string
+	epoch        int64
+	hasEpoch     bool
 }
 
 // New returns a sink that creates spans with a tracer from tp. A nil tp
@@ -95,6 +120,9 @@ func New(tp trace.TracerProvider, cfg *Config) *Sink {
 	return &Sink{
 		tracer:     tp.Tracer(c.TracerName),
 		textDeltas: c.TextDeltas,
+		genai:      envConventions(c.Conventions) == ConventionsGenAI,
+		content:    c.RecordContent,
+		redactor:   redact.New(c.RedactKeys...),
 		runs:       map[string]*runSpans{},
 	}
 }
@@ -141,7 +169,15 @@ func (s *Sink) handle(ctx context.Context, ev actoviq.Event, d data) []ending {
 		}
 		attrs := append(runAttrs(ev), seqAttrs(ev)...)
 		attrs = append(attrs, d.turnAttrs()...)
-		_, r.turn = s.tracer.Start(r.ctx, SpanTurn, trace.WithSpanKind(trace.SpanKindClient),
+		name := SpanTurn
+		if s.genai {
+			name = OpChat
+			if m := d.str("model"); m != "" {
+				name += " " + m
+			}
+			attrs = append(attrs, AttrGenAIOperation.String(OpChat), AttrGenAIConversationID.String(r.conversation))
+		}
+		_, r.turn = s.tracer.Start(r.ctx, name, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attrs...), startAt(ev))
 		return ends
 	case evModelResponse:
@@ -149,7 +185,12 @@ func (s *Sink) handle(ctx context.Context, ev actoviq.Event, d data) []ending {
 			return nil
 		}
 		r.turn.SetAttributes(d.turnAttrs()...)
-		r.turn.SetAttributes(d.usageAttrs()...)
+		if s.genai {
+			r.turn.SetAttributes(d.genaiUsageAttrs()...)
+			r.turn.SetAttributes(d.genaiResponseAttrs()...)
+		} else {
+			r.turn.SetAttributes(d.usageAttrs()...)
+		}
 		mark(r.turn, ev)
 		t := r.turn
 		r.turn = nil
@@ -187,14 +228,30 @@ func (s *Sink) openRun(ctx context.Context, ev actoviq.Event, d data) []ending {
 			parent = p.ctx
 		}
 	}
+	conversation := d.str("session_id")
+	if conversation == "" {
+		conversation = ev.RunID
+	}
 	attrs := append(runAttrs(ev), seqAttrs(ev)...)
-	attrs = append(attrs, d.runAttrs()...)
+	name, kind := SpanRun, trace.SpanKindInternal
+	if s.genai {
+		name = OpInvokeAgent
+		if id := d.str("agent_id"); id != "" {
+			name += " " + id
+		}
+		attrs = append(attrs, d.genaiRunAttrs(conversation)...)
+	} else {
+		attrs = append(attrs, d.runAttrs()...)
+	}
+	attrs = append(attrs, d.driveAttrs()...)
 	// Only the span context of parent is used: the run's spans must not
 	// inherit the caller's cancellation or values beyond the trace.
 	rctx, span := s.tracer.Start(trace.ContextWithSpanContext(context.Background(), trace.SpanContextFromContext(parent)),
-		SpanRun, trace.WithAttributes(attrs...), startAt(ev))
+		name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...), startAt(ev))
 	mark(span, ev)
-	s.runs[ev.RunID] = &runSpans{span: span, ctx: rctx, tools: map[string]trace.Span{}}
+	rs := &runSpans{span: span, ctx: rctx, tools: map[string]trace.Span{}, conversation: conversation}
+	rs.epoch, rs.hasEpoch = d.int("epoch")
+	s.runs[ev.RunID] = rs
 	return ends
 }
 
@@ -205,9 +262,18 @@ func (s *Sink) closeRun(ev actoviq.Event, d data) []ending {
 	}
 	delete(s.runs, ev.RunID)
 	r.span.SetAttributes(d.endAttrs()...)
-	r.span.SetAttributes(d.usageAttrs()...)
+	if s.genai {
+		r.span.SetAttributes(d.genaiUsageAttrs()...)
+	} else {
+		r.span.SetAttributes(d.usageAttrs()...)
+	}
 	mark(r.span, ev)
 	if ev.Type == evRunFailed {
+		typ := d.obj("error").str("code")
+		if typ == "" {
+			typ = "_OTHER"
+		}
+		r.span.SetAttributes(AttrErrorType.String(typ))
 		r.span.SetStatus(codes.Error, d.errorDescription())
 	}
 	return r.endAll(ev, "")
@@ -244,15 +310,22 @@ func (s *Sink) toolEvent(r *runSpans, ev actoviq.Event, d data) []ending {
 	case evToolPrepared, evToolStarted:
 		if sp == nil {
 			name := SpanTool
+			kind := trace.SpanKindInternal
+			if s.genai {
+				name = OpExecuteTool
+			}
 			if t := d.str("tool"); t != "" {
 				name += " " + t
 			}
 			attrs := append(runAttrs(ev), seqAttrs(ev)...)
-			attrs = append(attrs, d.toolAttrs()...)
-			_, sp = s.tracer.Start(r.ctx, name, trace.WithAttributes(attrs...), startAt(ev))
+			attrs = append(attrs, s.toolAttrs(r, ev, d)...)
+			if s.genai {
+				attrs = append(attrs, AttrGenAIConversationID.String(r.conversation))
+			}
+			_, sp = s.tracer.Start(r.ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...), startAt(ev))
 			r.tools[callID] = sp
 		} else {
-			sp.SetAttributes(d.toolAttrs()...)
+			sp.SetAttributes(s.toolAttrs(r, ev, d)...)
 		}
 		mark(sp, ev)
 		return nil
@@ -260,20 +333,55 @@ func (s *Sink) toolEvent(r *runSpans, ev actoviq.Event, d data) []ending {
 	if sp == nil {
 		// The call was opened by another drive (a decision on a resumed
 		// run); record the transition on the run span.
-		mark(r.span, ev, d.toolAttrs()...)
+		mark(r.span, ev, s.toolAttrs(r, ev, d)...)
 		return nil
 	}
-	sp.SetAttributes(d.toolAttrs()...)
+	sp.SetAttributes(s.toolAttrs(r, ev, d)...)
 	mark(sp, ev)
+	if typ := d.toolErrorType(ev.Type); typ != "" {
+		sp.SetAttributes(AttrErrorType.String(typ))
+		switch {
+		case typ == ErrTypeUnknownOutcome:
+			sp.SetStatus(codes.Error, "side effect outcome unknown")
+		case !s.genai:
+			// ConventionsActoviq keeps its statuses: only an unknown
+			// outcome is an error there.
+		case typ == ErrTypeToolError:
+			sp.SetStatus(codes.Error, "the tool returned an error result")
+		case typ == ErrTypeNotRun:
+			sp.SetStatus(codes.Error, "the call was not run (refused before it started)")
+		}
+	}
 	switch ev.Type {
-	case evToolCommitted, evToolSettled, evToolSkipped, evToolRejected:
-	case evToolUnknown:
-		sp.SetStatus(codes.Error, "side effect outcome unknown")
+	case evToolCommitted, evToolSettled, evToolSkipped, evToolRejected, evToolUnknown:
 	default:
 		return nil // awaiting approval, approved, probed, re-execute: still open
 	}
 	delete(r.tools, callID)
 	return []ending{{sp, endAt(ev)}}
+}
+
+// toolAttrs are the attributes one tool event sets on its call's span.
+func (s *Sink) toolAttrs(r *runSpans, ev actoviq.Event, d data) []attribute.KeyValue {
+	var attrs []attribute.KeyValue
+	if s.genai {
+		attrs = d.genaiToolAttrs()
+	} else {
+		attrs = d.toolAttrs()
+	}
+	attrs = append(attrs, d.ownToolAttrs(ev.Type)...)
+	if r.hasEpoch && (ev.Type == evToolPrepared || ev.Type == evToolStarted) {
+		attrs = append(attrs, AttrEpoch.Int64(r.epoch))
+	}
+	if s.content {
+		if a := s.redacted(d, "args"); a != "" {
+			attrs = append(attrs, AttrGenAIToolArgs.String(a))
+		}
+		if res := s.redacted(d, "result"); res != "" {
+			attrs = append(attrs, AttrGenAIToolResult.String(res))
+		}
+	}
+	return attrs
 }
 
 // mark records ev as a span event named after its type, with its sequence
