@@ -41,6 +41,8 @@ var layers = map[string]int{
 	"internal/worker":         7,
 	"":                        8, // root package actoviq
 	"otelsink":                9,
+	"otelmetrics":             9, // OpenTelemetry metrics and the Prometheus endpoint
+	"notify":                  9, // webhook notifier over the root's events
 	"console":                 9,
 	"internal/cli":            10,
 	"cmd/actoviq":             11,
@@ -63,7 +65,8 @@ var thirdParty = map[string][]string{
 	"github.com/modelcontextprotocol/go-sdk":   {"tool/mcptool"},
 	"golang.org/x/oauth2":                      {"tool/mcptool"}, // the MCP SDK's OAuth token types
 	"github.com/spf13/cobra":                   {"internal/cli"},
-	"go.opentelemetry.io/otel":                 {"otelsink"},
+	"go.opentelemetry.io/otel":                 {"otelsink", "otelmetrics"},
+	"github.com/prometheus/client_golang":      {"otelmetrics"}, // the OpenTelemetry Prometheus exporter's registry and handler
 	"github.com/santhosh-tekuri/jsonschema/v6": {"tool"},
 	"github.com/google/jsonschema-go":          {"tool"},
 	"pgregory.net/rapid":                       {"store/storetest"},

@@ -172,6 +172,7 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 	}()
 	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(startEvent, "", &RunStartedData{
 		AgentID: d.agent.ID, AgentDigest: d.run.AgentDigest, Model: d.agent.Model, Holder: d.fence.Holder, Epoch: d.fence.Epoch,
+		Session: d.run.SessionID,
 	})}}); err != nil {
 		return nil, err
 	}

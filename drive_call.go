@@ -1,6 +1,7 @@
 package actoviq
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +15,14 @@ import (
 
 func entryData(en *store.LedgerEntry) *ToolCallData {
 	effect, _ := tool.ParseEffect(en.Effect) // unknown text reads as side-effect
-	return &ToolCallData{CallID: en.CallID, Tool: en.Tool, Effect: effect, State: en.State,
-		IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt, Args: en.Args}
+	d := &ToolCallData{CallID: en.CallID, Tool: en.Tool, Effect: effect, State: en.State,
+		IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt, Args: en.Args,
+		// tool.Result marshals IsError last, and only when set.
+		IsError: bytes.HasSuffix(en.Result, []byte(`"is_error":true}`))}
+	if en.Resolution != nil {
+		d.Resolution = en.Resolution.Kind
+	}
+	return d
 }
 
 // transition moves en to next (a copy with the new fields) through the

@@ -3,6 +3,7 @@ package actoviq
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -182,6 +183,9 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 				for _, f := range fences {
 					_, err := d.rt.store.ClaimRenew(ctx, &store.ClaimRenewParams{Tenant: d.rt.tenant, Fence: f, TTL: d.rt.ttl})
 					if errors.Is(err, store.ErrFenced) {
+						if f == d.fence {
+							d.leaseLost(ctx, f)
+						}
 						cancel(fmt.Errorf("%w %s: %w", errLostClaim, f.Key, err))
 						return
 					}
@@ -201,4 +205,14 @@ func (d *drive) release(ctx context.Context) {
 	rctx, cancel := d.detached(ctx)
 	defer cancel()
 	_ = d.rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: d.rt.tenant, Fence: d.fence})
+}
+
+// leaseLost emits run.lease_lost from the heartbeat's goroutine.
+func (d *drive) leaseLost(ctx context.Context, f store.Fence) {
+	d.mu.Lock()
+	runID, parent := d.run.ID, d.run.ParentID
+	d.mu.Unlock()
+	data, _ := json.Marshal(&RunLeaseLostData{Holder: f.Holder, Epoch: f.Epoch})
+	d.emit(ctx, Event{Schema: EventSchema, ID: d.rt.newID(), RunID: runID, ParentRunID: parent, TraceID: d.cp.TraceID,
+		SpanID: spanID(runID, ""), Type: EvRunLeaseLost, Time: d.rt.clock(), Data: data})
 }

@@ -43,6 +43,9 @@ type RunStartedData struct {
 	Holder string `json:"holder"`
 	// Epoch is the claim's fencing token: every write of this drive checks it.
 	Epoch int64 `json:"epoch"`
+	// Session is the session the run continues, if any. (Its JSON key is
+	// not "session_id": redaction treats session ids as credentials.)
+	Session string `json:"session,omitempty"`
 }
 
 // RunEndedData is the payload of the events that end a drive:
@@ -124,7 +127,46 @@ type ToolCallData struct {
 	Attempt int `json:"attempt"`
 	// Args are the call's arguments, secret-looking values redacted.
 	Args json.RawMessage `json:"args,omitempty"`
+	// IsError is set on a committed call whose result is an error result
+	// (the tool reported a failure to the model).
+	IsError bool `json:"is_error,omitempty"`
+	// Resolution says how a settled call was settled: "committed" or
+	// "failed" (a person's decision), "probe" (the tool's probe found it
+	// committed), "re-execute" (a person asked for a new attempt; it stays
+	// on the entry's later events), or "not-run" (the runtime proved it never
+	// started). Empty until a resolution is recorded.
+	Resolution string `json:"resolution,omitempty"`
 }
+
+// RunClaimedData is the payload of run.claimed (emitted, not stored): a
+// worker claimed a run from the queue.
+type RunClaimedData struct {
+	// AgentID is the run's agent.
+	AgentID string `json:"agent_id"`
+	// Holder and Epoch name the new claim.
+	Holder string `json:"holder"`
+	Epoch  int64  `json:"epoch"`
+	// Took is how long the store took to claim it (JSON: nanoseconds).
+	Took time.Duration `json:"took"`
+	// Takeover is set when the run was running under a holder that is
+	// gone (its lease expired or its process died): the worker took it
+	// over, and the recovery rules decide what happens to its calls.
+	Takeover bool `json:"takeover"`
+}
+
+// RunLeaseLostData is the payload of run.lease_lost (emitted, not stored):
+// the claim a drive held was taken by another process.
+type RunLeaseLostData struct {
+	// Holder and Epoch name the claim that was lost.
+	Holder string `json:"holder"`
+	Epoch  int64  `json:"epoch"`
+}
+
+// EventTypes implements [EventData].
+func (*RunClaimedData) EventTypes() []string { return []string{EvRunClaimed} }
+
+// EventTypes implements [EventData].
+func (*RunLeaseLostData) EventTypes() []string { return []string{EvRunLeaseLost} }
 
 // ToolProbedData is the payload of tool.probed: what a tool's
 // [tool.Reconciler] probe answered about a call of unknown outcome.
@@ -203,6 +245,8 @@ var eventPayloads = func() map[string]func() EventData {
 		func() EventData { return new(AgentChangedData) },
 		func() EventData { return new(MetaChangedData) },
 		func() EventData { return new(RunReleasedData) },
+		func() EventData { return new(RunClaimedData) },
+		func() EventData { return new(RunLeaseLostData) },
 	} {
 		for _, t := range mk().EventTypes() {
 			m[t] = mk

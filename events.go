@@ -178,3 +178,13 @@ const (
 
 // EvRunReleased is the event of a run handed back to the queue.
 const EvRunReleased = "run.released"
+
+// Worker events, emitted (not stored) for metrics and logs; see
+// [RunClaimedData] and [RunLeaseLostData].
+const (
+	// EvRunClaimed: a worker ([Runtime.Work]) claimed a run.
+	EvRunClaimed = "run.claimed"
+	// EvRunLeaseLost: a drive's heartbeat found its claim taken (its
+	// lease expired and another process claimed the run); the drive stops.
+	EvRunLeaseLost = "run.lease_lost"
+)

@@ -2,6 +2,7 @@ package actoviq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -150,10 +151,12 @@ func (rt *Runtime) Work(ctx context.Context, opts *WorkOptions) error {
 			}
 		}
 		holder := rt.driveHolder()
+		began := rt.clock()
 		run, claim, err := rt.store.RunClaimNext(ctx, &store.RunClaimNextParams{Tenant: rt.tenant, Holder: holder, TTL: rt.ttl,
 			AgentIDs: filter, Stale: true})
 		if err == nil {
 			failures = 0
+			rt.claimed(ctx, o.Sinks, run, claim, rt.clock().Sub(began))
 			o.Logger.Info("claimed run", "run", run.ID, "agent", run.AgentID, "holder", holder, "epoch", claim.Epoch)
 			wg.Add(1)
 			go func() {
@@ -267,4 +270,24 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*RunResult, error) {
 		}
 		delay = min(2*delay, 500*time.Millisecond)
 	}
+}
+
+// claimed emits run.claimed to the runtime's and the worker's sinks. A run
+// is taken over when it had run before (it has events) and its last event
+// is not its hand-back to the queue: its status was running under a holder
+// that is gone.
+func (rt *Runtime) claimed(ctx context.Context, sinks []EventSink, run *store.Run, claim *store.Claim, took time.Duration) {
+	d := rt.bareDrive()
+	d.sinks = append(d.sinks, sinks...)
+	if len(d.sinks) == 0 {
+		return
+	}
+	takeover := false
+	if run.EventSeq > 0 {
+		evs, err := rt.store.EventList(ctx, &store.EventListParams{Tenant: rt.tenant, RunID: run.ID, AfterSeq: run.EventSeq - 1, Limit: 1})
+		takeover = err == nil && len(evs) == 1 && evs[0].Type != EvRunReleased
+	}
+	data, _ := json.Marshal(&RunClaimedData{AgentID: run.AgentID, Holder: claim.Holder, Epoch: claim.Epoch, Took: took, Takeover: takeover})
+	d.emit(ctx, Event{Schema: EventSchema, ID: rt.newID(), RunID: run.ID, ParentRunID: run.ParentID,
+		SpanID: spanID(run.ID, ""), Type: EvRunClaimed, Time: rt.clock(), Data: data})
 }

@@ -84,7 +84,7 @@ func TestGenAIAttributeSets(t *testing.T) {
 	sink, exp := memSetup(t, &otelsink.Config{Conventions: otelsink.ConventionsGenAI})
 	ctx := context.Background()
 	e := &emitter{t: t, sink: sink, run: "r1"}
-	e.emit(ctx, 1, "run.started", map[string]any{"agent_id": "billing", "model": "m1", "holder": "host/42/t0", "epoch": 3, "session_id": "s9"})
+	e.emit(ctx, 1, "run.started", map[string]any{"agent_id": "billing", "model": "m1", "holder": "host/42/t0", "epoch": 3, "session": "s9"})
 	e.emit(ctx, 0, "model.request", map[string]any{"turn": 1, "model": "m1", "items": 1})
 	e.emit(ctx, 2, "model.response", map[string]any{"turn": 1, "response_id": "resp_1", "stop_reason": "tool_calls",
 		"usage": map[string]any{"input_tokens": 10, "output_tokens": 3, "cached_input_tokens": 4}})

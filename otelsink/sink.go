@@ -228,7 +228,7 @@ func (s *Sink) openRun(ctx context.Context, ev actoviq.Event, d data) []ending {
 			parent = p.ctx
 		}
 	}
-	conversation := d.str("session_id")
+	conversation := d.str("session")
 	if conversation == "" {
 		conversation = ev.RunID
 	}
