@@ -130,7 +130,8 @@ func RunClaimKey(runID string) string { return "run:" + runID }
 // RunCreateParams creates a run at revision 1. An existing id returns an
 // [*ExistsError] and changes nothing.
 type RunCreateParams struct {
-	// Run is the run to create; its Revision is ignored and set to 1.
+	// Run is the run to create; its Revision is ignored and set to 1, and
+	// its Log is the log's first items.
 	Run *Run
 }
 
@@ -180,8 +181,12 @@ type RunUpdate struct {
 	ExpectedRevision int64
 	// Status is the run's new status.
 	Status RunStatus
-	// Checkpoint is the run's new checkpoint (valid JSON).
+	// Checkpoint is the run's new checkpoint (valid JSON); nil stores {}.
 	Checkpoint json.RawMessage
+	// Append are items added to the end of the run's log (valid JSON
+	// each), in order. They are stored once, as one record of this write;
+	// nothing already in the log is rewritten.
+	Append []json.RawMessage
 	// Meta, when nil, keeps the stored value.
 	Meta json.RawMessage
 	// WaitKind is what the run waits for when Status is interrupted (see
@@ -195,6 +200,14 @@ type LedgerWrite struct {
 	Entry *LedgerEntry
 	// ExpectedRevision is the entry's current revision; 0 creates it.
 	ExpectedRevision int64
+	// Event is the transition's event. The transition and its event are
+	// one stored record (one row), written once: [Store.LedgerGet] reads
+	// the entry from the latest such record and [Store.EventList] lists
+	// the event with the run's others. Its sequence number follows those
+	// of RunWriteParams.Events (see there). Nil stores the entry without
+	// an event of its own (an event of RunWriteParams.Events describes
+	// it), as a record of its own.
+	Event *Event
 }
 
 // RunWriteParams is one atomic write to a run: an optional run update,
@@ -211,8 +224,31 @@ type RunWriteParams struct {
 	Run *RunUpdate
 	// Ledger are the ledger entries to create or replace.
 	Ledger []LedgerWrite
-	// Events are appended with the next sequence numbers of the run.
+	// Events are appended with the next sequence numbers of the run, in
+	// order, followed by the Event of each ledger write, in Ledger order.
 	Events []*Event
+}
+
+// AllEvents returns the events of the write in the order they are
+// numbered: Events, then the Event of each ledger write.
+func (p *RunWriteParams) AllEvents() []*Event {
+	n := len(p.Events)
+	for _, w := range p.Ledger {
+		if w.Event != nil {
+			n++
+		}
+	}
+	if n == len(p.Events) {
+		return p.Events
+	}
+	out := make([]*Event, 0, n)
+	out = append(out, p.Events...)
+	for _, w := range p.Ledger {
+		if w.Event != nil {
+			out = append(out, w.Event)
+		}
+	}
+	return out
 }
 
 // RunWriteResult returns what a [Store.RunWrite] stored, with new revisions
@@ -222,7 +258,8 @@ type RunWriteResult struct {
 	Run *Run
 	// Ledger are the entries as stored, with their new revisions.
 	Ledger []*LedgerEntry
-	// Events are the events as stored, with their sequence numbers.
+	// Events are the events as stored, with their sequence numbers, in
+	// sequence order (see [RunWriteParams.AllEvents]).
 	Events []*Event
 }
 

@@ -32,8 +32,17 @@ func (s RunStatus) Terminal() bool {
 	return s == RunCompleted || s == RunFailed || s == RunCancelled
 }
 
-// Run is a run record with its checkpoint. The checkpoint is owned by the
-// engine and opaque to the store, but it must be valid JSON.
+// Run is a run record with its state. The state is owned by the engine and
+// opaque to the store; it has two parts, so that a write carries its own
+// change and not the run's history:
+//
+//   - Checkpoint, a small JSON value that each run update replaces whole
+//     (the engine keeps the transcript out of it);
+//   - Log, a journal of JSON items that run updates only append to
+//     ([RunUpdate.Append]): the transcript.
+//
+// Backends store each append once, as its own record with a checksum, and
+// compact old records together off the write path; a read folds them back.
 type Run struct {
 	// Tenant scopes the run; every key includes it.
 	Tenant string
@@ -49,8 +58,16 @@ type Run struct {
 	AgentDigest string
 	// Status is the stored lifecycle state.
 	Status RunStatus
-	// Checkpoint is the engine's state (transcript, turn, usage...).
+	// Checkpoint is the engine's state (turn, usage, pending calls...)
+	// as of the last run update.
 	Checkpoint json.RawMessage
+	// Log is every item the run's writes appended, in order
+	// ([RunCreateParams] and [RunUpdate.Append]). [Store.RunGet] and
+	// [Store.RunClaimNext] fill it; [Store.RunList] and [Store.RunWrite]
+	// leave it nil (LogLen still counts it).
+	Log []json.RawMessage
+	// LogLen is the number of items in the run's log.
+	LogLen int
 	// Meta is caller-owned JSON about how the run was started (never secrets).
 	Meta json.RawMessage
 	// Deadline is the run's deadline; zero means none.

@@ -89,6 +89,9 @@ func (p *RunCreateParams) Validate() error {
 	if !r.Status.Valid() {
 		return invalid("Run.Status", fmt.Sprintf("unknown status %q", r.Status))
 	}
+	if err := items("Run.Log", r.Log); err != nil {
+		return err
+	}
 	return firstErr(needTenant(r.Tenant), need("Run.ID", r.ID),
 		optionalJSON("Run.Checkpoint", r.Checkpoint), optionalJSON("Run.Meta", r.Meta))
 }
@@ -113,7 +116,8 @@ func (p *RunWriteParams) Validate() error {
 		if u.ExpectedRevision <= 0 {
 			return invalid("Run.ExpectedRevision", "must be positive")
 		}
-		if err := firstErr(optionalJSON("Run.Checkpoint", u.Checkpoint), optionalJSON("Run.Meta", u.Meta)); err != nil {
+		if err := firstErr(optionalJSON("Run.Checkpoint", u.Checkpoint), optionalJSON("Run.Meta", u.Meta),
+			items("Run.Append", u.Append)); err != nil {
 			return err
 		}
 	}
@@ -142,14 +146,33 @@ func (p *RunWriteParams) Validate() error {
 			optionalJSON(f+".Error", e.Error)); err != nil {
 			return err
 		}
+		if w.Event != nil {
+			if err := checkEvent(f+".Event", w.Event); err != nil {
+				return err
+			}
+		}
 	}
 	for i, ev := range p.Events {
 		f := fmt.Sprintf("Events[%d]", i)
 		if ev == nil {
 			return invalid(f, "nil event")
 		}
-		if err := firstErr(need(f+".Type", ev.Type), optionalJSON(f+".Data", ev.Data)); err != nil {
+		if err := checkEvent(f, ev); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+func checkEvent(f string, ev *Event) error {
+	return firstErr(need(f+".Type", ev.Type), optionalJSON(f+".Data", ev.Data))
+}
+
+// items checks a list of log items: each is valid JSON.
+func items(field string, its []json.RawMessage) error {
+	for i, it := range its {
+		if !json.Valid(it) {
+			return invalid(fmt.Sprintf("%s[%d]", field, i), "not valid JSON")
 		}
 	}
 	return nil

@@ -102,7 +102,8 @@ func checkJSON(kind, id string, fields ...json.RawMessage) error {
 	return nil
 }
 
-func cloneRun(r *store.Run) (*store.Run, error) {
+// cloneRun copies a stored run, with its log when withLog is set.
+func cloneRun(r *store.Run, withLog bool) (*store.Run, error) {
 	if err := checkJSON("run", r.ID, r.Checkpoint, r.Meta); err != nil {
 		return nil, err
 	}
@@ -112,6 +113,16 @@ func cloneRun(r *store.Run) (*store.Run, error) {
 	c := *r
 	c.Checkpoint = cloneJSON(r.Checkpoint)
 	c.Meta = cloneJSON(r.Meta)
+	c.LogLen = len(r.Log)
+	c.Log = nil
+	if withLog && len(r.Log) > 0 {
+		if err := checkJSON("run", r.ID, r.Log...); err != nil {
+			return nil, err
+		}
+		// Stored items are never changed in place (an append adds new
+		// ones), so the copy shares them.
+		c.Log = slices.Clip(r.Log)
+	}
 	return &c, nil
 }
 
@@ -419,7 +430,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	r.WaitKind = ""
 	r.Revision++
 	r.UpdatedAt = now
-	rc, err := cloneRun(r)
+	rc, err := cloneRun(r, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -457,6 +468,10 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	}
 	r.Meta = cloneJSON(p.Run.Meta)
 	r.WaitKind = store.StoredWaitKind(r.Status, r.WaitKind)
+	r.Log = nil
+	for _, it := range p.Run.Log {
+		r.Log = append(r.Log, cloneJSON(it))
+	}
 	r.Deadline = store.Time(r.Deadline)
 	r.Revision = 1
 	r.EventSeq = 0
@@ -466,7 +481,7 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	if r.Status == store.RunQueued {
 		s.notifyLocked(r.Tenant)
 	}
-	return cloneRun(&r)
+	return cloneRun(&r, true)
 }
 
 // RunGet implements [store.Store].
@@ -482,7 +497,7 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 	if !ok {
 		return nil, &store.NotFoundError{Kind: "run", ID: p.ID}
 	}
-	return cloneRun(r)
+	return cloneRun(r, true)
 }
 
 // RunList implements [store.Store].
@@ -508,7 +523,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 		if p.After != nil && cmpRun(r, p.After, p.Order) <= 0 {
 			continue
 		}
-		c, err := cloneRun(r)
+		c, err := cloneRun(r, false)
 		if err != nil {
 			if bad == nil {
 				bad = err
@@ -712,6 +727,9 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		if u.Meta != nil {
 			run.Meta = cloneJSON(u.Meta)
 		}
+		for _, it := range u.Append {
+			run.Log = append(run.Log, cloneJSON(it))
+		}
 		run.Revision++
 		run.UpdatedAt = now
 		if u.Status == store.RunQueued {
@@ -735,7 +753,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		entries[e.CallID] = e
 		res.Ledger = append(res.Ledger, copyEntry(e))
 	}
-	for _, ev := range p.Events {
+	for _, ev := range p.AllEvents() {
 		e := cloneEvent(ev)
 		e.Tenant, e.RunID = p.Tenant, p.RunID
 		run.EventSeq++
@@ -751,6 +769,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		// Just written from checked input: a copy, without checking again.
 		rc := *run
 		rc.Checkpoint, rc.Meta = cloneJSON(run.Checkpoint), cloneJSON(run.Meta)
+		rc.Log, rc.LogLen = nil, len(run.Log)
 		res.Run = &rc
 	}
 	return res, nil

@@ -1,8 +1,6 @@
 package storepg
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,54 +74,4 @@ func scanLedger(row pgx.Row) (*store.LedgerEntry, error) {
 		return nil, err
 	}
 	return r.entry()
-}
-
-// LedgerGet implements [store.Store].
-func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store.LedgerEntry, error) {
-	if err := store.Check(p); err != nil {
-		return nil, err
-	}
-	e, err := scanLedger(s.pool.QueryRow(ctx, s.q(`SELECT `+ledgerCols+` FROM {{schema}}.ledger
-		WHERE tenant = $1 AND run_id = $2 AND call_id = $3`), p.Tenant, p.RunID, p.CallID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &store.NotFoundError{Kind: "ledger", ID: p.RunID + "/" + p.CallID}
-	}
-	if err != nil {
-		return nil, mapErr("get ledger entry "+p.RunID+"/"+p.CallID, err)
-	}
-	return e, nil
-}
-
-// LedgerList implements [store.Store], in (turn, index, call id) order.
-func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
-	if err := store.Check(p); err != nil {
-		return nil, err
-	}
-	q, arg := `SELECT `+ledgerCols+` FROM {{schema}}.ledger
-		WHERE tenant = $1 AND run_id = $2 ORDER BY turn, idx, call_id`, any(p.RunID)
-	if len(p.RunIDs) > 0 {
-		q, arg = `SELECT `+ledgerCols+` FROM {{schema}}.ledger
-		WHERE tenant = $1 AND run_id = ANY($2::text[]) ORDER BY run_id, turn, idx, call_id`, p.RunIDs
-	}
-	rows, err := s.pool.Query(ctx, s.q(q), p.Tenant, arg)
-	if err != nil {
-		return nil, mapErr("list ledger of run "+p.RunID, err)
-	}
-	defer rows.Close()
-	var out []*store.LedgerEntry
-	for rows.Next() {
-		var r ledgerRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			return nil, mapErr("list ledger of run "+p.RunID, err)
-		}
-		e, err := r.entry()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr("list ledger of run "+p.RunID, err)
-	}
-	return out, nil
 }

@@ -211,6 +211,9 @@ const prunePick = `SELECT r.tenant, r.id, r.updated_at FROM {{schema}}.runs r
 	WHERE r.tenant = $1 AND ` + finishedCond + ` AND r.updated_at < $2
 	AND (SELECT 1 FROM {{schema}}.ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id
 		AND l.state IN ('started', 'unknown') LIMIT 1) IS NULL
+	AND (SELECT 1 FROM {{schema}}.events e WHERE e.tenant = r.tenant AND e.run_id = r.id
+		AND e.state IN ('started', 'unknown') AND (SELECT 1 FROM {{schema}}.events s WHERE s.tenant = e.tenant
+			AND s.run_id = e.run_id AND s.call_id = e.call_id AND s.state = 'committed' LIMIT 1) IS NULL LIMIT 1) IS NULL
 	AND (SELECT 1 FROM {{schema}}.claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id
 		AND c.expires_at > $3 LIMIT 1) IS NULL
 	AND (SELECT 1 FROM {{schema}}.runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
@@ -226,6 +229,7 @@ const prunePick = `SELECT r.tenant, r.id, r.updated_at FROM {{schema}}.runs r
 // in one statement; it returns the ids removed and the rows counted.
 const pruneDelete = `WITH v AS (` + prunePick + ` FOR UPDATE OF r SKIP LOCKED),
 	dl AS (DELETE FROM {{schema}}.ledger l USING v WHERE l.tenant = v.tenant AND l.run_id = v.id RETURNING 1),
+	dg AS (DELETE FROM {{schema}}.run_log g USING v WHERE g.tenant = v.tenant AND g.run_id = v.id RETURNING 1),
 	de AS (DELETE FROM {{schema}}.events e USING v WHERE e.tenant = v.tenant AND e.run_id = v.id RETURNING 1),
 	dc AS (DELETE FROM {{schema}}.claims c USING v WHERE c.tenant = v.tenant AND c.key = 'run:' || v.id RETURNING 1),
 	dr AS (DELETE FROM {{schema}}.runs r USING v WHERE r.tenant = v.tenant AND r.id = v.id RETURNING r.id, r.updated_at)

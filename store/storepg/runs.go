@@ -10,10 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
 const runCols = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind,
-	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
+	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at, log_len`
 
 // runColsRead is runCols for reads of a stored run: the run's last event
 // seq is the largest stored seq (a write that changes only the ledger does
@@ -22,7 +23,7 @@ const runColsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, 
 	checkpoint, meta, deadline, revision,
 	greatest(event_seq, coalesce((SELECT max(ev.seq) FROM {{schema}}.events ev
 		WHERE ev.tenant = runs.tenant AND ev.run_id = runs.id), 0)),
-	created_at, updated_at`
+	created_at, updated_at, log_len`
 
 // runRow holds the nullable scan targets of one runs row.
 type runRow struct {
@@ -31,13 +32,13 @@ type runRow struct {
 	summary                                                       bool // the checkpoint was not read
 	checkpoint, meta                                              *string
 	deadline                                                      *time.Time
-	revision, eventSeq                                            *int64
+	revision, eventSeq, logLen                                    *int64
 	createdAt, updatedAt                                          *time.Time
 }
 
 func (r *runRow) dest() []any {
 	return []any{&r.tenant, &r.id, &r.parentID, &r.sessionID, &r.agentID, &r.agentDigest, &r.status, &r.waitKind,
-		&r.checkpoint, &r.meta, &r.deadline, &r.revision, &r.eventSeq, &r.createdAt, &r.updatedAt}
+		&r.checkpoint, &r.meta, &r.deadline, &r.revision, &r.eventSeq, &r.createdAt, &r.updatedAt, &r.logLen}
 }
 
 func (r *runRow) run() (*store.Run, error) {
@@ -60,6 +61,7 @@ func (r *runRow) run() (*store.Run, error) {
 		EventSeq:    d.i64("event_seq", r.eventSeq),
 		CreatedAt:   d.tm("created_at", r.createdAt),
 		UpdatedAt:   d.tm("updated_at", r.updatedAt),
+		LogLen:      int(d.i64("log_len", r.logLen)),
 	}
 	if !r.summary || r.checkpoint != nil {
 		run.Checkpoint = d.json("checkpoint", r.checkpoint)
@@ -80,6 +82,26 @@ func scanRun(row pgx.Row) (*store.Run, error) {
 		return nil, err
 	}
 	return r.run()
+}
+
+// scanRunLog reads one run and its log (columns runColsRead + logCols).
+func scanRunLog(row pgx.Row) (*store.Run, error) {
+	var (
+		r runRow
+		l logArrays
+	)
+	if err := row.Scan(append(r.dest(), l.dest()...)...); err != nil {
+		return nil, err
+	}
+	run, err := r.run()
+	if err != nil {
+		return nil, err
+	}
+	run.Log, err = l.fold(run.ID, run.LogLen)
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
 }
 
 func collectRuns(rows pgx.Rows, summary bool) ([]*store.Run, error) {
@@ -121,18 +143,38 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		cp = json.RawMessage("{}")
 	}
 	now := s.clock.Now()
-	var run *store.Run
+	var (
+		logText *string
+		logSum  int64
+		logSeq  int64
+		run     *store.Run
+	)
+	if len(r.Log) > 0 {
+		t := journal.Join(r.Log)
+		logText, logSum, logSeq = &t, journal.SumString(t), 1
+	}
 	err := retryable(ctx, func() error {
 		var err error
+		// The run row and its first log row in one statement.
 		run, err = scanRun(s.pool.QueryRow(ctx, s.q(`
-			INSERT INTO {{schema}}.runs (`+runCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $12, $8, $9, $10, 1, 0, $11, $11)
-			ON CONFLICT (tenant, id) DO NOTHING
-			RETURNING `+runCols),
+			WITH r AS (INSERT INTO {{schema}}.runs (`+runCols+`, log_seq)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $16, $8, $9, $10, 1, 0, $11, $11, $12, $13)
+				ON CONFLICT (tenant, id) DO NOTHING
+				RETURNING `+runCols+`),
+			l AS (INSERT INTO {{schema}}.run_log (tenant, run_id, seq, first, n, crc, items)
+				SELECT tenant, id, 1, 0, $12, $14, $15 FROM r WHERE $15::text IS NOT NULL)
+			SELECT * FROM r`),
 			r.Tenant, r.ID, r.ParentID, r.SessionID, r.AgentID, r.AgentDigest, string(r.Status),
-			string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now, store.StoredWaitKind(r.Status, r.WaitKind)))
+			string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now, int64(len(r.Log)), logSeq, logSum, logText,
+			store.StoredWaitKind(r.Status, r.WaitKind)))
 		return err
 	})
+	if err == nil && len(r.Log) > 0 {
+		run.Log = make([]json.RawMessage, len(r.Log))
+		for i, it := range r.Log {
+			run.Log[i] = cloneRaw(it)
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &store.ExistsError{Kind: "run", ID: r.ID}
 	}
@@ -150,7 +192,7 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	run, err := scanRun(s.pool.QueryRow(ctx, s.q(`SELECT `+runColsRead+` FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`),
+	run, err := scanRunLog(s.pool.QueryRow(ctx, s.q(`SELECT `+runColsRead+logCols+` FROM {{schema}}.runs WHERE tenant = $1 AND id = $2`),
 		p.Tenant, p.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &store.NotFoundError{Kind: "run", ID: p.ID}
@@ -222,10 +264,10 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 			if err != nil {
 				return err
 			}
-			run, err = scanRun(tx.QueryRow(ctx, s.q(`
+			run, err = scanRunLog(tx.QueryRow(ctx, s.q(`
 				UPDATE {{schema}}.runs SET status = 'running', wait_kind = '', revision = revision + 1, updated_at = $3
 				WHERE tenant = $1 AND id = $2
-				RETURNING `+runColsRead), p.Tenant, id, now))
+				RETURNING `+runColsRead+logCols), p.Tenant, id, now))
 			return err
 		})
 		if errors.Is(err, errRace) && attempt < maxAttempts {

@@ -13,15 +13,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
 // runWriteCall is the whole run write: one statement, one round trip, one
 // autocommit transaction (see migrations/002_run_write.sql).
 const runWriteCall = `SELECT o_parent, o_session, o_agent, o_digest, o_meta, o_deadline, o_revision, o_created,
-	o_first_seq, o_ledger_created
+	o_first_seq, o_ledger_created, o_log_len, o_log_seq
 	FROM {{schema}}.run_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
-		$31, $32, $33, $34, $35, $36, $37, $38)`
+		$31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43)`
 
 // SQLSTATEs raised by run_write.
 const (
@@ -89,20 +90,27 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	slices.SortFunc(order, func(a, b int) int {
 		return strings.Compare(p.Ledger[a].Entry.CallID, p.Ledger[b].Entry.CallID)
 	})
-	la, err := ledgerArrays(p.Ledger, order)
+	la, err := ledgerArrays(p.Ledger, order, len(p.Events))
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.commitQueued(ctx, p, order, la)
+	out, err := s.commitQueued(ctx, p, order, la)
 	if err != nil {
 		return nil, mapErr("write run "+p.RunID, err)
 	}
+	res := out
 	s.stats.runWrites.Add(1)
 	rows := int64(len(p.Ledger) + len(p.Events))
 	if p.Run != nil {
 		rows++
+		if len(p.Run.Append) > 0 {
+			rows++
+		}
 	}
 	s.stats.rows.Add(rows)
+	if la.logSeq > 0 {
+		s.compactLater(p.Tenant, p.RunID, la.logSeq)
+	}
 	if p.Run != nil && p.Run.Status == store.RunQueued {
 		s.notifyQueued(ctx, p.Tenant)
 	}
@@ -118,12 +126,25 @@ type ledgerArr struct {
 	exp, turn, idx, attempt, epoch           []int64
 	args, result, errs, approval, resolution []*string
 	started, committed                       []*time.Time
+	ev                                       []int32           // 1-based position of the write's event in AllEvents, or 0
 	approvalBack, resolutionBack             []*store.Decision // by input index
+	// logSeq is set by the answer: the log row the write added, or 0.
+	logSeq int64
 }
 
-func ledgerArrays(ws []store.LedgerWrite, order []int) (*ledgerArr, error) {
+func ledgerArrays(ws []store.LedgerWrite, order []int, plain int) (*ledgerArr, error) {
 	n := len(ws)
 	c := &ledgerArr{ord: make([]int32, 0, n), approvalBack: make([]*store.Decision, n), resolutionBack: make([]*store.Decision, n)}
+	// Events are numbered plain ones first, then the ledger writes' in
+	// input order (store.RunWriteParams.AllEvents).
+	evPos := make([]int32, n)
+	next := int32(plain)
+	for i, w := range ws {
+		if w.Event != nil {
+			next++
+			evPos[i] = next
+		}
+	}
 	for _, i := range order {
 		e := ws[i].Entry
 		approval, back, err := decisionStored(e.Approval)
@@ -156,6 +177,7 @@ func ledgerArrays(ws []store.LedgerWrite, order []int) (*ledgerArr, error) {
 		c.epoch = append(c.epoch, e.Epoch)
 		c.started = append(c.started, optTimeArg(e.StartedAt))
 		c.committed = append(c.committed, optTimeArg(e.CommittedAt))
+		c.ev = append(c.ev, evPos[i])
 	}
 	return c, nil
 }
@@ -205,7 +227,7 @@ type call struct {
 
 	parent, session, agent, digest, metaOut *string
 	deadline, created                       *time.Time
-	revision, firstSeq                      *int64
+	revision, firstSeq, logLen, logSeq      *int64
 	ledgerCreated                           []*time.Time
 }
 
@@ -217,8 +239,8 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 	if f := p.Fence; f != nil {
 		fenceKey, fenceHolder, fenceEpoch = &f.Key, &f.Holder, &f.Epoch
 	}
-	var runRev *int64
-	var status, checkpoint, meta *string
+	var runRev, appendN, appendCRC *int64
+	var status, checkpoint, meta, appendText *string
 	wait := ""
 	if u := p.Run; u != nil {
 		wait = store.StoredWaitKind(u.Status, u.WaitKind)
@@ -230,12 +252,19 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 			cp = string(u.Checkpoint)
 		}
 		checkpoint, meta = &cp, optText(u.Meta)
+		if len(u.Append) > 0 {
+			text := journal.Join(u.Append)
+			n, sum := int64(len(u.Append)), journal.SumString(text)
+			appendText, appendN, appendCRC = &text, &n, &sum
+		}
 	}
 	var evArgs []any
-	c.res.Events, evArgs = eventArgs(p.Tenant, p.RunID, p.Events, c.now)
+	c.res.Events, evArgs = eventArgs(p.Tenant, p.RunID, p.AllEvents(), c.now)
 	c.args = []any{p.Tenant, p.RunID, c.now, fenceKey, fenceHolder, fenceEpoch, runRev, status, checkpoint, meta,
+		appendText, appendN, appendCRC,
 		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
-		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed,
+		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed, la.ev,
+		int32(len(p.Events)),
 		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9], wait}
 	return c
 }
@@ -244,7 +273,7 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 func (c *call) scan(row pgx.Row) (*store.RunWriteResult, error) {
 	p, res := c.p, c.res
 	err := row.Scan(&c.parent, &c.session, &c.agent, &c.digest, &c.metaOut, &c.deadline, &c.revision, &c.created,
-		&c.firstSeq, &c.ledgerCreated)
+		&c.firstSeq, &c.ledgerCreated, &c.logLen, &c.logSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +295,11 @@ func (c *call) scan(row pgx.Row) (*store.RunWriteResult, error) {
 			AgentID: d.str("agent_id", c.agent), AgentDigest: d.str("agent_digest", c.digest),
 			Status: u.Status, WaitKind: store.StoredWaitKind(u.Status, u.WaitKind), Checkpoint: cp, Meta: d.optJSON("meta", c.metaOut),
 			Deadline: optTime(c.deadline), Revision: d.i64("revision", c.revision),
-			EventSeq: *c.firstSeq - 1 + int64(len(p.Events)), CreatedAt: d.tm("created_at", c.created), UpdatedAt: c.now,
+			EventSeq: *c.firstSeq - 1 + int64(len(res.Events)), CreatedAt: d.tm("created_at", c.created), UpdatedAt: c.now,
+			LogLen: int(d.i64("log_len", c.logLen)),
+		}
+		if len(u.Append) > 0 && c.logSeq != nil {
+			c.la.logSeq = *c.logSeq
 		}
 		if err := d.result(); err != nil {
 			return nil, err

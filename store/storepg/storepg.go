@@ -73,6 +73,13 @@ type Store struct {
 	stats     counters
 	commits   commitQueue
 	listen    listener // LISTEN connection of QueueWatch
+
+	// bg counts the log compactions running on goroutines of the store
+	// (see compactLater); Close waits for them.
+	bg        sync.WaitGroup
+	bgMu      sync.Mutex
+	bgRunning int
+	bgClosed  bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -142,6 +149,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool if [Open] created it. It is safe to call twice.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.bgMu.Lock()
+		s.bgClosed = true
+		s.bgMu.Unlock()
+		s.bg.Wait()
 		s.closeListener()
 		if s.ownsPool {
 			s.pool.Close()

@@ -86,26 +86,6 @@ func insertEvents(ctx context.Context, tx querier, tenant, runID string, first, 
 	return out, nil
 }
 
-// insertNextEvent stores ev after the run's last event, numbering it in
-// the same statement, and returns the stored copy.
-func insertNextEvent(ctx context.Context, tx querier, tenant, runID string, now int64, ev *store.Event) ([]*store.Event, error) {
-	e := *ev
-	e.Tenant, e.RunID = tenant, runID
-	e.Data = cloneJSON(ev.Data)
-	if e.Time.IsZero() {
-		e.Time = fromMicros(now)
-	} else {
-		e.Time = store.Time(e.Time)
-	}
-	err := tx.QueryRowContext(ctx, `INSERT INTO events (`+eventColumns+`)
-		SELECT ?, ?, COALESCE((SELECT MAX(seq) FROM events WHERE tenant = ? AND run_id = ?), 0) + 1, ?, ?, ?, ?, ?, ?, ?
-		RETURNING seq`, e.Tenant, e.RunID, e.Tenant, e.RunID, e.ID, e.ParentRunID, e.TraceID, e.SpanID, e.Type, micros(e.Time), optJSON(e.Data)).Scan(&e.Seq)
-	if err != nil {
-		return nil, err
-	}
-	return []*store.Event{&e}, nil
-}
-
 // eventChunk bounds the rows of one event INSERT (and so the number of
 // distinct statement texts the statement cache holds for it).
 const eventChunk = 16

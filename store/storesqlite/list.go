@@ -227,6 +227,8 @@ const pruneQuery = `SELECT r.id,
 	FROM runs r INDEXED BY runs_finished
 	WHERE r.tenant = ? AND ` + finishedCond + ` AND r.updated_at < ?
 	AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id AND l.state IN ('started', 'unknown'))
+	AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id AND e.state IN ('started', 'unknown')
+		AND NOT EXISTS (SELECT 1 FROM events s WHERE s.tenant = e.tenant AND s.run_id = e.run_id AND s.call_id = e.call_id AND s.state = 'committed'))
 	AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > ?)
 	AND NOT EXISTS (SELECT 1 FROM runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
 		AND k.status NOT IN ('completed', 'failed', 'cancelled'))
@@ -283,6 +285,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		}
 		for _, q := range []string{
 			`DELETE FROM ledger WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
+			`DELETE FROM run_log WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
 			`DELETE FROM events WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
 			`DELETE FROM claims WHERE tenant = ? AND key IN (SELECT 'run:' || value FROM json_each(?))`,
 			`DELETE FROM runs WHERE tenant = ? AND id IN (SELECT value FROM json_each(?))`,

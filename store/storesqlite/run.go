@@ -3,6 +3,7 @@ package storesqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 const runColumns = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind,
-	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at`
+	checkpoint, meta, deadline, revision, event_seq, created_at, updated_at, log_len`
 
 // runColumnsRead is runColumns for reads: the run's last event seq is the
 // largest stored seq, since a write that changes only the ledger does not
@@ -18,7 +19,7 @@ const runColumns = `tenant, id, parent_id, session_id, agent_id, agent_digest, s
 const runColumnsRead = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind,
 	checkpoint, meta, deadline, revision,
 	MAX(event_seq, COALESCE((SELECT MAX(ev.seq) FROM events ev WHERE ev.tenant = runs.tenant AND ev.run_id = runs.id), 0)),
-	created_at, updated_at`
+	created_at, updated_at, log_len`
 
 func scanRun(sc scanner) (*store.Run, error) { return scanRunRow(sc, false) }
 
@@ -34,7 +35,7 @@ func scanRunRow(sc scanner, summary bool) (*store.Run, error) {
 	)
 	d := decoder{kind: "run"}
 	err := sc.Scan(&r.Tenant, &r.ID, &r.ParentID, &r.SessionID, &r.AgentID, &r.AgentDigest, &status, &r.WaitKind,
-		&checkpoint, &meta, &deadline, &r.Revision, &r.EventSeq, &createdAt, &updateAt)
+		&checkpoint, &meta, &deadline, &r.Revision, &r.EventSeq, &createdAt, &updateAt, &r.LogLen)
 	d.id = r.ID
 	if err != nil {
 		return nil, d.scanErr(err)
@@ -65,17 +66,30 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	var out *store.Run
 	err := s.write(ctx, func(tx querier) error {
 		now := micros(s.now())
-		found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO runs (`+runColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?)
+		logSeq := 0
+		if len(in.Log) > 0 {
+			logSeq = 1
+		}
+		found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO runs (`+runColumns+`, log_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING RETURNING `+runColumns,
 			in.Tenant, in.ID, in.ParentID, in.SessionID, in.AgentID, in.AgentDigest, string(in.Status), store.StoredWaitKind(in.Status, in.WaitKind),
-			optJSON(in.Checkpoint), optJSON(in.Meta), optMicros(in.Deadline), now, now)),
+			optJSON(in.Checkpoint), optJSON(in.Meta), optMicros(in.Deadline), now, now, len(in.Log), logSeq)),
 			func(sc scanner) (err error) { out, err = scanRun(sc); return err })
 		if err != nil {
 			return err
 		}
 		if !found {
 			return &store.ExistsError{Kind: "run", ID: in.ID}
+		}
+		if len(in.Log) > 0 {
+			if err := appendLog(ctx, tx, in.Tenant, in.ID, 1, 0, in.Log); err != nil {
+				return err
+			}
+			out.Log = make([]json.RawMessage, len(in.Log))
+			for i, it := range in.Log {
+				out.Log[i] = cloneJSON(it)
+			}
 		}
 		return nil
 	})
@@ -91,13 +105,21 @@ func (s *Store) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, 
 		return nil, err
 	}
 	var out *store.Run
-	found, err := queryOne(one(s.db.QueryContext(ctx, `SELECT `+runColumnsRead+` FROM runs WHERE tenant = ? AND id = ?`, p.Tenant, p.ID)),
-		func(sc scanner) (err error) { out, err = scanRun(sc); return err })
+	// The run row and its log are read in one transaction: one snapshot.
+	err := s.read(ctx, func(tx querier) error {
+		found, err := queryOne(one(tx.QueryContext(ctx, `SELECT `+runColumnsRead+` FROM runs WHERE tenant = ? AND id = ?`, p.Tenant, p.ID)),
+			func(sc scanner) (err error) { out, err = scanRun(sc); return err })
+		if err != nil {
+			return err
+		}
+		if !found {
+			return &store.NotFoundError{Kind: "run", ID: p.ID}
+		}
+		out.Log, err = loadLog(ctx, tx, p.Tenant, p.ID, out.LogLen)
+		return err
+	})
 	if err != nil {
-		return nil, wrap("get run "+p.ID, mapErr(ctx, err))
-	}
-	if !found {
-		return nil, &store.NotFoundError{Kind: "run", ID: p.ID}
+		return nil, wrap("get run "+p.ID, err)
 	}
 	return out, nil
 }
@@ -132,6 +154,10 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 				event_seq = MAX(event_seq, COALESCE((SELECT MAX(seq) FROM events WHERE tenant = ? AND run_id = ?), 0))
 			WHERE tenant = ? AND id = ? RETURNING `+runColumns, micros(now), p.Tenant, id, p.Tenant, id)),
 			func(sc scanner) (err error) { run, err = scanRun(sc); return err })
+		if err != nil {
+			return err
+		}
+		run.Log, err = loadLog(ctx, tx, p.Tenant, id, run.LogLen)
 		return err
 	})
 	if err != nil {

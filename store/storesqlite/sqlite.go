@@ -68,6 +68,13 @@ type Store struct {
 	// prepares each once per pooled connection. Parsing SQL costs more CPU
 	// than executing these short statements.
 	stmts sync.Map // string -> *sql.Stmt
+
+	// bg counts the log compactions running on goroutines of the store
+	// (see compactLater); Close waits for them.
+	bg        sync.WaitGroup
+	bgMu      sync.Mutex
+	bgRunning int
+	bgClosed  bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -165,6 +172,10 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true

@@ -27,9 +27,18 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	if err := validate(p); err != nil {
 		return nil, err
 	}
-	var res store.RunWriteResult
+	var res struct {
+		store.RunWriteResult
+		logSeq int64 // the log row this write added, 0 if none
+	}
+	nLedgerEvents := 0
+	for _, w := range p.Ledger {
+		if w.Event != nil {
+			nLedgerEvents++
+		}
+	}
 	err := s.write(ctx, func(tx querier) error {
-		res = store.RunWriteResult{}
+		res.RunWriteResult, res.logSeq = store.RunWriteResult{}, 0
 		now := micros(s.now())
 		fence := p.Fence // still to be enforced by the next write statement
 		cond, fargs := fenceCond(p.Tenant, fence)
@@ -42,12 +51,12 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			}
 			return orElse()
 		}
-		n := int64(len(p.Events))
+		n := int64(len(p.Events) + nLedgerEvents)
 		var lastSeq int64 // the run's largest event seq before this write
-		// One event and no run update (a ledger transition): its number is
-		// taken inside its INSERT, one statement fewer.
-		oneEvent := n == 1 && p.Run == nil
-		if (n > 0 || p.Run != nil) && !oneEvent {
+		// One ledger transition with its event and nothing else (the hot
+		// path): its number is taken inside its INSERT, one statement fewer.
+		oneRecord := n == 1 && p.Run == nil && len(p.Events) == 0
+		if n > 0 && !oneRecord {
 			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE tenant = ? AND run_id = ?`,
 				p.Tenant, p.RunID).Scan(&lastSeq); err != nil {
 				return err
@@ -55,22 +64,27 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 		if u := p.Run; u != nil {
 			wait := store.StoredWaitKind(u.Status, u.WaitKind)
-			args := append([]any{string(u.Status), wait, optJSON(u.Checkpoint), u.Meta != nil, optJSON(u.Meta), lastSeq + n, now,
-				p.Tenant, p.RunID, u.ExpectedRevision}, fargs...)
+			var logSeqInc int64
+			if len(u.Append) > 0 {
+				logSeqInc = 1
+			}
+			args := append([]any{string(u.Status), wait, optJSON(u.Checkpoint), u.Meta != nil, optJSON(u.Meta), lastSeq + n,
+				len(u.Append), logSeqInc, now, p.Tenant, p.RunID, u.ExpectedRevision}, fargs...)
 			var (
 				run      store.Run
 				meta     sql.NullString
 				deadline sql.NullInt64
 				created  int64
+				logSeq   int64
 			)
 			found, err := queryOne(one(tx.QueryContext(ctx, `UPDATE runs SET status = ?, wait_kind = ?, checkpoint = ?,
 				meta = CASE WHEN ? THEN ? ELSE meta END, revision = revision + 1,
-				event_seq = MAX(event_seq, ?), updated_at = ?
+				event_seq = MAX(event_seq, ?), log_len = log_len + ?, log_seq = log_seq + ?, updated_at = ?
 				WHERE tenant = ? AND id = ? AND revision = ?`+cond+`
-				RETURNING parent_id, session_id, agent_id, agent_digest, meta, deadline, revision, created_at`, args...)),
+				RETURNING parent_id, session_id, agent_id, agent_digest, meta, deadline, revision, created_at, log_len, log_seq`, args...)),
 				func(sc scanner) error {
 					return sc.Scan(&run.ParentID, &run.SessionID, &run.AgentID, &run.AgentDigest, &meta, &deadline,
-						&run.Revision, &created)
+						&run.Revision, &created, &run.LogLen, &logSeq)
 				})
 			if err != nil {
 				return err
@@ -88,6 +102,12 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 					return &store.ConflictError{Kind: "run", ID: p.RunID, Expected: u.ExpectedRevision, Actual: actual}
 				})
 			}
+			if len(u.Append) > 0 {
+				if err := appendLog(ctx, tx, p.Tenant, p.RunID, logSeq, int64(run.LogLen-len(u.Append)), u.Append); err != nil {
+					return err
+				}
+				res.logSeq = logSeq
+			}
 			d := decoder{kind: "run", id: p.RunID}
 			run.Tenant, run.ID, run.Status, run.WaitKind = p.Tenant, p.RunID, u.Status, wait
 			run.Checkpoint = cloneJSON(u.Checkpoint)
@@ -100,20 +120,40 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			}
 			res.Run, fence = &run, nil
 		}
+		if n > 0 {
+			res.Events = make([]*store.Event, 0, n)
+		}
 		// The first ledger write carries the fence; the run's existence
-		// follows from the ledger row (foreign key) or is checked when a
-		// write fails.
+		// follows from the foreign key or is checked when a write fails.
+		var ledgerEvents []*store.Event
 		if len(p.Ledger) > 0 {
 			res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
+			seq := lastSeq + int64(len(p.Events))
 			for i := range p.Ledger {
-				e, err := ledgerWrite(ctx, tx, now, &p.Ledger[i], fence)
+				w := &p.Ledger[i]
+				var (
+					e   *store.LedgerEntry
+					ev  *store.Event
+					err error
+				)
+				if w.Event != nil {
+					next := int64(0)
+					if !oneRecord {
+						seq++
+						next = seq
+					}
+					e, ev, err = entryRecord(ctx, tx, now, next, w, fence)
+					ledgerEvents = append(ledgerEvents, ev)
+				} else {
+					e, err = ledgerRow(ctx, tx, now, w, fence)
+				}
 				if err != nil {
 					return err
 				}
 				res.Ledger[i], fence = e, nil
 			}
 		}
-		if n > 0 {
+		if len(p.Events) > 0 {
 			if fence != nil {
 				// An events-only write: check the fence; the run's
 				// existence follows from the foreign key.
@@ -121,21 +161,16 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 					return err
 				}
 			}
-			var evs []*store.Event
-			var err error
-			if oneEvent {
-				evs, err = insertNextEvent(ctx, tx, p.Tenant, p.RunID, now, p.Events[0])
-			} else {
-				evs, err = insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq+1, now, p.Events)
-			}
+			evs, err := insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq+1, now, p.Events)
 			if isForeignKey(err) {
 				return &store.NotFoundError{Kind: "run", ID: p.RunID}
 			}
 			if err != nil {
 				return err
 			}
-			res.Events = evs
+			res.Events = append(res.Events, evs...)
 		}
+		res.Events = append(res.Events, ledgerEvents...)
 		return nil
 	})
 	if err != nil {
@@ -144,10 +179,16 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	rows := int64(len(p.Ledger) + len(p.Events))
 	if p.Run != nil {
 		rows++
+		if len(p.Run.Append) > 0 {
+			rows++
+		}
 	}
 	s.stats.runWrites.Add(1)
 	s.stats.rows.Add(rows)
-	return &res, nil
+	if res.logSeq > 0 {
+		s.compactLater(p.Tenant, p.RunID, res.logSeq)
+	}
+	return &res.RunWriteResult, nil
 }
 
 // fenceCond returns the SQL condition (to append after a WHERE clause) and

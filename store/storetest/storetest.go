@@ -67,6 +67,8 @@ func Run(t *testing.T, b Backend) {
 		{"RunWriteRace", testRunWriteRace},
 		{"NoLostUpdate", testNoLostUpdate},
 		{"Ledger", testLedger},
+		{"LedgerRecords", testLedgerRecords},
+		{"RunLog", testRunLog},
 		{"Events", testEvents},
 		{"Claims", testClaims},
 		{"Fencing", testFencing},

@@ -71,3 +71,6 @@ func Split(row []byte, n int, sum *int64) ([]json.RawMessage, error) {
 	}
 	return out, nil
 }
+
+// SumString is Sum of a row held as a string.
+func SumString(row string) int64 { return int64(crc32.Checksum([]byte(row), castagnoli)) }

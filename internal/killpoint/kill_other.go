@@ -1,0 +1,7 @@
+//go:build !unix
+
+package killpoint
+
+import "os"
+
+func kill() { os.Exit(137) }

@@ -1,0 +1,247 @@
+package storepg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/actoviq/actoviq-go/internal/killpoint"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
+)
+
+// The run journal (migrations/006_run_journal.sql): a ledger transition
+// and its event are one row of events, and the run's log is appended to
+// run_log, one row per write, compacted off the write path.
+
+// entryCols are the ledger entry columns of an events row, in the order
+// of ledgerCols (so that ledgerRow reads both).
+const entryCols = `tenant, run_id, call_id, turn, idx, tool, effect, state, idempotency_key,
+	attempt, args_digest, args, result, error, approval, resolution, holder, epoch,
+	entry_rev, entry_created, entry_updated, started_at, committed_at`
+
+// logCols reads a run's log rows as arrays, in the statement that reads
+// the run row, so that both come from one snapshot.
+const logCols = `, ARRAY(SELECT l.first FROM {{schema}}.run_log l WHERE l.tenant = runs.tenant AND l.run_id = runs.id ORDER BY l.seq),
+	ARRAY(SELECT l.n FROM {{schema}}.run_log l WHERE l.tenant = runs.tenant AND l.run_id = runs.id ORDER BY l.seq),
+	ARRAY(SELECT l.crc FROM {{schema}}.run_log l WHERE l.tenant = runs.tenant AND l.run_id = runs.id ORDER BY l.seq),
+	ARRAY(SELECT l.items FROM {{schema}}.run_log l WHERE l.tenant = runs.tenant AND l.run_id = runs.id ORDER BY l.seq)`
+
+// logArrays are the scan targets of logCols.
+type logArrays struct {
+	first, n, crc []int64
+	items         []string
+}
+
+func (l *logArrays) dest() []any { return []any{&l.first, &l.n, &l.crc, &l.items} }
+
+// fold checks every row's checksum and order and returns the items.
+func (l *logArrays) fold(runID string, want int) ([]json.RawMessage, error) {
+	if len(l.first) != len(l.items) || len(l.n) != len(l.items) || len(l.crc) != len(l.items) {
+		return nil, &store.DataError{Kind: "run", ID: runID, Err: errors.New("log rows read unevenly")}
+	}
+	out := make([]json.RawMessage, 0, want)
+	for i, text := range l.items {
+		if l.first[i] != int64(len(out)) {
+			return nil, &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d starts at item %d, want %d", i+1, l.first[i], len(out))}
+		}
+		crc := l.crc[i]
+		its, err := journal.Split([]byte(text), int(l.n[i]), &crc)
+		if err != nil {
+			return nil, &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d: %w", i+1, err)}
+		}
+		out = append(out, its...)
+	}
+	if len(out) != want {
+		return nil, &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log holds %d items, the run says %d", len(out), want)}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// LedgerGet implements [store.Store]: the call's latest transition record,
+// or its ledger table row when that is newer.
+func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store.LedgerEntry, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	e, err := scanLedger(s.pool.QueryRow(ctx, s.q(`SELECT * FROM (
+			(SELECT `+entryCols+` FROM {{schema}}.events
+				WHERE tenant = $1 AND run_id = $2 AND call_id = $3 ORDER BY seq DESC LIMIT 1)
+			UNION ALL SELECT `+ledgerCols+` FROM {{schema}}.ledger WHERE tenant = $1 AND run_id = $2 AND call_id = $3) x
+		ORDER BY entry_rev DESC LIMIT 1`), p.Tenant, p.RunID, p.CallID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &store.NotFoundError{Kind: "ledger", ID: p.RunID + "/" + p.CallID}
+	}
+	if err != nil {
+		return nil, mapErr("get ledger entry "+p.RunID+"/"+p.CallID, err)
+	}
+	return e, nil
+}
+
+// LedgerList implements [store.Store], in (turn, index, call id) order:
+// per call, the newer of its latest transition record and its ledger
+// table row, read in one statement.
+func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	runs, arg := `run_id = $2`, any(p.RunID)
+	if len(p.RunIDs) > 0 {
+		runs, arg = `run_id = ANY($2::text[])`, p.RunIDs
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT DISTINCT ON (run_id, call_id) * FROM (
+			(SELECT DISTINCT ON (run_id, call_id) `+entryCols+` FROM {{schema}}.events
+				WHERE tenant = $1 AND `+runs+` AND call_id IS NOT NULL ORDER BY run_id, call_id, seq DESC)
+			UNION ALL SELECT `+ledgerCols+` FROM {{schema}}.ledger WHERE tenant = $1 AND `+runs+`) x
+		ORDER BY run_id, call_id, entry_rev DESC`), p.Tenant, arg)
+	if err != nil {
+		return nil, mapErr("list ledger of run "+p.RunID, err)
+	}
+	defer rows.Close()
+	var out []*store.LedgerEntry
+	for rows.Next() {
+		var r ledgerRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, mapErr("list ledger of run "+p.RunID, err)
+		}
+		e, err := r.entry()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("list ledger of run "+p.RunID, err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.RunID != b.RunID {
+			return a.RunID < b.RunID
+		}
+		if a.Turn != b.Turn {
+			return a.Turn < b.Turn
+		}
+		if a.Index != b.Index {
+			return a.Index < b.Index
+		}
+		return a.CallID < b.CallID
+	})
+	return out, nil
+}
+
+// Compaction. Every compactEvery-th log row of a run triggers, after its
+// write returned, a merge of the rows in (seq-span, seq], where span is
+// the largest compactEvery·2^k dividing seq: a binary counter, so that
+// each item is rewritten O(log n) times over a run of n rows and a read
+// meets O(log n) rows. A merge is one transaction under the run's advisory
+// lock (read the rows, check their checksums, delete them, write the
+// merged row), so a crash at any point leaves the old rows or the merged
+// one.
+const compactEvery = 16
+
+// compactSpan returns the rows a write of log row seq merges; 0 for none.
+func compactSpan(seq int64) int64 {
+	if seq <= 0 || seq%compactEvery != 0 {
+		return 0
+	}
+	span := int64(compactEvery)
+	for seq%(span*2) == 0 {
+		span *= 2
+	}
+	return span
+}
+
+// compactLater runs the merge a write of log row seq closes on a goroutine
+// of the store, off the write's path; at most two at once (a merge that
+// finds no room is skipped: a later, larger one covers its rows).
+func (s *Store) compactLater(tenant, runID string, seq int64) {
+	span := compactSpan(seq)
+	if span == 0 {
+		return
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed || s.bgRunning >= 2 {
+		return
+	}
+	s.bgRunning++
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer func() {
+			s.bgMu.Lock()
+			s.bgRunning--
+			s.bgMu.Unlock()
+		}()
+		// A failed merge changes nothing; the rows stay as they are.
+		_ = s.compact(context.Background(), tenant, runID, seq-span, seq)
+	}()
+}
+
+// compact merges a run's log rows with seq in (lo, hi] into one row with
+// seq hi.
+func (s *Store) compact(ctx context.Context, tenant, runID string, lo, hi int64) error {
+	return s.inTx(ctx, "compact log of run "+runID, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('actoviq-run/' || $1 || '/' || $2, 0))`, tenant, runID); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, s.q(`SELECT seq, first, n, crc, items FROM {{schema}}.run_log
+			WHERE tenant = $1 AND run_id = $2 AND seq > $3 AND seq <= $4 ORDER BY seq`), tenant, runID, lo, hi)
+		if err != nil {
+			return err
+		}
+		var (
+			parts      []string
+			first, n   int64
+			contiguous = true
+		)
+		for rows.Next() {
+			var (
+				seq, f, k, crc int64
+				text           string
+			)
+			if err := rows.Scan(&seq, &f, &k, &crc, &text); err != nil {
+				rows.Close()
+				return err
+			}
+			if journal.SumString(text) != crc {
+				rows.Close()
+				return &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d does not match its checksum", seq)}
+			}
+			if len(parts) == 0 {
+				first = f
+			} else if f != first+n {
+				contiguous = false
+			}
+			n += k
+			parts = append(parts, text)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(parts) < 2 || !contiguous {
+			return nil
+		}
+		merged := strings.Join(parts, string(rune(journal.Sep)))
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {{schema}}.run_log WHERE tenant = $1 AND run_id = $2 AND seq > $3 AND seq <= $4`),
+			tenant, runID, lo, hi); err != nil {
+			return err
+		}
+		killpoint.Reached(killpoint.Compaction)
+		if _, err := tx.Exec(ctx, s.q(`INSERT INTO {{schema}}.run_log (tenant, run_id, seq, first, n, crc, items) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
+			tenant, runID, hi, first, n, journal.SumString(merged), merged); err != nil {
+			return err
+		}
+		killpoint.Reached(killpoint.CompactionCommit)
+		return nil
+	})
+}

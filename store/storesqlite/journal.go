@@ -1,0 +1,357 @@
+package storesqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/actoviq/actoviq-go/internal/killpoint"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
+)
+
+// The run journal (migrations/0006_run_journal.sql): a ledger transition
+// and its event are one row of events, and the run's log is appended to
+// run_log, one row per write, compacted off the write path.
+
+// entryColumns are the ledger entry columns of an events row, in the order
+// of ledgerColumns (so that scanLedger reads both).
+const entryColumns = `tenant, run_id, call_id, turn, idx, tool, effect, state, idempotency_key,
+	attempt, args_digest, args, result, error, approval, resolution, holder, epoch, entry_rev,
+	entry_created, entry_updated, started_at, committed_at`
+
+// currentEntry selects the revision and creation time of a call's current
+// entry: the later of its latest events row and its ledger table row. Its
+// six arguments are tenant, run id and call id, twice.
+const currentEntry = `SELECT rev, created FROM (
+		SELECT * FROM (SELECT entry_rev AS rev, entry_created AS created FROM events
+			WHERE tenant = ? AND run_id = ? AND call_id = ? ORDER BY seq DESC LIMIT 1)
+		UNION ALL SELECT revision, created_at FROM ledger WHERE tenant = ? AND run_id = ? AND call_id = ?)
+	ORDER BY rev DESC LIMIT 1`
+
+// entryRecord writes a ledger transition and its event as one events row,
+// numbered seq (0: after the run's last event, in the same statement). The
+// row is written only if the call's current revision is the expected one
+// and, when fence is not nil, the claim holds; otherwise the reason is
+// read in the same transaction.
+func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store.LedgerWrite, fence *store.Fence) (*store.LedgerEntry, *store.Event, error) {
+	e, ev := w.Entry, w.Event
+	approval, approvalBack, err := encodeDecision(e.Approval)
+	if err != nil {
+		return nil, nil, &store.InvalidError{Field: "Approval", Reason: err.Error()}
+	}
+	resolution, resolutionBack, err := encodeDecision(e.Resolution)
+	if err != nil {
+		return nil, nil, &store.InvalidError{Field: "Resolution", Reason: err.Error()}
+	}
+	out := *e
+	out.Args, out.Result, out.Error = cloneJSON(e.Args), cloneJSON(e.Result), cloneJSON(e.Error)
+	out.Approval, out.Resolution = approvalBack, resolutionBack
+	out.StartedAt, out.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
+	out.UpdatedAt = fromMicros(now)
+	out.Revision = w.ExpectedRevision + 1
+	stored := *ev
+	stored.Tenant, stored.RunID = e.Tenant, e.RunID
+	stored.Data = cloneJSON(ev.Data)
+	if stored.Time.IsZero() {
+		stored.Time = fromMicros(now)
+	} else {
+		stored.Time = store.Time(stored.Time)
+	}
+	cond, fargs := fenceCond(e.Tenant, fence)
+	seqExpr := `?`
+	args := make([]any, 0, 48)
+	if seq == 0 {
+		seqExpr = `COALESCE((SELECT MAX(seq) FROM events WHERE tenant = ? AND run_id = ?), 0) + 1`
+		args = append(args, e.Tenant, e.RunID)
+	} else {
+		args = append(args, seq)
+	}
+	args = append(args, stored.ID, stored.ParentRunID, stored.TraceID, stored.SpanID, stored.Type, micros(stored.Time), optJSON(stored.Data),
+		e.CallID, e.Turn, e.Index, e.Tool, e.Effect, string(e.State), e.IdempotencyKey, e.Attempt, e.ArgsDigest,
+		optJSON(e.Args), optJSON(e.Result), optJSON(e.Error), approval, resolution, e.Holder, e.Epoch, out.Revision,
+		now, now, optMicros(e.StartedAt), optMicros(e.CommittedAt),
+		e.Tenant, e.RunID, e.CallID, e.Tenant, e.RunID, e.CallID, w.ExpectedRevision)
+	args = append(args, fargs...)
+	var created int64
+	found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO events (tenant, run_id, seq, id, parent_run_id,
+			trace_id, span_id, type, time, data, call_id, turn, idx, tool, effect, state, idempotency_key, attempt,
+			args_digest, args, result, error, approval, resolution, holder, epoch, entry_rev, entry_created,
+			entry_updated, started_at, committed_at)
+		SELECT ?1, ?2, `+seqExpr+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+			COALESCE(cur.created, ?), ?, ?, ?
+		FROM (SELECT 1) LEFT JOIN (`+currentEntry+`) cur
+		WHERE COALESCE(cur.rev, 0) = ?`+cond+`
+		RETURNING seq, entry_created`, append([]any{e.Tenant, e.RunID}, args...)...)),
+		func(sc scanner) error { return sc.Scan(&stored.Seq, &created) })
+	if isForeignKey(err) {
+		return nil, nil, &store.NotFoundError{Kind: "run", ID: e.RunID}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if found {
+		out.CreatedAt = fromMicros(created)
+		return &out, &stored, nil
+	}
+	return nil, nil, entryMiss(ctx, tx, w, fence)
+}
+
+// entryMiss explains a ledger write that changed nothing: the fence, the
+// run, or the revision.
+func entryMiss(ctx context.Context, tx querier, w *store.LedgerWrite, fence *store.Fence) error {
+	e := w.Entry
+	if fence != nil {
+		if _, err := checkFence(ctx, tx, e.Tenant, fence); err != nil {
+			return err
+		}
+	}
+	actual, _, err := entryRevision(ctx, tx, e.Tenant, e.RunID, e.CallID)
+	if err != nil {
+		return err
+	}
+	if actual == 0 {
+		if err := runExists(ctx, tx, e.Tenant, e.RunID); err != nil {
+			return err
+		}
+	}
+	return &store.ConflictError{Kind: "ledger", ID: e.CallID, Expected: w.ExpectedRevision, Actual: actual}
+}
+
+// entryRevision returns a call's current revision and creation time (0
+// when it has no entry).
+func entryRevision(ctx context.Context, tx querier, tenant, runID, callID string) (rev, created int64, err error) {
+	err = tx.QueryRowContext(ctx, currentEntry, tenant, runID, callID, tenant, runID, callID).Scan(&rev, &created)
+	if err == sql.ErrNoRows {
+		return 0, 0, nil
+	}
+	return rev, created, err
+}
+
+// ledgerRow writes an entry without an event of its own to the ledger
+// table (an event of the write describes it), after the same checks.
+func ledgerRow(ctx context.Context, tx querier, now int64, w *store.LedgerWrite, fence *store.Fence) (*store.LedgerEntry, error) {
+	e := w.Entry
+	if fence != nil {
+		if _, err := checkFence(ctx, tx, e.Tenant, fence); err != nil {
+			return nil, err
+		}
+	}
+	rev, created, err := entryRevision(ctx, tx, e.Tenant, e.RunID, e.CallID)
+	if err != nil {
+		return nil, err
+	}
+	if rev != w.ExpectedRevision {
+		if rev == 0 {
+			if err := runExists(ctx, tx, e.Tenant, e.RunID); err != nil {
+				return nil, err
+			}
+		}
+		return nil, &store.ConflictError{Kind: "ledger", ID: e.CallID, Expected: w.ExpectedRevision, Actual: rev}
+	}
+	if rev == 0 {
+		created = now
+	}
+	approval, approvalBack, err := encodeDecision(e.Approval)
+	if err != nil {
+		return nil, &store.InvalidError{Field: "Approval", Reason: err.Error()}
+	}
+	resolution, resolutionBack, err := encodeDecision(e.Resolution)
+	if err != nil {
+		return nil, &store.InvalidError{Field: "Resolution", Reason: err.Error()}
+	}
+	out := *e
+	out.Args, out.Result, out.Error = cloneJSON(e.Args), cloneJSON(e.Result), cloneJSON(e.Error)
+	out.Approval, out.Resolution = approvalBack, resolutionBack
+	out.StartedAt, out.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
+	out.Revision, out.CreatedAt, out.UpdatedAt = rev+1, fromMicros(created), fromMicros(now)
+	_, err = tx.ExecContext(ctx, `INSERT INTO ledger (`+ledgerColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, run_id, call_id) DO UPDATE SET turn = excluded.turn, idx = excluded.idx,
+			tool = excluded.tool, effect = excluded.effect, state = excluded.state,
+			idempotency_key = excluded.idempotency_key, attempt = excluded.attempt,
+			args_digest = excluded.args_digest, args = excluded.args, result = excluded.result,
+			error = excluded.error, approval = excluded.approval, resolution = excluded.resolution,
+			holder = excluded.holder, epoch = excluded.epoch, revision = excluded.revision,
+			created_at = excluded.created_at, updated_at = excluded.updated_at,
+			started_at = excluded.started_at, committed_at = excluded.committed_at`,
+		e.Tenant, e.RunID, e.CallID, e.Turn, e.Index, e.Tool, e.Effect, string(e.State), e.IdempotencyKey,
+		e.Attempt, e.ArgsDigest, optJSON(e.Args), optJSON(e.Result), optJSON(e.Error), approval, resolution,
+		e.Holder, e.Epoch, out.Revision, created, now, optMicros(e.StartedAt), optMicros(e.CommittedAt))
+	if isForeignKey(err) {
+		return nil, &store.NotFoundError{Kind: "run", ID: e.RunID}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// appendLog stores items as the log row seq of a run, starting at log
+// index first.
+func appendLog(ctx context.Context, tx querier, tenant, runID string, seq, first int64, items []json.RawMessage) error {
+	text := journal.Join(items)
+	_, err := tx.ExecContext(ctx, `INSERT INTO run_log (tenant, run_id, seq, first, n, crc, items) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		tenant, runID, seq, first, len(items), journal.SumString(text), text)
+	if err == nil {
+		killpoint.Reached(killpoint.JournalWrite)
+	}
+	return err
+}
+
+// loadLog reads a run's log of n items, checking every row's checksum and
+// that the rows follow each other.
+func loadLog(ctx context.Context, q querier, tenant, runID string, n int) ([]json.RawMessage, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT seq, first, n, crc, items FROM run_log WHERE tenant = ? AND run_id = ? ORDER BY seq`, tenant, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]json.RawMessage, 0, n)
+	for rows.Next() {
+		var (
+			seq, first, k, crc int64
+			text               []byte
+		)
+		if err := rows.Scan(&seq, &first, &k, &crc, &text); err != nil {
+			return nil, err
+		}
+		if first != int64(len(out)) {
+			return nil, &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d starts at item %d, want %d", seq, first, len(out))}
+		}
+		its, err := journal.Split(text, int(k), &crc)
+		if err != nil {
+			return nil, &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d: %w", seq, err)}
+		}
+		out = append(out, its...)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) != n {
+		return nil, &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log holds %d items, the run says %d", len(out), n)}
+	}
+	return out, nil
+}
+
+// Compaction. Every compactEvery-th log row of a run triggers, after its
+// write returned, a merge of the rows in (seq-span, seq], where span is
+// the largest compactEvery·2^k dividing seq: a binary counter, so that
+// each item is rewritten O(log n) times over a run of n rows and a read
+// meets O(log n) rows. A merge is one transaction (read the rows, check
+// their checksums, delete them, write the merged row), so a crash at any
+// point leaves either the old rows or the merged one.
+const compactEvery = 16
+
+// compactSpan returns the rows a write of log row seq merges; 0 for none.
+func compactSpan(seq int64) int64 {
+	if seq <= 0 || seq%compactEvery != 0 {
+		return 0
+	}
+	span := int64(compactEvery)
+	for seq%(span*2) == 0 {
+		span *= 2
+	}
+	return span
+}
+
+// compactLater merges the log rows a write of row seq closes, on a
+// goroutine of the store, off the write's path. At most a few run at once;
+// a merge that finds no room is skipped (a later, larger one covers its
+// rows).
+func (s *Store) compactLater(tenant, runID string, seq int64) {
+	span := compactSpan(seq)
+	if span == 0 {
+		return
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed || s.bgRunning >= 2 {
+		return
+	}
+	s.bgRunning++
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer func() {
+			s.bgMu.Lock()
+			s.bgRunning--
+			s.bgMu.Unlock()
+		}()
+		// A failed merge changes nothing; the rows stay as they are.
+		_ = s.compact(context.Background(), tenant, runID, seq-span, seq)
+	}()
+}
+
+// compact merges a run's log rows with seq in (lo, hi] into one row with
+// seq hi.
+func (s *Store) compact(ctx context.Context, tenant, runID string, lo, hi int64) error {
+	return s.write(ctx, func(tx querier) error {
+		rows, err := tx.QueryContext(ctx, `SELECT seq, first, n, crc, items FROM run_log
+			WHERE tenant = ? AND run_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, tenant, runID, lo, hi)
+		if err != nil {
+			return err
+		}
+		var (
+			parts      [][]byte
+			first, n   int64
+			count      int
+			contiguous = true
+		)
+		for rows.Next() {
+			var (
+				seq, f, k, crc int64
+				text           []byte
+			)
+			if err := rows.Scan(&seq, &f, &k, &crc, &text); err != nil {
+				rows.Close()
+				return err
+			}
+			if journal.Sum(text) != crc {
+				rows.Close()
+				return &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d does not match its checksum", seq)}
+			}
+			if count == 0 {
+				first = f
+			} else if f != first+n {
+				contiguous = false
+			}
+			n += k
+			count++
+			parts = append(parts, text)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if count < 2 || !contiguous {
+			return nil
+		}
+		size := len(parts) - 1
+		for _, p := range parts {
+			size += len(p)
+		}
+		merged := make([]byte, 0, size)
+		for i, p := range parts {
+			if i > 0 {
+				merged = append(merged, journal.Sep)
+			}
+			merged = append(merged, p...)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM run_log WHERE tenant = ? AND run_id = ? AND seq > ? AND seq <= ?`,
+			tenant, runID, lo, hi); err != nil {
+			return err
+		}
+		killpoint.Reached(killpoint.Compaction)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO run_log (tenant, run_id, seq, first, n, crc, items) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			tenant, runID, hi, first, n, journal.Sum(merged), string(merged)); err != nil {
+			return err
+		}
+		killpoint.Reached(killpoint.CompactionCommit)
+		return nil
+	})
+}

@@ -1,0 +1,245 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// The run journal: a ledger transition and its event are one record, and
+// a run's log is appended to, never rewritten.
+
+func ev(typ, id string) *store.Event {
+	return &store.Event{Type: typ, ID: id, TraceID: "tr", SpanID: "sp-" + id, Data: json.RawMessage(`{"id":"` + id + `"}`)}
+}
+
+func testLedgerRecords(t *testing.T, bb *bundle) {
+	mustCreate(t, bb, newRun("t", "r"))
+	// A model response: one plain event, two prepared entries with theirs.
+	res, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Events: []*store.Event{ev("model.response", "m1")},
+		Ledger: []store.LedgerWrite{
+			{Entry: entry("t", "r", "b", 1, store.LedgerPrepared), Event: ev("tool.prepared", "pb")},
+			{Entry: entry("t", "r", "a", 0, store.LedgerPrepared), Event: ev("tool.prepared", "pa")},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eventIDs(res.Events); !slices.Equal(got, []string{"m1@1", "pb@2", "pa@3"}) {
+		t.Fatalf("stored events %v: want the plain event first, then the ledger writes' in Ledger order", got)
+	}
+	if len(res.Ledger) != 2 || res.Ledger[0].CallID != "b" || res.Ledger[0].Revision != 1 || res.Ledger[1].Revision != 1 {
+		t.Fatalf("stored entries %+v", res.Ledger)
+	}
+	created := res.Ledger[1].CreatedAt
+	bb.clock.Advance(time.Second)
+
+	// started, then a stale write, then committed: each one record.
+	started := *res.Ledger[1]
+	started.State, started.Attempt, started.Holder, started.Epoch = store.LedgerStarted, 1, "w1", 2
+	started.StartedAt = bb.clock.Now()
+	res, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &started, ExpectedRevision: 1, Event: ev("tool.started", "sa")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Events) != 1 || res.Events[0].Seq != 4 || res.Ledger[0].Revision != 2 || !res.Ledger[0].CreatedAt.Equal(created) {
+		t.Fatalf("started: events %v, entry %+v (created %v)", eventIDs(res.Events), res.Ledger[0], created)
+	}
+	stale := started
+	stale.State = store.LedgerCommitted
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &stale, ExpectedRevision: 1, Event: ev("tool.committed", "stale")}}})
+	wantConflict(t, err, 1, 2)
+	bb.clock.Advance(time.Second)
+	committed := *res.Ledger[0]
+	committed.State, committed.Result, committed.CommittedAt = store.LedgerCommitted, json.RawMessage(`{"content":"paid"}`), bb.clock.Now()
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &committed, ExpectedRevision: 2, Event: ev("tool.committed", "ca")}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.LedgerCommitted || got.Revision != 3 || string(got.Result) != `{"content":"paid"}` || got.Attempt != 1 ||
+		got.Holder != "w1" || !got.CreatedAt.Equal(created) || !got.UpdatedAt.After(created) || !got.StartedAt.Equal(started.StartedAt) ||
+		!got.CommittedAt.Equal(committed.CommittedAt) || string(got.Args) != `{"amount":5}` {
+		t.Fatalf("LedgerGet after committed: %+v", got)
+	}
+
+	// A write without an event of its own (an event of the write describes
+	// it) moves the entry on too, and the next record follows it.
+	moved := *got
+	moved.Resolution = &store.Decision{Kind: "void", By: "alice", At: bb.clock.Now()}
+	res, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Events: []*store.Event{ev("agent.changed", "ac")},
+		Ledger: []store.LedgerWrite{{Entry: &moved, ExpectedRevision: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ledger[0].Revision != 4 || !res.Ledger[0].CreatedAt.Equal(created) {
+		t.Fatalf("entry written without an event: %+v", res.Ledger[0])
+	}
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &moved, ExpectedRevision: 3, Event: ev("tool.x", "x")}}})
+	wantConflict(t, err, 3, 4)
+	again := *res.Ledger[0]
+	again.Holder = "w2"
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &again, ExpectedRevision: 4, Event: ev("tool.y", "y")}}}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t", RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].CallID != "a" || list[0].Revision != 5 || list[0].Holder != "w2" || list[0].Resolution == nil ||
+		list[1].CallID != "b" || list[1].Revision != 1 {
+		t.Fatalf("LedgerList: %+v", list)
+	}
+	evs, err := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eventIDs(evs); !slices.Equal(got, []string{"m1@1", "pb@2", "pa@3", "sa@4", "ca@5", "ac@6", "y@7"}) {
+		t.Fatalf("EventList %v", got)
+	}
+	if evs[3].Type != "tool.started" || evs[3].SpanID != "sp-sa" || evs[3].TraceID != "tr" || string(evs[3].Data) != `{"id":"sa"}` {
+		t.Fatalf("a ledger write's event read back as %+v", evs[3])
+	}
+
+	// A fenced record under a lost claim writes nothing.
+	if _, err := acquire(bb, "run:r", "w1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	late := again
+	late.Revision = 5
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: &store.Fence{Key: "run:r", Holder: "w0", Epoch: 1},
+		Ledger: []store.LedgerWrite{{Entry: &late, ExpectedRevision: 5, Event: ev("tool.z", "z")}}})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("fenced record: %v", err)
+	}
+	// A new entry on a run that does not exist.
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "nope",
+		Ledger: []store.LedgerWrite{{Entry: entry("t", "nope", "a", 0, store.LedgerPrepared), Event: ev("tool.prepared", "n")}}})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("record on a missing run: %v", err)
+	}
+	// A failed write of several records leaves none of them.
+	fresh := entry("t", "r", "c", 2, store.LedgerPrepared)
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: fresh, Event: ev("tool.prepared", "pc")}, {Entry: &late, ExpectedRevision: 2, Event: ev("tool.q", "q")}}})
+	wantConflict(t, err, 2, 5)
+	evs, _ = bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r"})
+	if len(evs) != 7 {
+		t.Fatalf("failed writes left events: %v", eventIDs(evs))
+	}
+	if _, err := bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "c"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an entry of a failed write: %v", err)
+	}
+}
+
+func eventIDs(evs []*store.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = fmt.Sprintf("%s@%d", e.ID, e.Seq)
+	}
+	return out
+}
+
+func logStrings(l []json.RawMessage) []string {
+	out := make([]string, len(l))
+	for i, it := range l {
+		out[i] = string(it)
+	}
+	return out
+}
+
+func testRunLog(t *testing.T, bb *bundle) {
+	r := newRun("t", "r")
+	r.Log = items(`{"i":0}`, `"one"`)
+	got := mustCreate(t, bb, r)
+	want := []string{`{"i":0}`, `"one"`}
+	if !slices.Equal(logStrings(got.Log), want) || got.LogLen != 2 {
+		t.Fatalf("created run's log %v (len %d)", logStrings(got.Log), got.LogLen)
+	}
+	// Writes through a second handle (which compacts the log off the write
+	// path); the first handle reads, at any moment.
+	h := bb.open(t, bb.clock.Now)
+	rev := got.Revision
+	for i := range 150 {
+		var app []json.RawMessage
+		for k := range i % 3 {
+			s := fmt.Sprintf(`{"turn":%d,"k":%d,"text":"x\u001fy"}`, i, k)
+			app = append(app, json.RawMessage(s))
+			want = append(want, s)
+		}
+		res, err := h.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+			Run: &store.RunUpdate{ExpectedRevision: rev, Status: store.RunRunning, Checkpoint: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Append: app}})
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if res.Run.LogLen != len(want) || res.Run.Log != nil {
+			t.Fatalf("write %d: LogLen %d (want %d), Log %d items (want none)", i, res.Run.LogLen, len(want), len(res.Run.Log))
+		}
+		rev = res.Run.Revision
+		if i%37 == 0 {
+			cur, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t", ID: "r"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(logStrings(cur.Log), want) {
+				t.Fatalf("after write %d: log %d items, want %d", i, len(cur.Log), len(want))
+			}
+		}
+	}
+	// A stale or fenced append adds nothing.
+	_, err := h.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Run: &store.RunUpdate{ExpectedRevision: rev - 1, Status: store.RunRunning, Append: items(`"stale"`)}})
+	wantConflict(t, err, rev-1, rev)
+	if _, err := acquire(bb, "run:r", "w1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: &store.Fence{Key: "run:r", Holder: "w0", Epoch: 1},
+		Run: &store.RunUpdate{ExpectedRevision: rev, Status: store.RunRunning, Append: items(`"fenced"`)}})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("fenced append: %v", err)
+	}
+	cur, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(logStrings(cur.Log), want) || cur.LogLen != len(want) || string(cur.Checkpoint) != `{"n":149}` {
+		t.Fatalf("log at the end: %d items (want %d), checkpoint %s", len(cur.Log), len(want), cur.Checkpoint)
+	}
+	list, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Log != nil || list[0].LogLen != len(want) {
+		t.Fatalf("RunList: %d runs, log %d items, LogLen %d", len(list), len(list[0].Log), list[0].LogLen)
+	}
+	// A claimed run comes with its log.
+	q := newRun("t", "q")
+	q.Status, q.Log = store.RunQueued, items(`"a"`)
+	mustCreate(t, bb, q)
+	run, _, err := bb.s.RunClaimNext(bb.ctx, &store.RunClaimNextParams{Tenant: "t", Holder: "w", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.ID != "q" || !slices.Equal(logStrings(run.Log), []string{`"a"`}) {
+		t.Fatalf("claimed run %s with log %v", run.ID, logStrings(run.Log))
+	}
+	// Bad items are refused before anything is stored.
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "q",
+		Run: &store.RunUpdate{ExpectedRevision: run.Revision, Status: store.RunRunning, Append: items(`{"x":`)}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("invalid item: %v", err)
+	}
+}
