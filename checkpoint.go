@@ -1,66 +1,50 @@
 package actoviq
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// cpEncoder encodes a drive's checkpoint. The transcript (cp.Items) only
-// grows during a drive, so the encoded form of every item is kept and a
-// write encodes only the items added since the previous one, instead of
-// the whole transcript again on every model turn. The bytes are those of
-// json.Marshal(cp) (TestCheckpointEncoder).
+// cpEncoder encodes a drive's checkpoint as the store keeps it: the head
+// (the checkpoint without its transcript, small, replaced by each run
+// write) and the transcript items the run's log does not hold yet,
+// appended by the write (store.RunUpdate.Append). So a write carries its
+// own change: each item is encoded and stored once, never again on a
+// later turn.
 type cpEncoder struct {
-	items []json.RawMessage // encoded cp.Items[:len(items)]
+	stored int // cp.Items[:stored] are in the run's log
 }
 
-func (c *cpEncoder) encode(cp *checkpoint) ([]byte, error) {
-	if cp.Items == nil || len(cp.Items) < len(c.items) {
-		// Not the transcript we know (a replaced checkpoint): start over.
-		c.items = nil
+// encode returns the head and the items to append.
+func (c *cpEncoder) encode(cp *checkpoint) (head json.RawMessage, app []json.RawMessage, err error) {
+	if len(cp.Items) < c.stored {
+		return nil, nil, fmt.Errorf("the transcript has %d items, %d of which are already stored", len(cp.Items), c.stored)
 	}
-	if cp.Items == nil {
-		return json.Marshal(cp)
-	}
-	size := 0
-	for i := len(c.items); i < len(cp.Items); i++ {
-		b, err := json.Marshal(cp.Items[i])
-		if err != nil {
-			return nil, err
+	if n := len(cp.Items) - c.stored; n > 0 {
+		app = make([]json.RawMessage, n)
+		for i, it := range cp.Items[c.stored:] {
+			if app[i], err = json.Marshal(it); err != nil {
+				return nil, nil, err
+			}
 		}
-		c.items = append(c.items, b)
-	}
-	for _, b := range c.items {
-		size += len(b) + 1
 	}
 	shallow := *cp
 	shallow.Items = nil
-	rest, err := json.Marshal(&shallow)
-	if err != nil {
-		return nil, err
-	}
-	// rest starts with {"v":N,"items":null: put the array in its place.
-	head := `{"v":` + strconv.Itoa(cp.V) + `,"items":`
-	if !bytes.HasPrefix(rest, []byte(head+"null")) {
-		return json.Marshal(cp) // the field order changed: no shortcut
-	}
-	out := make([]byte, 0, len(rest)+size+2)
-	out = append(out, head...)
-	out = append(out, '[')
-	for i, b := range c.items {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, b...)
-	}
-	out = append(out, ']')
-	out = append(out, rest[len(head)+len("null"):]...)
-	return out, nil
+	head, err = json.Marshal(&shallow)
+	return head, app, err
+}
+
+// wrote records that the write of the last encode committed.
+func (c *cpEncoder) wrote(cp *checkpoint) { c.stored = len(cp.Items) }
+
+// storedForm returns a new checkpoint as a run is created with it: its
+// head and its transcript as the log's first items.
+func storedForm(cp *checkpoint) (json.RawMessage, []json.RawMessage, error) {
+	var enc cpEncoder
+	return enc.encode(cp)
 }
 
 // checkpoint is the engine's durable run state (store.Run.Checkpoint).
@@ -71,7 +55,10 @@ type checkpoint struct {
 	// Items is the transcript: input, model responses and the tool results
 	// of every turn before the pending one. Tool-call arguments are stored
 	// redacted.
-	Items []item.Item `json:"items"`
+	//
+	// The store keeps them in the run's log, not in the checkpoint (see
+	// cpEncoder); a checkpoint written before that holds them here.
+	Items []item.Item `json:"items,omitempty"`
 	// Turn counts committed model responses.
 	Turn int `json:"turn"`
 	// Pending lists the call ids of the last response, in order, until
@@ -110,6 +97,10 @@ type checkpoint struct {
 	AgentChanges []AgentChangeRecord `json:"agent_changes,omitempty"`
 	// ProviderFailures counts provider interruptions in a row.
 	ProviderFailures int `json:"provider_failures,omitempty"`
+
+	// logged is the number of leading Items the run's log holds (the rest
+	// were stored in the checkpoint by an older version, or not yet).
+	logged int
 }
 
 func decodeCheckpoint(r *store.Run) (*checkpoint, error) {
@@ -119,6 +110,22 @@ func decodeCheckpoint(r *store.Run) (*checkpoint, error) {
 	}
 	if cp.V != 1 {
 		return nil, &store.DataError{Kind: "checkpoint", ID: r.ID, Err: fmt.Errorf("unknown checkpoint version %d", cp.V)}
+	}
+	// The transcript is the run's log. A checkpoint written before the log
+	// existed holds it itself, with an empty log; the next write moves it
+	// to the log (logged stays 0, so every item is appended).
+	if len(r.Log) > 0 {
+		if len(cp.Items) > 0 {
+			return nil, &store.DataError{Kind: "checkpoint", ID: r.ID,
+				Err: fmt.Errorf("the checkpoint holds %d transcript items and the log %d", len(cp.Items), len(r.Log))}
+		}
+		cp.Items = make([]item.Item, len(r.Log))
+		for i, raw := range r.Log {
+			if err := json.Unmarshal(raw, &cp.Items[i]); err != nil {
+				return nil, &store.DataError{Kind: "checkpoint", ID: r.ID, Err: fmt.Errorf("log item %d: %w", i, err)}
+			}
+		}
+		cp.logged = len(r.Log)
 	}
 	return &cp, nil
 }

@@ -29,7 +29,8 @@ var layers = map[string]int{
 	"llm/anthropic":           4,
 	"llm/scripted":            4,
 	"tool/mcptool":            4,
-	"store/internal/journal":  3, // the SQL stores' session row format; imports no module package
+	"store/internal/journal":  3, // the SQL stores' journal row format; imports no module package
+	"internal/killpoint":      3, // kill points inside the stores' writes, for the crash tests; imports no module package
 	"store/storemem":          4,
 	"store/storesqlite":       4,
 	"store/storepg":           4,

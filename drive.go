@@ -117,6 +117,7 @@ func (d *drive) read(ctx context.Context, runID string) error {
 		return fmt.Errorf("actoviq: load ledger of %s: %w", runID, err)
 	}
 	d.run, d.cp = run, cp
+	d.cpEnc = cpEncoder{stored: cp.logged}
 	clear(d.ledger)
 	for _, en := range entries {
 		d.ledger[en.CallID] = en

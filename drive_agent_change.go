@@ -366,7 +366,7 @@ func (d *drive) adopt(ctx context.Context, opts *ResumeOptions) error {
 			touched = true
 		}
 		if touched { // agent.changed describes these ledger changes
-			writes = append(writes, entryWrite(next))
+			writes = append(writes, entryWrite(next, nil))
 		}
 	}
 	d.cp.Agent = cur
@@ -379,14 +379,7 @@ func (d *drive) adopt(ctx context.Context, opts *ResumeOptions) error {
 		meta = newMeta
 		events = append(events, d.event(EvRunMetaChanged, "", &MetaChangedData{From: d.run.Meta, To: newMeta}))
 	}
-	raw, err := d.cpEnc.encode(d.cp)
-	if err != nil {
-		return fmt.Errorf("actoviq: encode checkpoint: %w", err)
-	}
-	return d.write(ctx, &store.RunWriteParams{
-		Run:    &store.RunUpdate{ExpectedRevision: d.run.Revision, Status: d.run.Status, Checkpoint: raw, Meta: meta},
-		Ledger: writes, Events: events,
-	})
+	return d.writeRun(ctx, &store.RunWriteParams{Ledger: writes, Events: events}, d.run.Status, meta)
 }
 
 func voidBy(a *AcceptAgentChange) string {

@@ -39,8 +39,8 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 		next.Result, next.Error = scrub(next.Result, secrets), scrub(next.Error, secrets)
 	}
 	d.redactEntry(next)
-	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next)},
-		Events: append([]*store.Event{d.event(evType, en.CallID, entryData(next))}, extra...)})
+	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next, d.event(evType, en.CallID, entryData(next)))},
+		Events: extra})
 }
 
 // commitResult records a call's result (the tool's, or an error result the

@@ -335,12 +335,12 @@ func (rt *Runtime) createChild(ctx context.Context, parent *drive, a *AgentSpec,
 	}
 	cp := &checkpoint{V: 1, TraceID: parent.cp.TraceID, PolicyVersion: a.Approval.version(), Child: tree,
 		Items: []item.Item{item.UserText(input)}}
-	raw, err := json.Marshal(cp)
+	head, log, err := storedForm(cp)
 	if err != nil {
 		return err
 	}
 	run := &store.Run{Tenant: rt.tenant, ID: childID, ParentID: parent.run.ID, AgentID: a.ID, AgentDigest: a.Digest(),
-		Status: store.RunRunning, Checkpoint: raw, Deadline: parent.run.Deadline}
+		Status: store.RunRunning, Checkpoint: head, Log: log, Deadline: parent.run.Deadline}
 	if a.Limits.RunTimeout > 0 {
 		if dl := rt.clock().Add(a.Limits.RunTimeout); run.Deadline.IsZero() || dl.Before(run.Deadline) {
 			run.Deadline = dl

@@ -265,12 +265,11 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	events := []*store.Event{d.event(EvModelResponse, "", respData)}
 	for _, en := range calls {
 		d.cp.Pending = append(d.cp.Pending, en.CallID)
-		writes = append(writes, store.LedgerWrite{Entry: en})
 		ev := EvToolPrepared
 		if en.State == store.LedgerCommitted { // a malformed call, answered at once
 			ev = EvToolSkipped
 		}
-		events = append(events, d.event(ev, en.CallID, entryData(en)))
+		writes = append(writes, store.LedgerWrite{Entry: en, Event: d.event(ev, en.CallID, entryData(en))})
 	}
 	return nil, d.saveRun(ctx, store.RunRunning, writes, events...)
 }

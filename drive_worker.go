@@ -2,7 +2,6 @@ package actoviq
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -227,11 +226,11 @@ func (rt *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, m
 	if mutate != nil {
 		mutate(cp, run)
 	}
-	raw, err := json.Marshal(cp)
+	head, log, err := storedForm(cp)
 	if err != nil {
 		return nil, err
 	}
-	run.Checkpoint = raw
+	run.Checkpoint, run.Log = head, log
 	created, err := rt.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
 	if errors.Is(err, store.ErrExists) {
 		return nil, fmt.Errorf("%w: %s (a run id is never re-run; use Resume)", ErrRunExists, runID)

@@ -102,14 +102,23 @@ func (d *drive) emit(ctx context.Context, ev Event) {
 // saveRun writes the checkpoint with a new status, plus ledger writes and
 // events, as one CAS on the run.
 func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []store.LedgerWrite, events ...*store.Event) error {
-	raw, err := d.cpEnc.encode(d.cp)
+	return d.writeRun(ctx, &store.RunWriteParams{Ledger: ledger, Events: events}, status, nil)
+}
+
+// writeRun adds the checkpoint's change to p (the head, the transcript
+// items the log does not hold yet) with a new status and meta, and
+// writes it as one CAS on the run.
+func (d *drive) writeRun(ctx context.Context, p *store.RunWriteParams, status store.RunStatus, meta json.RawMessage) error {
+	head, app, err := d.cpEnc.encode(d.cp)
 	if err != nil {
-		return fmt.Errorf("actoviq: encode checkpoint: %w", err)
+		return fmt.Errorf("actoviq: run %s: encode checkpoint: %w", d.run.ID, err)
 	}
-	return d.write(ctx, &store.RunWriteParams{
-		Run:    &store.RunUpdate{ExpectedRevision: d.run.Revision, Status: status, Checkpoint: raw},
-		Ledger: ledger, Events: events,
-	})
+	p.Run = &store.RunUpdate{ExpectedRevision: d.run.Revision, Status: status, Checkpoint: head, Append: app, Meta: meta}
+	if err := d.write(ctx, p); err != nil {
+		return err
+	}
+	d.cpEnc.wrote(d.cp)
+	return nil
 }
 
 // finish ends the run in a final (or interrupted) status.
@@ -124,9 +133,11 @@ func (d *drive) finish(ctx context.Context, status store.RunStatus, evType strin
 	return d.saveRun(ctx, status, nil, d.event(evType, "", data))
 }
 
-// entryWrite is a CAS write of an updated copy of a ledger entry.
-func entryWrite(en *store.LedgerEntry) store.LedgerWrite {
-	return store.LedgerWrite{Entry: en, ExpectedRevision: en.Revision}
+// entryWrite is a CAS write of an updated copy of a ledger entry, with
+// the transition's event (nil: another event of the write describes it).
+// The store keeps the transition and its event as one record.
+func entryWrite(en *store.LedgerEntry, ev *store.Event) store.LedgerWrite {
+	return store.LedgerWrite{Entry: en, ExpectedRevision: en.Revision, Event: ev}
 }
 
 func cloneEntry(en *store.LedgerEntry) *store.LedgerEntry {

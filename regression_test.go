@@ -167,6 +167,11 @@ func TestValidationErrorPersistsRedactedSecret(t *testing.T) {
 	if strings.Contains(string(run.Checkpoint), secret) {
 		leaks = append(leaks, "checkpoint")
 	}
+	for i, it := range run.Log {
+		if strings.Contains(string(it), secret) {
+			leaks = append(leaks, fmt.Sprintf("log item %d", i))
+		}
+	}
 	if len(leaks) > 0 {
 		t.Fatalf("a redacted secret was persisted:\n%s", strings.Join(leaks, "\n"))
 	}

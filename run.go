@@ -152,12 +152,12 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 	for _, it := range in.Items {
 		cp.Items = append(cp.Items, d.redactItem(it))
 	}
-	raw, err := json.Marshal(cp)
+	head, log, err := storedForm(cp)
 	if err != nil {
 		return nil, err
 	}
 	run := &store.Run{Tenant: rt.tenant, ID: runID, ParentID: in.ParentRunID, SessionID: in.SessionID, AgentID: a.ID,
-		AgentDigest: a.Digest(), Status: store.RunRunning, Checkpoint: raw, Meta: d.redactJSON(in.Meta)}
+		AgentDigest: a.Digest(), Status: store.RunRunning, Checkpoint: head, Log: log, Meta: d.redactJSON(in.Meta)}
 	if a.Limits.RunTimeout > 0 {
 		run.Deadline = rt.clock().Add(a.Limits.RunTimeout)
 	}
@@ -169,6 +169,7 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 		return nil, fmt.Errorf("actoviq: create run %s: %w", runID, err)
 	}
 	d.run, d.cp = created, cp
+	d.cpEnc = cpEncoder{stored: len(cp.Items)}
 	return rt.claimAndDrive(ctx, d, EvRunStarted, nil)
 }
 

@@ -622,6 +622,9 @@ func TestRedaction(t *testing.T) {
 	led, _ := s.st.LedgerList(s.ctx, &store.LedgerListParams{Tenant: "default", RunID: "r1"})
 	evs, _ := s.st.EventList(s.ctx, &store.EventListParams{Tenant: "default", RunID: "r1"})
 	all := string(run.Checkpoint) + string(led[0].Args) + strings.Join(seen, "")
+	for _, it := range run.Log {
+		all += string(it)
+	}
 	for _, ev := range evs {
 		all += string(ev.Data)
 	}

@@ -177,6 +177,9 @@ func checkNoSecret(t *testing.T, rt *actoviq.Runtime, b *bundle) {
 	led, _ := st.LedgerList(ctx, &store.LedgerListParams{Tenant: rt.Tenant(), RunID: b.runID})
 	evs, _ := st.EventList(ctx, &store.EventListParams{Tenant: rt.Tenant(), RunID: b.runID})
 	all := string(run.Checkpoint)
+	for _, it := range run.Log {
+		all += string(it)
+	}
 	for _, en := range led {
 		all += string(en.Args) + string(en.Result) + string(en.Error)
 	}
