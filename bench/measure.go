@@ -209,7 +209,8 @@ func newTransitions(ctx context.Context, s store.Store, prefix string, n int) *t
 		f := store.Fence{Key: cl.Key, Holder: cl.Holder, Epoch: cl.Epoch}
 		res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "bench", RunID: id, Fence: &f,
 			Ledger: []store.LedgerWrite{{Entry: &store.LedgerEntry{Tenant: "bench", RunID: id, CallID: "c", Tool: "noop",
-				Effect: "side-effect", State: store.LedgerPrepared, IdempotencyKey: id + ":c", Args: json.RawMessage(`{}`)}}}})
+				Effect: "side-effect", State: store.LedgerPrepared, IdempotencyKey: id + ":c", Args: json.RawMessage(`{}`)},
+				Event: &store.Event{Type: "tool.prepared", Data: json.RawMessage(`{"call_id":"c"}`)}}}})
 		check(err)
 		t.runs, t.fence, t.entry = append(t.runs, id), append(t.fence, f), append(t.entry, res.Ledger[0])
 	}
@@ -217,13 +218,13 @@ func newTransitions(ctx context.Context, s store.Store, prefix string, n int) *t
 }
 
 // step moves run i's entry once more (started and back, as far as the
-// store cares: a CAS on the entry and one event).
+// store cares: a CAS on the entry, stored with its event as one record).
 func (t *transitions) step(ctx context.Context, i int) {
 	next := *t.entry[i]
 	next.Attempt++
 	res, err := t.s.RunWrite(ctx, &store.RunWriteParams{Tenant: "bench", RunID: t.runs[i], Fence: &t.fence[i],
-		Ledger: []store.LedgerWrite{{Entry: &next, ExpectedRevision: next.Revision}},
-		Events: []*store.Event{{Type: "tool.started", Data: json.RawMessage(`{"call_id":"c"}`)}}})
+		Ledger: []store.LedgerWrite{{Entry: &next, ExpectedRevision: next.Revision,
+			Event: &store.Event{Type: "tool.started", Data: json.RawMessage(`{"call_id":"c"}`)}}}})
 	check(err)
 	t.entry[i] = res.Ledger[0]
 }

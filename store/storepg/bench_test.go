@@ -98,7 +98,8 @@ func BenchmarkLedgerTransition(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: runID, Fence: fence,
-			Ledger: []store.LedgerWrite{{Entry: e, ExpectedRevision: rev}}})
+			Ledger: []store.LedgerWrite{{Entry: e, ExpectedRevision: rev,
+				Event: &store.Event{Type: "tool.started", ID: "ev", Data: json.RawMessage(`{"call_id":"c","tool":"charge"}`)}}}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,8 +1,15 @@
 package storepg
 
+import "context"
+
 // QueueLen is the number of run writes waiting in s's commit queue.
 func QueueLen(s *Store) int {
 	s.commits.mu.Lock()
 	defer s.commits.mu.Unlock()
 	return len(s.commits.queue)
+}
+
+// Compact merges a run's log rows with seq in (lo, hi] into one.
+func Compact(s *Store, tenant, runID string, lo, hi int64) error {
+	return s.compact(context.Background(), tenant, runID, lo, hi)
 }

@@ -102,7 +102,8 @@ func BenchmarkLedgerTransition(b *testing.B) {
 		next.State = states[i%2]
 		next.Attempt++
 		res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "bench", RunID: runID, Fence: fence,
-			Ledger: []store.LedgerWrite{{Entry: &next, ExpectedRevision: cur.Revision}}})
+			Ledger: []store.LedgerWrite{{Entry: &next, ExpectedRevision: cur.Revision,
+				Event: &store.Event{Type: "tool.started", ID: "ev", Data: json.RawMessage(`{"call_id":"call-1","tool":"pay","effect":"side-effect"}`)}}}})
 		if err != nil {
 			b.Fatal(err)
 		}
