@@ -1,0 +1,452 @@
+package actoviq_test
+
+// Children, cancellation and workers keep their word (issue 23): each test
+// here failed on the code before its fix.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/llm"
+	"github.com/actoviq/actoviq-go/llm/scripted"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storemem"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// gateModel answers from its script, but its turn `at` waits until open
+// is closed (or the drive's context ends).
+type gateModel struct {
+	*scripted.Provider
+	at      int
+	entered chan struct{}
+	open    chan struct{}
+	once    sync.Once
+}
+
+func newGate(at int, turns ...scripted.Turn) *gateModel {
+	return &gateModel{Provider: scripted.New(turns...), at: at, entered: make(chan struct{}), open: make(chan struct{})}
+}
+
+func (m *gateModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if scripted.TurnIndex(req.Items) == m.at {
+		m.once.Do(func() { close(m.entered) })
+		select {
+		case <-m.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return m.Provider.Generate(ctx, req)
+}
+
+func (m *gateModel) Capabilities(model string) llm.Capabilities {
+	c := m.Provider.Capabilities(model)
+	c.Streaming = false
+	return c
+}
+
+func (m *gateModel) Stream(context.Context, *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	panic("not streaming")
+}
+
+// watchStore tells when a cancel request is recorded and when a run's
+// claim is renewed.
+type watchStore struct {
+	store.Store
+	recorded chan struct{}
+	once     sync.Once
+	mu       sync.Mutex
+	renewals map[string]int
+	renewed  chan string
+}
+
+func watch(st store.Store) *watchStore {
+	return &watchStore{Store: st, recorded: make(chan struct{}), renewals: map[string]int{}, renewed: make(chan string, 64)}
+}
+
+func (w *watchStore) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (*store.Claim, error) {
+	c, err := w.Store.ClaimAcquire(ctx, p)
+	if err == nil && strings.HasPrefix(p.Key, "cancel:") {
+		w.once.Do(func() { close(w.recorded) })
+	}
+	return c, err
+}
+
+func (w *watchStore) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*store.Claim, error) {
+	c, err := w.Store.ClaimRenew(ctx, p)
+	if err == nil {
+		select {
+		case w.renewed <- p.Fence.Key:
+		default:
+		}
+	}
+	return c, err
+}
+
+func sqliteStore(t *testing.T) store.Store {
+	t.Helper()
+	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	t.Run("memory", func(t *testing.T) { fn(t, storemem.New(nil)) })
+	t.Run("sqlite", func(t *testing.T) { fn(t, sqliteStore(t)) })
+}
+
+func newRT(t *testing.T, st store.Store, holder string, ttl time.Duration) *actoviq.Runtime {
+	t.Helper()
+	rt, err := actoviq.New(st, &actoviq.Config{LeaseTTL: ttl, Holder: holder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+type driveOut struct {
+	res *actoviq.RunResult
+	err error
+}
+
+// Break 1: process B cancels a run that process A drives; A's drive stops
+// for an approval before its next heartbeat. The cancellation takes effect
+// (the run ends cancelled), and a later approval and resume never runs the
+// payment.
+func TestCancelFromAnotherHolderTakesEffect(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		w := watch(st)
+		pay := &payTool{name: "pay"}
+		m := newGate(0, scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":7}`)}}, scripted.Turn{Text: "done"})
+		a := &actoviq.AgentSpec{ID: "payer", Provider: m, Model: "scripted-1", Tools: []toolT{pay},
+			Approval: actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}}
+		driver := newRT(t, w, "A", time.Minute)
+		other := newRT(t, w, "B", time.Minute)
+		drove := make(chan driveOut, 1)
+		go func() {
+			res, err := driver.Run(ctx, a, &actoviq.Input{RunID: "r1", Items: input("pay").Items})
+			drove <- driveOut{res, err}
+		}()
+		<-m.entered
+		cancelled := make(chan error, 1)
+		go func() { cancelled <- other.Cancel(ctx, "r1") }()
+		<-w.recorded
+		close(m.open) // A's drive goes on and stops for the approval
+		d := <-drove
+		if err := <-cancelled; err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		info, err := other.Get(ctx, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status != actoviq.StatusCancelled {
+			t.Fatalf("Cancel returned nil, but the run is %s (A's drive ended %+v, %v)", info.Status, d.res, d.err)
+		}
+		_, err = driver.Resume(ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
+		if !errors.Is(err, actoviq.ErrRunFinished) {
+			t.Fatalf("approve and resume a cancelled run: %v, want ErrRunFinished", err)
+		}
+		if pay.count() != 0 {
+			t.Fatalf("the payment ran %d times after the run was cancelled", pay.count())
+		}
+	})
+}
+
+// Break 1, the other half: a Cancel that cannot take effect (its context
+// ends while another holder drives the run) says so, and its request
+// never acts on a later drive.
+func TestCancelThatGivesUpNeverActsLater(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		w := watch(st)
+		pay := &payTool{name: "pay", block: make(chan struct{}), started: make(chan struct{})}
+		m := newGate(0, scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":7}`)}}, scripted.Turn{Text: "done"})
+		a := &actoviq.AgentSpec{ID: "payer", Provider: m, Model: "scripted-1", Tools: []toolT{pay},
+			Approval: actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}}
+		driver := newRT(t, w, "A", 90*time.Millisecond)
+		other := newRT(t, w, "B", 90*time.Millisecond)
+		drove := make(chan driveOut, 1)
+		go func() {
+			res, err := driver.Run(ctx, a, &actoviq.Input{RunID: "r1", Items: input("pay").Items})
+			drove <- driveOut{res, err}
+		}()
+		<-m.entered
+		cctx, giveUp := context.WithCancel(ctx)
+		cancelled := make(chan error, 1)
+		go func() { cancelled <- other.Cancel(cctx, "r1") }()
+		<-w.recorded
+		giveUp()
+		if err := <-cancelled; err == nil {
+			t.Fatal("a Cancel whose context ended before the run's holder acted returned nil")
+		}
+		close(m.open)
+		if d := <-drove; d.err != nil || d.res.Status != actoviq.StatusInterrupted {
+			t.Fatalf("A's drive: %+v %v, want interrupted for the approval", d.res, d.err)
+		}
+		// The operator approves and resumes; the payment runs across
+		// heartbeats, and the run completes.
+		resumed := make(chan driveOut, 1)
+		go func() {
+			res, err := driver.Resume(ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
+			resumed <- driveOut{res, err}
+		}()
+		<-pay.started
+		for n := 0; n < 3; {
+			if k := <-w.renewed; k == "run:r1" {
+				n++
+			}
+		}
+		close(pay.block)
+		r := <-resumed
+		if r.err != nil || r.res.Status != actoviq.StatusCompleted {
+			t.Fatalf("the resume after a withdrawn Cancel: %+v %v, want completed", r.res, r.err)
+		}
+		if pay.count() != 1 {
+			t.Fatalf("%d payments", pay.count())
+		}
+	})
+}
+
+// Break 2: a parent cancelled through the context of Run applies its
+// parent-close policy to the child it spawned.
+func TestParentCancelledByContextClosesChildren(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		rt := newRT(t, st, "A", time.Minute)
+		child := childAgent("bg", scripted.New(scripted.Turn{Text: "x"}))
+		spawn, err := actoviq.SpawnTool(child, "spawn", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newGate(1, scripted.Turn{ToolCalls: []scripted.ToolCall{call("s1", "spawn", `{"input":"work"}`)}}, scripted.Turn{Text: "done"})
+		parent := &actoviq.AgentSpec{ID: "lead", Provider: m, Model: "scripted-1", Tools: []toolT{spawn}}
+		rctx, cancel := context.WithCancel(ctx)
+		drove := make(chan driveOut, 1)
+		go func() {
+			res, err := rt.Run(rctx, parent, &actoviq.Input{RunID: "p", Items: input("go").Items})
+			drove <- driveOut{res, err}
+		}()
+		<-m.entered
+		cancel()
+		d := <-drove
+		if d.err != nil || d.res.Status != actoviq.StatusCancelled {
+			t.Fatalf("parent: %+v %v", d.res, d.err)
+		}
+		info, err := rt.Get(ctx, actoviq.ChildRunID("p", "s1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Status != actoviq.StatusCancelled {
+			t.Fatalf("the parent ended cancelled; its spawned child is %s, want cancelled (parent-close cancel)", info.Status)
+		}
+		// Spawn refuses a parent that ended cancelled.
+		if _, err := rt.Spawn(ctx, "p", child, nil, nil); !errors.Is(err, actoviq.ErrRunFinished) {
+			t.Fatalf("Spawn on a cancelled parent: %v, want ErrRunFinished", err)
+		}
+	})
+}
+
+// Break 2: a child written after its parent's close listed the children
+// (a Spawn racing the cancellation) is cancelled by the first drive that
+// takes it, before anything runs.
+func TestChildOfCancelledParentNeverRuns(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		rt := newRT(t, st, "A", time.Minute)
+		m := newGate(0, scripted.Turn{Text: "never"})
+		parent := &actoviq.AgentSpec{ID: "lead", Provider: m, Model: "scripted-1"}
+		rctx, cancel := context.WithCancel(ctx)
+		go func() { <-m.entered; cancel() }()
+		if res, err := rt.Run(rctx, parent, &actoviq.Input{RunID: "p", Items: input("go").Items}); err != nil || res.Status != actoviq.StatusCancelled {
+			t.Fatalf("parent: %+v %v", res, err)
+		}
+		pay := &payTool{name: "pay"}
+		child := childAgent("bg", scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("k1", "pay", `{"amount":1}`)}}, scripted.Turn{Text: "paid"}), pay)
+		cp := `{"v":1,"items":[],"turn":0,"usage":{},"trace_id":"t","policy_version":"","child":{"root":"p","depth":1,"mode":"background","parent_close":"cancel","failure":"fail-fast","max_attempts":3}}`
+		if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "default", ID: "p.late", ParentID: "p", AgentID: child.ID,
+			AgentDigest: child.Digest(), Status: store.RunQueued, Checkpoint: []byte(cp)}}); err != nil {
+			t.Fatal(err)
+		}
+		startWorkers(t, []store.Store{st}, 1, child, actoviq.WorkOptions{})
+		wctx, stop := context.WithTimeout(ctx, time.Minute)
+		defer stop()
+		res, err := rt.Wait(wctx, "p.late")
+		if err != nil || res.Status != actoviq.StatusCancelled {
+			t.Fatalf("a queued child of a cancelled parent: %+v %v, want cancelled", res, err)
+		}
+		if pay.count() != 0 {
+			t.Fatalf("the child of a cancelled parent paid %d times", pay.count())
+		}
+	})
+}
+
+// Break 5: two provider call ids that differ only in characters a run id
+// would not keep get two children.
+func TestChildRunIDsAreInjective(t *testing.T) {
+	pairs := [][2]string{{"x y", "x_y"}, {"a.b", "a_b"}, {"x~20y", "x y"}, {"é", "_"}}
+	for _, p := range pairs {
+		if a, b := actoviq.ChildRunID("p", p[0]), actoviq.ChildRunID("p", p[1]); a == b {
+			t.Fatalf("calls %q and %q share the child run %q", p[0], p[1], a)
+		}
+	}
+	if a, b := actoviq.ChildRunID("p", "b.c"), actoviq.ChildRunID("p.b", "c"); a == b {
+		t.Fatalf("call b.c of p and call c of p.b share the child run %q", a)
+	}
+	for _, id := range []string{"call_abc123", "toolu_01A-b"} {
+		if got := actoviq.ChildRunID("p", id); got != "p."+id {
+			t.Fatalf("ChildRunID(p, %q) = %q: a provider's usual id keeps its child run id", id, got)
+		}
+	}
+	s := newSetup(t)
+	child := childAgent("helper", scripted.New(scripted.Turn{Text: "answer"}))
+	parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("x y", "helper", `{"input":"one"}`), call("x_y", "helper", `{"input":"two"}`)}},
+		scripted.Turn{Text: "done"}), mustAgentTool(t, child, nil))
+	res, err := s.rt.Run(s.ctx, parent, &actoviq.Input{RunID: "p5", Items: input("go").Items})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("parent: %+v %v", res, err)
+	}
+	runs, _ := s.st.RunList(s.ctx, &store.RunListParams{Tenant: "default", ParentID: "p5"})
+	if len(runs) != 2 {
+		t.Fatalf("%d child runs for two calls, want 2", len(runs))
+	}
+}
+
+// Break 7: concurrent Spawns keep MaxChildren, also through separate store
+// handles (processes) on one SQLite file.
+func TestChildBudgetHoldsUnderConcurrency(t *testing.T) {
+	run := func(t *testing.T, rts []*actoviq.Runtime) {
+		ctx := context.Background()
+		if _, err := rts[0].Run(ctx, agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
+			t.Fatal(err)
+		}
+		child := childAgent("bg", scripted.New(scripted.Turn{Text: "x"}))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make([]error, 8)
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = rts[i%len(rts)].Spawn(ctx, "root", child, &actoviq.Input{RunID: fmt.Sprintf("root.k%d", i)},
+					&actoviq.SpawnOptions{Budget: actoviq.Budget{MaxChildren: 1}})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			}
+		}
+		kids, err := rts[0].Get(ctx, "root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = kids
+		if ok != 1 {
+			t.Fatalf("%d of 8 concurrent Spawns with MaxChildren 1 succeeded: %v", ok, errs)
+		}
+	}
+	t.Run("memory", func(t *testing.T) {
+		st := storemem.New(nil)
+		run(t, []*actoviq.Runtime{newRT(t, st, "A", time.Minute)})
+	})
+	t.Run("sqlite-two-handles", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "a.db")
+		var rts []*actoviq.Runtime
+		for i := range 2 {
+			st, err := storesqlite.Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			rts = append(rts, newRT(t, st, fmt.Sprintf("h%d", i), time.Minute))
+		}
+		run(t, rts)
+	})
+}
+
+// Break 9: Requeue on the parent routes a decision for its child's call,
+// as Decide and Resume do.
+func TestRequeueRoutesChildDecisions(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	child := childAgent("payments", scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("k1", "pay", `{"amount":3}`)}},
+		scripted.Turn{Text: "paid"}), pay)
+	child.Approval = actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}
+	parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "payments", `{"input":"pay 3"}`)}},
+		scripted.Turn{Text: "done"}), mustAgentTool(t, child, nil))
+	res, err := s.rt.Run(s.ctx, parent, &actoviq.Input{RunID: "p9", Items: input("go").Items})
+	if err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("parent %+v %v", res, err)
+	}
+	if err := s.rt.Requeue(s.ctx, "p9", actoviq.Decision{CallID: "k1", Kind: actoviq.DecideApprove, By: "op"}); err != nil {
+		t.Fatalf("Requeue with a decision for the child's call: %v", err)
+	}
+	entries, _ := s.st.LedgerList(s.ctx, &store.LedgerListParams{Tenant: "default", RunID: "p9.c1"})
+	if len(entries) != 1 || entries[0].Approval == nil || entries[0].Approval.By != "op" {
+		t.Fatalf("the child's call after Requeue on the parent: %+v", entries)
+	}
+	info, _ := s.rt.Get(s.ctx, "p9")
+	if info.Status != actoviq.StatusQueued {
+		t.Fatalf("parent after Requeue: %s, want queued", info.Status)
+	}
+}
+
+// Break 10: an operator who settles the parent's agent call closes the
+// child for the record: it is cancelled and cannot be resumed on its own.
+func TestSettlingParentCallClosesChild(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	child := childAgent("payments", scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("k1", "pay", `{"amount":3}`)}},
+		scripted.Turn{Text: "paid"}), pay)
+	child.Approval = actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}
+	parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "payments", `{"input":"pay 3"}`)}},
+		scripted.Turn{Text: "done"}), mustAgentTool(t, child, nil))
+	res, err := s.rt.Run(s.ctx, parent, &actoviq.Input{RunID: "p10", Items: input("go").Items})
+	if err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("parent %+v %v", res, err)
+	}
+	res, err = s.rt.Resume(s.ctx, parent, "p10", actoviq.Decision{CallID: "c1", RunID: "p10", Kind: actoviq.DecideFailed, By: "op",
+		Message: "not needed any more"})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("parent after its call was settled: %+v %v", res, err)
+	}
+	info, _ := s.rt.Get(s.ctx, "p10.c1")
+	if info.Status != actoviq.StatusCancelled {
+		t.Fatalf("the child of a settled call is %s, want cancelled", info.Status)
+	}
+	if _, err := s.rt.Resume(s.ctx, child, "p10.c1", actoviq.Decision{CallID: "k1", Kind: actoviq.DecideApprove, By: "op"}); !errors.Is(err, actoviq.ErrRunFinished) {
+		t.Fatalf("resume of the closed child: %v, want ErrRunFinished", err)
+	}
+	if pay.count() != 0 {
+		t.Fatalf("%d payments", pay.count())
+	}
+}
+
+// SpawnTool refuses retry-safe for a child that can reach a side effect
+// when it is built, as AgentTool does.
+func TestSpawnToolRefusesRetrySafeSideEffect(t *testing.T) {
+	payer := childAgent("payer", scripted.New(scripted.Turn{Text: "x"}), &payTool{name: "pay"})
+	if _, err := actoviq.SpawnTool(payer, "", &actoviq.SpawnOptions{Failure: actoviq.RetrySafe}); !errors.Is(err, actoviq.ErrRetryUnsafe) {
+		t.Fatalf("SpawnTool retry-safe for a side-effect child: %v, want ErrRetryUnsafe", err)
+	}
+}
