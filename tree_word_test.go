@@ -450,3 +450,150 @@ func TestSpawnToolRefusesRetrySafeSideEffect(t *testing.T) {
 		t.Fatalf("SpawnTool retry-safe for a side-effect child: %v, want ErrRetryUnsafe", err)
 	}
 }
+
+// Break 3: a child with no side-effect tool whose drive the parent's
+// runtime closes is re-entered when the parent resumes: its answer is the
+// call's result, never "outcome unknown".
+func TestReadOnlyChildSurvivesClose(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		gate := newGate(0, scripted.Turn{Text: "child answer"})
+		mk := func(p llm.Provider) *actoviq.AgentSpec {
+			child := &actoviq.AgentSpec{ID: "reader", Instructions: "read", Provider: p, Model: "scripted-1"}
+			return agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "reader", `{"input":"look"}`)}},
+				scripted.Turn{Text: "done"}), mustAgentTool(t, child, nil))
+		}
+		rt1 := newRT(t, st, "A", time.Minute)
+		drove := make(chan driveOut, 1)
+		go func() {
+			res, err := rt1.Run(ctx, mk(gate), &actoviq.Input{RunID: "p3", Items: input("go").Items})
+			drove <- driveOut{res, err}
+		}()
+		<-gate.entered
+		rt1.Close()
+		if d := <-drove; !errors.Is(d.err, actoviq.ErrClosed) {
+			t.Fatalf("parent's drive after Close: %+v %v, want ErrClosed", d.res, d.err)
+		}
+		rt2 := newRT(t, st, "B", time.Minute)
+		res, err := rt2.Resume(ctx, mk(scripted.New(scripted.Turn{Text: "child answer"})), "p3")
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("resume parent: %+v %v", res, err)
+		}
+		info, _ := rt2.Get(ctx, "p3")
+		if r := toolResults(t, info)["c1"]; r.Content != "child answer" || r.IsError {
+			t.Fatalf("the parent's result for its child call: %+v, want the child's answer", r)
+		}
+		if c, _ := rt2.Get(ctx, "p3.c1"); c.Status != actoviq.StatusCompleted {
+			t.Fatalf("child %s, want completed", c.Status)
+		}
+	})
+}
+
+// Break 3: a child that outlives its agent tool's timeout is not reported
+// as "outcome unknown": it ends cancelled, and fail-fast fails the parent.
+func TestChildTimeoutAppliesPolicy(t *testing.T) {
+	s := newSetup(t)
+	gate := newGate(0, scripted.Turn{Text: "never"})
+	child := &actoviq.AgentSpec{ID: "reader", Instructions: "read", Provider: gate, Model: "scripted-1"}
+	parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "reader", `{"input":"look"}`)}},
+		scripted.Turn{Text: "done"}), mustAgentTool(t, child, &actoviq.AgentToolOptions{Timeout: 30 * time.Millisecond}))
+	res, err := s.rt.Run(s.ctx, parent, &actoviq.Input{RunID: "pt", Items: input("go").Items})
+	if err != nil || res.Status != actoviq.StatusFailed || res.Error == nil || res.Error.Code != "child_failed" {
+		t.Fatalf("fail-fast parent whose child timed out: %+v %v, want failed with code child_failed", res, err)
+	}
+	if c, _ := s.rt.Get(s.ctx, "pt.c1"); c.Status != actoviq.StatusCancelled {
+		t.Fatalf("the timed-out child is %s, want cancelled", c.Status)
+	}
+}
+
+// Break 4: with v1 and v2 registered, a worker drives a run that v2 took
+// over with v2, once; it never goes back to v1.
+func TestWorkerKeepsTakeoverVersion(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		pay := &payTool{name: "pay"}
+		turns := func(last string) []scripted.Turn {
+			return []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":4}`)}},
+				{ToolCalls: []scripted.ToolCall{call("c2", "pay", `{"amount":5}`)}}, {Text: last}}
+		}
+		v1 := approvalAgent(scripted.New(turns("v1 done")...), pay)
+		v2 := approvalAgent(scripted.New(turns("v2 done")...), pay)
+		v2.Instructions = "pay, politely"
+		rt1 := newRT(t, st, "A", time.Minute)
+		if res, err := rt1.Run(ctx, v1, &actoviq.Input{RunID: "rv", Items: input("pay").Items}); err != nil || res.Status != actoviq.StatusInterrupted {
+			t.Fatalf("v1: %+v %v", res, err)
+		}
+		// v2 takes the run over, pays c1 and stops for c2's approval; the
+		// operator approves c2 and hands the run to the workers.
+		if res, err := rt1.Resume(ctx, v2, "rv", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"}); err != nil || res.Status != actoviq.StatusInterrupted {
+			t.Fatalf("v2: %+v %v", res, err)
+		}
+		if err := rt1.Requeue(ctx, "rv", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideApprove, By: "op"}); err != nil {
+			t.Fatal(err)
+		}
+		w := newRT(t, st, "W", time.Minute)
+		if err := w.Register(v1, v2); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		drives := 0
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = w.Work(wctx, &actoviq.WorkOptions{PollInterval: 10 * time.Millisecond, OnDrive: func(string, *actoviq.RunResult, error) {
+				mu.Lock()
+				drives++
+				mu.Unlock()
+			}})
+		}()
+		client := newRT(t, st, "C", time.Minute)
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		res, err := client.Wait(tctx, "rv")
+		stop()
+		<-done
+		if err != nil || res.Status != actoviq.StatusCompleted || len(res.Output) == 0 || res.Output[0].Text != "v2 done" {
+			t.Fatalf("the run v2 took over: %+v %v, want completed by v2", res, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if drives != 1 || pay.count() != 2 {
+			t.Fatalf("%d worker drives, %d payments; want 1 and 2", drives, pay.count())
+		}
+	})
+}
+
+// Break 6: Wait returns for a retry-safe background child that stopped
+// interrupted when nothing will queue it again (it was driven by Resume,
+// not by a worker).
+func TestWaitReturnsForInterruptedRetrySafeChild(t *testing.T) {
+	ctx := context.Background()
+	st := storemem.New(nil)
+	rt := newRT(t, st, "A", time.Minute)
+	if _, err := rt.Run(ctx, agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
+		t.Fatal(err)
+	}
+	put := &payTool{name: "put", effect: tool.IdempotentWrite}
+	child := childAgent("writer", scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("w1", "put", `{"amount":1}`)}},
+		scripted.Turn{Text: "written"}), flakyWrite{put})
+	id, err := rt.Spawn(ctx, "root", child, &actoviq.Input{RunID: "root.bg"}, &actoviq.SpawnOptions{Failure: actoviq.RetrySafe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rt.Resume(ctx, child, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := res.Status
+	if want == actoviq.StatusQueued { // the retry was queued by the drive itself: a worker finishes it
+		startWorkers(t, []store.Store{st}, 1, child, actoviq.WorkOptions{})
+		want = actoviq.StatusCompleted
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	got, err := rt.Wait(wctx, id)
+	if err != nil || got.Status != want {
+		t.Fatalf("Wait for a child whose drive ended %s: %+v %v, want %s", res.Status, got, err, want)
+	}
+}
