@@ -597,3 +597,38 @@ func TestWaitReturnsForInterruptedRetrySafeChild(t *testing.T) {
 		t.Fatalf("Wait for a child whose drive ended %s: %+v %v, want %s", res.Status, got, err, want)
 	}
 }
+
+// Break 8: a process with no codec, or the wrong key, never records a
+// pending sealed call as "not run": the call stops with an interruption,
+// and a process with the key runs it.
+func TestSealedCallWithoutKeyStops(t *testing.T) {
+	for _, other := range []string{"no-codec", "wrong-key"} {
+		t.Run(other, func(t *testing.T) {
+			s := newSetup(t)
+			codec := sealCodec(t, 1)
+			pay := &payTool{name: "pay", effect: tool.IdempotentWrite}
+			p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "slow", `{"amount":1}`), call("c2", "pay", secretArgs)}}, scripted.Turn{Text: "done"})
+			slow := &payTool{name: "slow", effect: tool.Read, block: make(chan struct{}), started: make(chan struct{})}
+			a := agent(p, slow, pay)
+			a.Recovery = actoviq.RecoveryPolicy{RerunReads: true}
+			go s.codecRuntime(t, codec).Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
+			<-slow.started
+			first := slow.block
+			slow.set(func(p *payTool) { p.block = nil })
+			defer close(first)
+			s.clock.Advance(2 * time.Minute) // the first process "died" during c1; c2 never started
+			var oc actoviq.Codec
+			if other == "wrong-key" {
+				oc = sealCodec(t, 2)
+			}
+			res, err := s.codecRuntime(t, oc).Resume(s.ctx, a, "r1")
+			if err != nil || res.Status != actoviq.StatusInterrupted || pay.count() != 0 || len(res.Interruptions) != 1 || res.Interruptions[0].CallID != "c2" {
+				t.Fatalf("a process that cannot open the sealed call: %+v %v, %d payments; want interrupted on c2", res, err, pay.count())
+			}
+			res, err = s.codecRuntime(t, codec).Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideApprove, By: "op"})
+			if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 || !strings.Contains(pay.calls[0], "sk-live-123") {
+				t.Fatalf("the keyed process: %+v %v, calls %v", res, err, pay.calls)
+			}
+		})
+	}
+}
