@@ -335,9 +335,16 @@ func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
 		c.storeError(w, id, err)
 		return
 	}
+	// A call is the run's own, or one of its children's that the run's
+	// page lists as open (Runtime.Decide records that one on the child).
 	calls := map[string]bool{}
 	for _, en := range info.Ledger {
 		calls[en.CallID] = true
+	}
+	for _, in := range info.Interruptions {
+		if in.RunID != "" && in.RunID != id {
+			calls[in.CallID] = true
+		}
 	}
 	decs := make([]actoviq.Decision, 0, len(reqs))
 	for _, d := range reqs {
