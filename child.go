@@ -3,6 +3,7 @@ package actoviq
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/actoviq/actoviq-go/tool"
@@ -169,9 +170,27 @@ func AgentTool(child *AgentSpec, opts *AgentToolOptions) (tool.Tool, error) {
 }
 
 // ChildRunID is the run id of the child that call callID of run parentID
-// starts through an agent tool.
+// starts through an agent tool or a spawn tool: "<parent>.<call>", where
+// the call id keeps its letters, digits, '_' and '-' and every other byte
+// is written "~XX" (hex). Distinct calls get distinct children ("x y" is
+// "x~20y", "x_y" stays "x_y"), and a '.' in a call id ("~2E") cannot make
+// one parent's child id another's. The call ids providers issue
+// ("call_…", "toolu_…") are kept as they are.
 func ChildRunID(parentID, callID string) string {
-	return parentID + "." + toolNameBad.ReplaceAllString(callID, "_")
+	var b strings.Builder
+	b.Grow(len(parentID) + 1 + len(callID))
+	b.WriteString(parentID)
+	b.WriteByte('.')
+	for i := 0; i < len(callID); i++ {
+		c := callID[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "~%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // ParentClosePolicy says what cancelling a parent does to a background

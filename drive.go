@@ -177,6 +177,14 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 	})}}); err != nil {
 		return nil, err
 	}
+	// A child whose parent closed it (cancelled, or settled the call that
+	// waited for it) ends cancelled before anything runs (drive_child.go).
+	if res, err, stop := d.parentClosed(ctx); stop {
+		if err == nil && len(decisions) > 0 {
+			return nil, &RunFinishedError{RunID: d.run.ID, Status: StatusCancelled, Reason: res.Error.Message + "; the decisions given to Resume were not recorded"}
+		}
+		return res, err
+	}
 	// A run past its deadline ends cancelled with its ledger untouched, so
 	// decisions are refused then.
 	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {

@@ -17,10 +17,12 @@ import (
 
 // childInfo is a child run's place in its tree (checkpoint.Child).
 type childInfo struct {
-	Root   string `json:"root"`
-	Depth  int    `json:"depth"`
-	Mode   string `json:"mode"` // foreground | background
-	Tool   string `json:"tool,omitempty"`
+	Root  string `json:"root"`
+	Depth int    `json:"depth"`
+	Mode  string `json:"mode"` // foreground | background
+	Tool  string `json:"tool,omitempty"`
+	// CallID is the parent's call a foreground child answers.
+	CallID string `json:"call_id,omitempty"`
 	Budget Budget `json:"budget,omitzero"`
 	// ParentClose is what cancelling the parent does to a background
 	// child: cancel (default) or abandon.
@@ -29,6 +31,9 @@ type childInfo struct {
 	// MaxAttempts and Attempts: a retry-safe background child's drives.
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	Attempts    int `json:"attempts,omitempty"`
+	// Backoff is the wait before a retry-safe background child's second
+	// drive, doubling after each.
+	Backoff time.Duration `json:"backoff,omitempty"`
 }
 
 type agentTool struct {
@@ -283,7 +288,7 @@ func (t *agentTool) inherit(parent *AgentSpec) *AgentSpec {
 // non-empty refused says why no child was started (a budget).
 func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec, childID, input string) (*RunResult, string, error) {
 	e, parent := pc.d.rt, pc.d
-	tree := childInfo{Root: parent.run.ID, Mode: "foreground", Tool: t.spec.Name, Budget: t.o.Budget, Failure: t.o.Failure}
+	tree := childInfo{Root: parent.run.ID, Mode: "foreground", Tool: t.spec.Name, CallID: pc.callID, Budget: t.o.Budget, Failure: t.o.Failure}
 	if pi := parent.cp.Child; pi != nil {
 		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth, pi.Budget.narrow(t.o.Budget)
 	}
@@ -292,7 +297,7 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 		run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: childID})
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			if why, err := e.budgetRefusal(ctx, &tree, true); err != nil || why != "" {
+			if why, err := e.budgetRefusal(ctx, &tree, childID); err != nil || why != "" {
 				return nil, why, err
 			}
 			if err := e.createChild(ctx, parent, agent, childID, input, &tree); err != nil && !errors.Is(err, store.ErrExists) {
@@ -432,7 +437,10 @@ func (rt *Runtime) usageOf(ctx context.Context, root string) (treeUsage, error) 
 
 // budgetRefusal says why a new child may not start (depth, count, spent
 // budget); empty means it may.
-func (rt *Runtime) budgetRefusal(ctx context.Context, tree *childInfo, isNew bool) (string, error) {
+//
+// newChild is the id of the child about to be written: it takes one of
+// the tree's MaxChildren places (see reserveChildSlot).
+func (rt *Runtime) budgetRefusal(ctx context.Context, tree *childInfo, newChild string) (string, error) {
 	maxDepth := tree.Budget.MaxDepth
 	if maxDepth == 0 {
 		maxDepth = 8
@@ -440,8 +448,39 @@ func (rt *Runtime) budgetRefusal(ctx context.Context, tree *childInfo, isNew boo
 	if tree.Depth > maxDepth {
 		return fmt.Sprintf("This agent was not started: child runs may nest %d deep and this one would be at depth %d.", maxDepth, tree.Depth), nil
 	}
-	_, why, err := rt.budgetLeftNew(ctx, tree, isNew)
-	return why, err
+	_, why, err := rt.budgetLeftNew(ctx, tree, true)
+	if err != nil || why != "" || tree.Budget.MaxChildren == 0 {
+		return why, err
+	}
+	ok, err := rt.reserveChildSlot(ctx, tree.Root, tree.Budget.MaxChildren, newChild)
+	if err != nil || ok {
+		return "", err
+	}
+	return fmt.Sprintf("This agent was not started: the run tree already has %d child runs, its budget.", tree.Budget.MaxChildren), nil
+}
+
+// childSlotTTL: a place in a tree's child budget is kept for good (a
+// child counts whether or not it ended).
+const childSlotTTL = 100 * 365 * 24 * time.Hour
+
+// reserveChildSlot takes one of the MaxChildren places of a run tree for
+// a new child, atomically across processes: place n is the claim
+// "children:<root>:<n>", held by the child for good. Counting the
+// children listed in the store cannot do that: two Spawns that count
+// at once both see room for one more. A child that already holds a
+// place (a retried Spawn with the same id) keeps it.
+func (rt *Runtime) reserveChildSlot(ctx context.Context, root string, max int, childID string) (bool, error) {
+	for n := range max {
+		_, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: fmt.Sprintf("children:%s:%d", root, n),
+			Holder: "child " + childID, TTL: childSlotTTL})
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, store.ErrClaimHeld) {
+			return false, fmt.Errorf("actoviq: child budget of tree %s: %w", root, err)
+		}
+	}
+	return false, nil
 }
 
 func (rt *Runtime) budgetLeft(ctx context.Context, tree *childInfo) (*budgetLeft, string, error) {
@@ -682,5 +721,56 @@ func (rt *Runtime) closeChildren(ctx context.Context, parentID string) {
 			continue
 		}
 		_ = rt.Cancel(ctx, k.ID)
+	}
+}
+
+// parentClosed ends a child run cancelled, before its drive does anything,
+// when its parent closed it: the parent ended cancelled (a background
+// child with parent-close cancel, or any foreground child), or an
+// operator settled the parent's call that a foreground child answers.
+// This catches a child written after its parent's parent-close listed
+// the children, and a child whose canceller stopped half-way.
+func (d *drive) parentClosed(ctx context.Context) (*RunResult, error, bool) {
+	ci := d.cp.Child
+	if ci == nil || d.run.ParentID == "" || ci.Mode == "background" && ci.ParentClose == ParentCloseAbandon {
+		return nil, nil, false
+	}
+	parent, err := d.rt.store.RunGet(ctx, &store.RunGetParams{Tenant: d.rt.tenant, ID: d.run.ParentID})
+	if err != nil {
+		return nil, nil, false
+	}
+	why := ""
+	switch {
+	case parent.Status == store.RunCancelled:
+		why = fmt.Sprintf("its parent run %s was cancelled (parent-close: cancel)", parent.ID)
+	case ci.Mode == "foreground" && ci.CallID != "":
+		en, err := d.rt.store.LedgerGet(ctx, &store.LedgerGetParams{Tenant: d.rt.tenant, RunID: parent.ID, CallID: ci.CallID})
+		if err == nil && en.State == store.LedgerCommitted {
+			why = fmt.Sprintf("its parent run %s recorded the outcome of call %s without it (settled by an operator)", parent.ID, ci.CallID)
+		}
+	}
+	if why == "" {
+		return nil, nil, false
+	}
+	d.cp.Error = &RunError{Code: "cancelled", Message: why}
+	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
+	return res, err, true
+}
+
+// closeSettledChildren cancels the foreground children of calls an
+// operator settled (committed or failed) on their parent: the parent's
+// call has its outcome, so nobody will read the child's, and the child
+// must not go on on its own.
+func (rt *Runtime) closeSettledChildren(ctx context.Context, parentID string, decisions []Decision) {
+	for _, dec := range decisions {
+		if dec.Kind != DecideCommitted && dec.Kind != DecideFailed {
+			continue
+		}
+		childID := ChildRunID(parentID, dec.CallID)
+		run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: childID})
+		if err != nil || run.ParentID != parentID || run.Status.Terminal() {
+			continue
+		}
+		_ = rt.cancelOnce(ctx, childID)
 	}
 }

@@ -61,7 +61,12 @@ func (d *drive) applyDecisions(ctx context.Context, decisions []Decision) error 
 	}
 	p := d.staged
 	d.staged = nil
-	return d.write(ctx, p)
+	if err := d.write(ctx, p); err != nil {
+		return err
+	}
+	// A settled agent-tool call closes its child (drive_child.go).
+	d.rt.closeSettledChildren(ctx, d.run.ID, decisions)
+	return nil
 }
 
 // checkDecisions reports the first decision that does not fit the ledger.

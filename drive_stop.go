@@ -47,5 +47,27 @@ func (d *drive) stopInterrupted(ctx context.Context, interrupts []Interruption) 
 			return res, err
 		}
 	}
+	if res, err, stop := d.requestedStop(ctx); stop { // a Cancel from another process (drive_cancel.go)
+		return res, err
+	}
 	return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
+}
+
+// requestedStop ends the run cancelled when a Cancel in another process
+// asked this drive to stop and the drive is about to stop without a final
+// status (interrupted, handed back): the request takes effect on this
+// drive even when it stops before its next heartbeat.
+func (d *drive) requestedStop(ctx context.Context) (*RunResult, error, bool) {
+	if d.fence.Epoch == 0 {
+		return nil, nil, false
+	}
+	rctx, cancel := d.detached(ctx)
+	defer cancel()
+	cause := d.cancelRequested(rctx)
+	if cause == nil {
+		return nil, nil, false
+	}
+	d.cp.Error = &RunError{Code: "cancelled", Message: cause.Error()}
+	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
+	return res, err, true
 }

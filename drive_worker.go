@@ -177,6 +177,9 @@ func (rt *Runtime) releaseFence(ctx context.Context, f store.Fence) {
 
 // handBack ends a released drive: the run goes back to the queue as it is.
 func (d *drive) handBack(ctx context.Context) (*RunResult, error) {
+	if res, err, stop := d.requestedStop(ctx); stop { // a Cancel from another process (drive_cancel.go)
+		return res, err
+	}
 	if err := d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{
 		Holder: d.fence.Holder, Epoch: d.fence.Epoch, Reason: "the worker shut down before the run ended"})); err != nil {
 		return nil, err

@@ -130,7 +130,17 @@ func (d *drive) finish(ctx context.Context, status store.RunStatus, evType strin
 	if status == store.RunInterrupted {
 		data.Interruptions = d.cp.Interruptions
 	}
-	return d.saveRun(ctx, status, nil, d.event(evType, "", data))
+	if err := d.saveRun(ctx, status, nil, d.event(evType, "", data)); err != nil {
+		return err
+	}
+	if status == store.RunCancelled {
+		// However the run came to end cancelled, its children follow
+		// their parent-close policy (child.go).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(d.rt.ttl, d.rt.commitTO))
+		defer cancel()
+		d.rt.closeChildren(cctx, d.run.ID)
+	}
+	return nil
 }
 
 // entryWrite is a CAS write of an updated copy of a ledger entry, with

@@ -188,57 +188,47 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 //     crash would, and any other run stays running, to be continued by
 //     [Runtime.Resume] anywhere.
 
-// Cancel is the caller's decision to end a run: it stops a live drive of
-// the run in this process, if any, and marks a run that is not being driven
-// as cancelled. A cancelled run is final, also when Cancel stopped a side
-// effect in flight: nothing runs again, and a call that was started keeps
-// its ledger state (started or unknown). [Runtime.Decide] can still record
-// what happened to such a call (committed or failed), for the audit trail;
-// the run does not continue. A run driven by another process (a worker
-// elsewhere) is asked to stop: the request is recorded in the store and
-// that drive ends the run cancelled at its next heartbeat (within
-// LeaseTTL/3). Cancel also applies the parent-close policy to the run's
-// children ([ParentClosePolicy]). To stop driving without deciding anything (a process
-// shutting down), use [Runtime.Close].
-func (rt *Runtime) Cancel(ctx context.Context, runID string) (err error) {
-	defer func() { // its children, by their parent-close policy
-		if err == nil {
-			rt.closeChildren(ctx, runID)
-		}
-	}()
-	rt.mu.Lock()
-	c, live := rt.cancels[runID]
-	rt.mu.Unlock()
-	if live {
-		c(context.Canceled)
-		return nil
+// Cancel is the caller's decision to end a run, made once: when Cancel
+// returns nil the run has ended cancelled, whoever was driving it and
+// whatever state it was in; otherwise it returns why it did not, and the
+// run is left as it was.
+//
+//   - A run nobody drives (queued, interrupted, stalled) is ended cancelled
+//     at once.
+//   - A drive of the run in this process is stopped (its context is
+//     cancelled) and Cancel waits for it to end.
+//   - A drive in another process is asked to stop: the request is recorded
+//     in the store, bound to that drive's claim (its epoch), and that drive
+//     ends the run cancelled at its next heartbeat (within LeaseTTL/3) or
+//     when it stops, whichever comes first. Cancel waits for that; if the
+//     drive stops without having seen the request, Cancel takes the run's
+//     claim and ends the run cancelled itself.
+//   - If ctx ends first, Cancel withdraws its request and returns an error:
+//     a request never outlives its Cancel to act on a later drive.
+//   - A run that completed or failed before the cancellation took effect is
+//     not changed: Cancel returns a [*RunFinishedError] saying so. A run
+//     already cancelled returns nil.
+//
+// A cancelled run is final, also when Cancel stopped a side effect in
+// flight: nothing runs again, and a call that was started keeps its ledger
+// state (started or unknown). [Runtime.Decide] can still record what
+// happened to such a call (committed or failed), for the audit trail; the
+// run does not continue. Every way a run ends cancelled (Cancel, the
+// context of Run or Resume, its deadline) applies the parent-close policy
+// to its background children ([ParentClosePolicy]), and cancels its
+// foreground children with it. To stop driving without deciding anything
+// (a process shutting down), use [Runtime.Close].
+func (rt *Runtime) Cancel(ctx context.Context, runID string) error {
+	err := rt.cancelOnce(ctx, runID)
+	if err == nil {
+		// Normally done by the drive that ended the run cancelled; again
+		// here for a run whose canceller stopped before it was done.
+		rt.closeChildren(ctx, runID)
 	}
-	run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID})
-	if err != nil {
-		return fmt.Errorf("actoviq: cancel %s: %w", runID, err)
-	}
-	if run.Status.Terminal() {
-		return nil
-	}
-	d := rt.bareDrive()
-	if err := d.load(ctx, runID); err != nil {
-		return err
-	}
-	if err := d.claim(ctx); err != nil {
-		if errors.Is(err, ErrRunHeld) { // driven by another process: ask it
-			return rt.requestCancel(ctx, runID)
-		}
-		return err
-	}
-	defer d.release(ctx)
-	if err := d.read(ctx, runID); err != nil || d.run.Status.Terminal() {
-		return err
-	}
-	d.cp.Error = &RunError{Code: "cancelled", Message: "cancelled by request"}
-	return d.finish(ctx, store.RunCancelled, EvRunCancelled)
+	return err
 }
 
-// RunResult is what driving a run produced.
+// RunResult is what driving a run produced.// RunResult is what driving a run produced.
 type RunResult struct {
 	// RunID is the run's id (generated when Input.RunID was empty).
 	RunID string

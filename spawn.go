@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
@@ -24,10 +25,53 @@ type SpawnOptions struct {
 	// Budget narrows the tree budget the child inherits from its parent.
 	Budget Budget
 	// MaxAttempts bounds the drives of a RetrySafe child: when one stops
-	// for a provider outage or a started read or idempotent write, the
-	// worker records a re-execute (same keys) and queues the child again,
-	// until this many drives; 0 means 3.
+	// for a provider outage or a started read or idempotent write, that
+	// drive records a re-execute (same keys) and queues the child again,
+	// in the same write, until this many drives; 0 means 3.
 	MaxAttempts int
+	// Backoff is how long a RetrySafe child's drive waits before it queues
+	// the child again, doubling after each attempt; 0 means 1 s.
+	Backoff time.Duration
+}
+
+// withDefaults checks the options for child agent a and fills in the
+// defaults; SpawnTool checks them when it is built, Spawn when it runs.
+func (opts *SpawnOptions) withDefaults(a *AgentSpec) (SpawnOptions, error) {
+	var o SpawnOptions
+	if opts != nil {
+		o = *opts
+	}
+	switch o.ParentClose {
+	case "":
+		o.ParentClose = ParentCloseCancel
+	case ParentCloseCancel, ParentCloseAbandon:
+	default:
+		return o, fmt.Errorf("actoviq: Spawn: unknown parent-close policy %q (want cancel or abandon)", o.ParentClose)
+	}
+	switch o.Failure {
+	case "":
+		o.Failure = FailFast
+	case FailFast, Collect:
+	case RetrySafe:
+		if err := a.Validate(); err != nil {
+			return o, err
+		}
+		if err := retrySafe(a); err != nil {
+			return o, err
+		}
+	default:
+		return o, fmt.Errorf("actoviq: Spawn: unknown failure policy %q", o.Failure)
+	}
+	if o.MaxAttempts < 0 || o.Backoff < 0 {
+		return o, errors.New("actoviq: Spawn: MaxAttempts and Backoff must not be negative")
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	if o.Backoff == 0 {
+		o.Backoff = time.Second
+	}
+	return o, nil
 }
 
 // Spawn writes a background child of run parentID: a durable run record
@@ -39,60 +83,42 @@ type SpawnOptions struct {
 // parent's. in.RunID may name the child (an existing id is refused with
 // [ErrRunExists], so a retried Spawn with the same id never makes two).
 func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *Input, opts *SpawnOptions) (string, error) {
-	var o SpawnOptions
-	if opts != nil {
-		o = *opts
-	}
-	switch o.ParentClose {
-	case "":
-		o.ParentClose = ParentCloseCancel
-	case ParentCloseCancel, ParentCloseAbandon:
-	default:
-		return "", fmt.Errorf("actoviq: Spawn: unknown parent-close policy %q (want cancel or abandon)", o.ParentClose)
-	}
-	switch o.Failure {
-	case "":
-		o.Failure = FailFast
-	case FailFast, Collect:
-	case RetrySafe:
-		if err := a.Validate(); err != nil {
-			return "", err
-		}
-		if err := retrySafe(a); err != nil {
-			return "", err
-		}
-	default:
-		return "", fmt.Errorf("actoviq: Spawn: unknown failure policy %q", o.Failure)
+	o, err := opts.withDefaults(a)
+	if err != nil {
+		return "", err
 	}
 	parent, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: parentID})
 	if err != nil {
 		return "", fmt.Errorf("actoviq: Spawn: parent run %s: %w", parentID, err)
 	}
+	if parent.Status == store.RunCancelled {
+		return "", &RunFinishedError{RunID: parentID, Status: StatusCancelled, Reason: "a cancelled run spawns no children"}
+	}
 	pcp, err := decodeCheckpoint(parent)
 	if err != nil {
 		return "", err
 	}
-	if o.MaxAttempts < 0 {
-		return "", errors.New("actoviq: Spawn: MaxAttempts is negative")
-	}
-	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 3
-	}
 	tree := &childInfo{Root: parentID, Depth: 1, Mode: "background", Budget: o.Budget, ParentClose: o.ParentClose, Failure: o.Failure,
-		MaxAttempts: o.MaxAttempts}
+		MaxAttempts: o.MaxAttempts, Backoff: o.Backoff}
 	if pi := pcp.Child; pi != nil {
 		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth+1, pi.Budget.narrow(o.Budget)
-	}
-	if why, err := rt.budgetRefusal(ctx, tree, true); err != nil || why != "" {
-		if err == nil {
-			err = errors.New("actoviq: Spawn refused: " + why)
-		}
-		return "", err
 	}
 	if in == nil {
 		in = &Input{}
 	}
 	child := *in
+	if child.RunID == "" {
+		child.RunID = rt.newID()
+	}
+	if err := checkRunID("Input.RunID", child.RunID); err != nil {
+		return "", err
+	}
+	if why, err := rt.budgetRefusal(ctx, tree, child.RunID); err != nil || why != "" {
+		if err == nil {
+			err = errors.New("actoviq: Spawn refused: " + why)
+		}
+		return "", err
+	}
 	child.ParentRunID = parentID
 	run, err := rt.newQueuedWith(ctx, a, &child, func(cp *checkpoint, r *store.Run) {
 		cp.Child = tree
@@ -102,6 +128,18 @@ func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in 
 	})
 	if err != nil {
 		return "", err
+	}
+	// The parent may have ended cancelled while the child was written,
+	// after its parent-close listed its children: then the child follows
+	// the policy here (one of the two sees the other).
+	if o.ParentClose == ParentCloseCancel {
+		if p, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: parentID}); err == nil && p.Status == store.RunCancelled {
+			if err := rt.cancelOnce(ctx, run.ID); err != nil {
+				return "", fmt.Errorf("actoviq: Spawn: parent %s was cancelled meanwhile, and its child %s could not be cancelled: %w", parentID, run.ID, err)
+			}
+			return "", &RunFinishedError{RunID: parentID, Status: StatusCancelled,
+				Reason: "it was cancelled while the child was written; the child " + run.ID + " was cancelled with it"}
+		}
 	}
 	return run.ID, nil
 }
@@ -113,6 +151,9 @@ func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in 
 // idempotent-write: the record is keyed by the call.
 func SpawnTool(child *AgentSpec, name string, opts *SpawnOptions) (tool.Tool, error) {
 	if err := child.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.withDefaults(child); err != nil {
 		return nil, err
 	}
 	if name == "" {

@@ -231,10 +231,16 @@ func (rt *Runtime) Enqueue(ctx context.Context, a *AgentSpec, in *Input) (string
 }
 
 // Requeue records decisions on a run that is not being driven and hands
-// it back to the queue, for a worker to resume. A run that already ended
-// is returned unchanged with [ErrRunFinished].
+// it back to the queue, for a worker to resume. A decision for a call of
+// one of the run's children (the run lists it among its interruptions) is
+// recorded on that child, as [Runtime.Decide] does. A run that already
+// ended is returned unchanged with [ErrRunFinished].
 func (rt *Runtime) Requeue(ctx context.Context, runID string, decisions ...Decision) error {
-	return rt.requeueWith(ctx, runID, decisions, nil, "handed to the queue (Runtime.Requeue)")
+	rest, err := rt.routeChildDecisions(ctx, runID, decisions)
+	if err != nil {
+		return err
+	}
+	return rt.requeueWith(ctx, runID, rest, nil, "handed to the queue (Runtime.Requeue)")
 }
 
 // Wait blocks until the run stops (completed, failed, cancelled or
