@@ -36,10 +36,14 @@ func (rt *Runtime) registeredIDs() []string {
 // work drives one claimed run.
 func (rt *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, claim *store.Claim) (*RunResult, error) {
 	fence := store.Fence{Key: claim.Key, Holder: claim.Holder, Epoch: claim.Epoch}
-	a, ok := rt.registered(run.AgentID, run.AgentDigest)
-	if d := lastAgentDigest(run); !ok && d != "" {
-		a, ok = rt.registered(run.AgentID, d) // a version that took the run over
+	// The version that drives the run now: the one it started with, or the
+	// one that took it over since (agent_change.go). A worker never takes a
+	// run back to an older version, even one it has registered.
+	digest := run.AgentDigest
+	if d := lastAgentDigest(run); d != "" {
+		digest = d
 	}
+	a, ok := rt.registered(run.AgentID, digest)
 	if !ok && o.Resolve != nil {
 		info, err := rt.Get(ctx, run.ID)
 		if err != nil {
@@ -50,15 +54,15 @@ func (rt *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, cla
 		if err != nil {
 			return rt.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf("the worker could not build agent %s: %v", run.AgentID, err))
 		}
-		a, ok = ra, ra.Digest() == run.AgentDigest || ra.Digest() == lastAgentDigest(run)
+		a, ok = ra, ra.Digest() == digest
 		if !ok {
 			return rt.park(ctx, run.ID, fence, "agent_changed", fmt.Sprintf(
-				"the run was started with agent %s digest %s; the worker built digest %s", run.AgentID, run.AgentDigest, ra.Digest()))
+				"the run is driven by agent %s digest %s; the worker built digest %s", run.AgentID, digest, ra.Digest()))
 		}
 	}
 	if !ok {
 		return rt.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf(
-			"no registered version of agent %s has digest %s", run.AgentID, run.AgentDigest))
+			"no registered version of agent %s has digest %s, the version that drives the run", run.AgentID, digest))
 	}
 	res, err := rt.driveClaimed(ctx, a, run.ID, fence, o.Sinks)
 	if err == nil && res.Status == StatusInterrupted && retriable(res.Interruptions) {
@@ -115,6 +119,13 @@ func (rt *Runtime) driveClaimed(ctx context.Context, a *AgentSpec, runID string,
 	if err := d.read(ctx, runID); err != nil {
 		d.release(ctx)
 		return nil, err
+	}
+	// A version the run may not take (a refused change to what an unsettled
+	// call depends on) parks the run with the reason, under this claim: a
+	// run left claimable would be claimed again at once, and refused again.
+	var changed *AgentChangeError
+	if err := d.checkAgent(nil); errors.As(err, &changed) {
+		return rt.park(ctx, runID, fence, "agent_changed", changed.Error())
 	}
 	if d.run.SessionID != "" {
 		if err := d.claimSession(ctx, d.run.SessionID); err != nil {
