@@ -50,6 +50,9 @@ func (d *drive) stopInterrupted(ctx context.Context, interrupts []Interruption) 
 	if res, err, stop := d.requestedStop(ctx); stop { // a Cancel from another process (drive_cancel.go)
 		return res, err
 	}
+	if res, err, stop := d.retryInPlace(ctx); stop { // a retry-safe background child (drive_worker.go)
+		return res, err
+	}
 	return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -64,31 +65,35 @@ func (rt *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, cla
 		return rt.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf(
 			"no registered version of agent %s has digest %s, the version that drives the run", run.AgentID, digest))
 	}
-	res, err := rt.driveClaimed(ctx, a, run.ID, fence, o.Sinks)
-	if err == nil && res.Status == StatusInterrupted && retriable(res.Interruptions) {
-		if again, rerr := rt.retryBackground(ctx, run.ID, res.Interruptions); rerr != nil || again != nil {
-			return again, rerr
-		}
-	}
-	return res, err
+	return rt.driveClaimed(ctx, a, run.ID, fence, o.Sinks)
 }
 
-// retryBackground queues a retry-safe background child again after a
-// drive that stopped for what a retry may get past (a provider outage, a
-// started read or idempotent write), recording the re-execute decisions,
-// while it has attempts left. It returns nil when the run is not retried.
-func (rt *Runtime) retryBackground(ctx context.Context, runID string, ins []Interruption) (*RunResult, error) {
-	run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID})
-	if err != nil {
-		return nil, err
+// retryInPlace queues a retry-safe background child again when its drive
+// stops for what a retry may get past (a provider outage, a started read
+// or idempotent write) and it has attempts left: after the backoff, under
+// the drive's claim, it records the re-execute decisions (same keys) and
+// the queued status in one write. The child is never left interrupted
+// for a retry nobody will make, whoever drove it (a worker, a Resume).
+func (d *drive) retryInPlace(ctx context.Context) (*RunResult, error, bool) {
+	ci, ins := d.cp.Child, d.cp.Interruptions
+	if ci == nil || ci.Mode != "background" || ci.Failure != RetrySafe || ci.Attempts+1 >= ci.MaxAttempts || !retriable(ins) {
+		return nil, nil, false
 	}
-	cp, err := decodeCheckpoint(run)
-	if err != nil {
-		return nil, err
+	backoff := ci.Backoff
+	if backoff <= 0 {
+		backoff = time.Second
 	}
-	ci := cp.Child
-	if ci == nil || ci.Mode != "background" || ci.Failure != RetrySafe || ci.Attempts+1 >= ci.MaxAttempts {
-		return nil, nil
+	backoff = min(backoff<<min(ci.Attempts, 16), time.Hour)
+	t := time.NewTimer(backoff)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	if d.pastDeadline() || d.cancelled(ctx) || errors.Is(context.Cause(ctx), errLostClaim) {
+		if res, err, stop := d.stopCheck(ctx); stop {
+			return res, err, true
+		}
 	}
 	var ds []Decision
 	for _, in := range ins {
@@ -97,15 +102,16 @@ func (rt *Runtime) retryBackground(ctx context.Context, runID string, ins []Inte
 				Reason: "a retry-safe child: its tools are all read or idempotent-write, so a new attempt with the same key is safe"})
 		}
 	}
-	err = rt.requeueWith(ctx, runID, ds, func(cp *checkpoint) {
-		if cp.Child != nil {
-			cp.Child.Attempts++
-		}
-	}, fmt.Sprintf("retry-safe: attempt %d of %d", ci.Attempts+2, ci.MaxAttempts))
-	if err != nil {
-		return nil, err
+	if err := d.applyDecisions(ctx, ds); err != nil {
+		return nil, err, true
 	}
-	return &RunResult{RunID: runID, Status: StatusQueued, Usage: cp.Usage}, nil
+	ci.Attempts++
+	d.cp.Interruptions = nil
+	if err := d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{Holder: d.fence.Holder, Epoch: d.fence.Epoch,
+		Reason: fmt.Sprintf("retry-safe: attempt %d of %d after %s", ci.Attempts+1, ci.MaxAttempts, backoff)})); err != nil {
+		return nil, err, true
+	}
+	return &RunResult{RunID: d.run.ID, Status: StatusQueued, Usage: d.cp.Usage}, nil, true
 }
 
 // driveClaimed drives a run whose claim the caller holds.

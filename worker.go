@@ -243,9 +243,13 @@ func (rt *Runtime) Requeue(ctx context.Context, runID string, decisions ...Decis
 	return rt.requeueWith(ctx, runID, rest, nil, "handed to the queue (Runtime.Requeue)")
 }
 
-// Wait blocks until the run stops (completed, failed, cancelled or
-// interrupted) and returns its result, however it is driven: by a worker,
-// a Resume, another process. It polls the store; ctx bounds the wait.
+// Wait blocks until the run has ended (completed, failed, cancelled) or
+// waits for a person (interrupted, and no drive holds it), and returns its
+// result, however it is driven: by a worker, a Resume, another process. A
+// queued run, or a stalled one (its holder died), is taken by a worker, so
+// Wait goes on waiting for it; a retry-safe background child that its
+// drive queues again is queued, never interrupted. It polls the store; ctx
+// bounds the wait.
 func (rt *Runtime) Wait(ctx context.Context, runID string) (*RunResult, error) {
 	delay := 10 * time.Millisecond
 	for {
@@ -253,19 +257,19 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*RunResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("actoviq: wait for %s: %w", runID, err)
 		}
-		if run.Status.Terminal() || run.Status == store.RunInterrupted {
+		stopped := run.Status.Terminal()
+		if run.Status == store.RunInterrupted {
+			// A Resume under way keeps the stored status until its next
+			// write: interrupted and held is not stopped.
+			h, err := rt.RunHolder(ctx, runID)
+			stopped = err == nil && (h == nil || !h.Live)
+		}
+		if stopped {
 			cp, err := decodeCheckpoint(run)
 			if err != nil {
 				return nil, err
 			}
-			// A retry-safe background child its worker is about to queue
-			// again has not stopped.
-			ci := cp.Child
-			retrying := run.Status == store.RunInterrupted && ci != nil && ci.Mode == "background" && ci.Failure == RetrySafe &&
-				ci.Attempts+1 < ci.MaxAttempts && retriable(cp.Interruptions)
-			if !retrying {
-				return cp.result(run.ID, run.Status), nil
-			}
+			return cp.result(run.ID, run.Status), nil
 		}
 		t := time.NewTimer(delay)
 		select {
