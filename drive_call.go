@@ -104,9 +104,10 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 	en = d.entry(en.CallID)
 	tctx, cancel := d.withinDeadline(ctx)
 	defer cancel()
-	tctx = d.childCallContext(tctx, en) // an agent tool's parent
-	tctx = d.withRecorder(tctx, en)     // tool.RecordHandle (drive_handle.go)
+	tctx, pc := d.childCallContext(tctx, en) // an agent tool's parent
+	tctx = d.withRecorder(tctx, en)          // tool.RecordHandle (drive_handle.go)
 	res, err := d.runner.Run(tctx, &tool.Call{Name: en.Tool, Args: args, Key: en.IdempotencyKey, Attempt: en.Attempt, Approved: true})
+	res, err = pc.outcome(res, err) // an agent tool's child: its own outcome, never "unknown"
 	return d.recordOutcome(ctx, en, res, err)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"strings"
 	"time"
 
@@ -81,21 +82,80 @@ func (t *agentTool) Spec() tool.Spec { return t.spec }
 type parentCall struct {
 	d      *drive
 	callID string
+
+	// An agent tool's call is waited for: the tool runner gives up on a
+	// call when its context ends (Close, a worker's release, the tool's
+	// timeout), but the child's drive stops a moment later with the
+	// outcome the parent must record (stopped, cancelled, interrupted),
+	// never "outcome unknown" (outcome).
+	track     bool
+	mu        sync.Mutex
+	entered   bool
+	abandoned bool
+	done      chan struct{}
+	res       tool.Result
+	err       error
+}
+
+// enter reports whether the call may start: false once the runner gave up
+// before the tool was invoked.
+func (pc *parentCall) enter() bool {
+	if !pc.track {
+		return true
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.entered = !pc.abandoned
+	return pc.entered
+}
+
+// leave records the tool's own outcome.
+func (pc *parentCall) leave(res tool.Result, err error) {
+	if !pc.track {
+		return
+	}
+	pc.res, pc.err = res, err
+	close(pc.done)
+}
+
+// outcome returns what the call came to: the runner's answer, unless the
+// runner gave up on a started agent tool, whose own outcome it waits for.
+func (pc *parentCall) outcome(res tool.Result, err error) (tool.Result, error) {
+	if pc == nil || !pc.track || err == nil {
+		return res, err
+	}
+	var ci *childInterrupted
+	var cs *childStopped
+	var cf *ChildFailedError
+	if errors.As(err, &ci) || errors.As(err, &cs) || errors.As(err, &cf) {
+		return res, err
+	}
+	pc.mu.Lock()
+	if !pc.entered {
+		pc.abandoned = true
+		pc.mu.Unlock()
+		return res, err
+	}
+	pc.mu.Unlock()
+	<-pc.done
+	return pc.res, pc.err
 }
 
 type parentKey struct{}
 
 // childCallContext hands an agent tool its parent call.
-func (d *drive) childCallContext(ctx context.Context, en *store.LedgerEntry) context.Context {
+func (d *drive) childCallContext(ctx context.Context, en *store.LedgerEntry) (context.Context, *parentCall) {
 	if d.runner == nil {
-		return ctx
+		return ctx, nil
 	}
 	if t, ok := d.runner.Lookup(en.Tool); ok {
 		if _, ok := t.(parentAware); ok {
-			return context.WithValue(ctx, parentKey{}, &parentCall{d: d, callID: en.CallID})
+			_, track := t.(*agentTool)
+			pc := &parentCall{d: d, callID: en.CallID, track: track, done: make(chan struct{})}
+			return context.WithValue(ctx, parentKey{}, pc), pc
 		}
 	}
-	return ctx
+	return ctx, nil
 }
 
 // parentAware tools are given their parent call: the agent, spawn and
@@ -149,11 +209,25 @@ type childFailureRecord struct {
 }
 
 // Call implements [tool.Tool]: it starts or resumes the child run.
-func (t *agentTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+func (t *agentTool) Call(ctx context.Context, args json.RawMessage) (res tool.Result, err error) {
 	pc, ok := ctx.Value(parentKey{}).(*parentCall)
 	if !ok {
 		return tool.Result{}, fmt.Errorf("actoviq: agent tool %s was called outside a run of this runtime", t.spec.Name)
 	}
+	if !pc.enter() {
+		return tool.Result{}, &childStopped{runID: ChildRunID(pc.d.run.ID, pc.callID), err: context.Cause(ctx)}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			pc.leave(tool.Result{}, fmt.Errorf("panic: %v", p))
+			panic(p)
+		}
+		pc.leave(res, err)
+	}()
+	return t.call(ctx, pc, args)
+}
+
+func (t *agentTool) call(ctx context.Context, pc *parentCall, args json.RawMessage) (tool.Result, error) {
 	var in struct {
 		Input string `json:"input"`
 	}
@@ -178,6 +252,11 @@ func (t *agentTool) Call(ctx context.Context, args json.RawMessage) (tool.Result
 			retry = true
 		case res.Status == StatusCompleted:
 			return childResult(res), nil
+		case res.Status == StatusQueued || res.Status == StatusRunning:
+			// The child's drive was handed back (a worker's release)
+			// without an outcome: the parent stops too, its call started,
+			// and re-enters the child when it goes on.
+			return tool.Result{}, &childStopped{runID: childID, err: fmt.Errorf("its drive stopped with the child %s: %w", res.Status, context.Cause(ctx))}
 		case res.Status == StatusInterrupted:
 			if t.o.Failure == RetrySafe && retriable(res.Interruptions) && attempt < t.o.MaxAttempts {
 				if err := t.reexecute(ctx, e, childID, res.Interruptions); err != nil {
@@ -571,6 +650,12 @@ func (d *drive) childOutcome(ctx context.Context, en *store.LedgerEntry, err err
 		}
 		return &in, nil, true
 	case errors.As(err, &cs):
+		if ctx.Err() != nil {
+			// The parent's drive is stopping too (Close, a release, a
+			// cancellation): its stop checks say how; the call stays
+			// started, and a later drive re-enters the child.
+			return nil, nil, true
+		}
 		return nil, fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, cs), true
 	case errors.As(err, &cf):
 		at, _ := d.agentToolOf(en.Tool)
