@@ -81,11 +81,12 @@
 // persisted, but the call must still run with the real ones, under its key,
 // also on a re-run or re-execute. The runtime that received them keeps them
 // in memory until the call's turn is recorded; a [Codec] ([Config].Codec,
-// [NewSealCodec]) seals them in the run for other processes. Without
-// either, the model is told a call "was not run" only when the ledger
-// proves it never started; an approved call goes back to awaiting approval,
-// and a re-run or re-execute stops with a recovery or reconciliation
-// interruption whose reason says why.
+// [NewSealCodec]) seals them in the run for other processes. A process
+// that cannot open them (no codec, the wrong key) neither runs nor drops
+// such a call: one that never started waits for approval with an
+// interruption whose reason says why (approve it where the arguments are,
+// or reject it), and a re-run or re-execute stops with a recovery or
+// reconciliation interruption.
 //
 // # Stopping
 //

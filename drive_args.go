@@ -161,13 +161,14 @@ func (d *drive) argsUnavailable(callID string) string {
 }
 
 // argsToRun returns the arguments to run a prepared call with. When they
-// are not available in this process it settles the call as the ledger
-// allows instead, and returns ok false:
-//   - never started and not approved: the ledger proves nothing ran, so
-//     the model is told the call was not run;
-//   - approved but never started: it goes back to awaiting approval, with
-//     an interruption that says why (approve it where the arguments are
-//     available, or reject it);
+// are not available in this process (no codec, the wrong key, or a call
+// prepared by a runtime without a codec) nothing is lost: the call is not
+// run and not dropped, and it returns ok false:
+//   - never started: it waits for approval, with an interruption that says
+//     why (approve it where the arguments are available: the runtime that
+//     received the call, or one with the codec key; or reject it, and the
+//     model is told it was rejected). It is never recorded as "not run"
+//     here: a process with the key may still run it;
 //   - started before (a re-run, a re-execute): it must run again under its
 //     key, which cannot happen here; the entry becomes unknown and the run
 //     stops with a reconciliation (side effect) or recovery interruption.
@@ -179,22 +180,18 @@ func (d *drive) argsToRun(ctx context.Context, en *store.LedgerEntry) (json.RawM
 	if why == "" {
 		return en.Args, nil, true, nil
 	}
-	switch {
-	case en.Attempt == 0 && !d.approvalValid(en):
-		err := d.commitResult(ctx, en, ledger.Skip, EvToolSkipped, tool.Result{IsError: true,
-			Content: "This call was not run (it never started): its arguments held secrets, which are not available to the process that resumed the run. Call the tool again if it is still needed."},
-			func(n *store.LedgerEntry) {
-				n.Resolution = &store.Decision{Kind: "not-run", By: "runtime", At: d.rt.clock(), Reason: why}
-			})
-		return nil, nil, false, err
-	case en.Attempt == 0:
+	if en.Attempt == 0 {
 		next := cloneEntry(en)
 		next.Error = mustJSON(map[string]string{"code": "arguments_unavailable", "message": why})
 		if err := d.transition(ctx, en, next, ledger.AskApproval, EvToolAwaiting); err != nil {
 			return nil, nil, false, err
 		}
+		what := "the call"
+		if d.approvalValid(en) {
+			what = "the call was approved but"
+		}
 		in := d.interruption(InterruptApproval, d.entry(en.CallID),
-			fmt.Sprintf("the call was approved but cannot start in this process: %s. Approve it again from a runtime that holds them (the one that received the call, or one with the codec key), or reject it", why), nil)
+			fmt.Sprintf("%s cannot start in this process: %s. Approve it from a runtime that holds them (the one that received the call, or one with the codec key), or reject it", what, why), nil)
 		return nil, &in, false, nil
 	}
 	next := cloneEntry(en)

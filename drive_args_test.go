@@ -109,9 +109,11 @@ func TestSecretArgsAcrossRestartWithoutCodec(t *testing.T) {
 }
 
 // A call that never started, after a crash, in a process without the
-// arguments: the ledger proves it never started, so the model is told it
-// was not run (and only then).
-func TestNeverStartedSecretCallIsReportedNotRun(t *testing.T) {
+// arguments (no codec): nothing ran, but nothing is dropped either (SPEC
+// §3, Codec): the call stops with an interruption that says why. The
+// operator rejects it (or approves it where the arguments are), and only
+// then does the model get a result.
+func TestNeverStartedSecretCallStopsWithInterruption(t *testing.T) {
 	s := newSetup(t)
 	pay := &payTool{name: "pay", effect: tool.IdempotentWrite}
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "slow", `{"amount":1}`), call("c2", "pay", secretArgs)}}, scripted.Turn{Text: "done"})
@@ -124,16 +126,21 @@ func TestNeverStartedSecretCallIsReportedNotRun(t *testing.T) {
 	slow.set(func(p *payTool) { p.block = nil })
 	defer close(first)
 	s.clock.Advance(2 * time.Minute) // the first worker "died" during c1; c2 never started
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1")
+	rt2 := s.runtime(t)
+	res, err := rt2.Resume(s.ctx, a, "r1")
+	if err != nil || res.Status != actoviq.StatusInterrupted || pay.count() != 0 || len(res.Interruptions) != 1 {
+		t.Fatalf("%+v %v calls %d", res, err, pay.count())
+	}
+	if in := res.Interruptions[0]; in.CallID != "c2" || in.Kind != actoviq.InterruptApproval || !strings.Contains(in.Reason, "no codec") {
+		t.Fatalf("interruption %+v", in)
+	}
+	res, err = rt2.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideReject, By: "op", Reason: "its secret is gone"})
 	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 0 {
 		t.Fatalf("%+v %v calls %d", res, err, pay.count())
 	}
 	info, _ := s.rt.Get(s.ctx, "r1")
-	if r := toolResults(t, info)["c2"]; !r.IsError || !strings.Contains(r.Content, "not run (it never started)") {
+	if r := toolResults(t, info)["c2"]; !r.IsError || !strings.Contains(r.Content, "rejected") {
 		t.Fatalf("result %+v", r)
-	}
-	if en := info.Ledger[1]; en.Attempt != 0 || en.Resolution == nil || en.Resolution.Kind != "not-run" {
-		t.Fatalf("entry %+v", en)
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sync"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
