@@ -179,8 +179,8 @@ func TestCancelThatGivesUpNeverActsLater(t *testing.T) {
 		m := newGate(0, scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":7}`)}}, scripted.Turn{Text: "done"})
 		a := &actoviq.AgentSpec{ID: "payer", Provider: m, Model: "scripted-1", Tools: []toolT{pay},
 			Approval: actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}}
-		driver := newRT(t, w, "A", 90*time.Millisecond)
-		other := newRT(t, w, "B", 90*time.Millisecond)
+		driver := newRT(t, w, "A", 900*time.Millisecond)
+		other := newRT(t, w, "B", 900*time.Millisecond)
 		drove := make(chan driveOut, 1)
 		go func() {
 			res, err := driver.Run(ctx, a, &actoviq.Input{RunID: "r1", Items: input("pay").Items})
