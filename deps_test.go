@@ -29,6 +29,7 @@ var layers = map[string]int{
 	"llm/anthropic":           4,
 	"llm/scripted":            4,
 	"tool/mcptool":            4,
+	"tool/httptool":           4,
 	"store/internal/journal":  3, // the SQL stores' journal row format; imports no module package
 	"internal/killpoint":      3, // kill points inside the stores' writes, for the crash tests; imports no module package
 	"store/storemem":          4,
@@ -95,7 +96,7 @@ var testOnly = map[string][]string{
 
 // engineBlind: the engine sees interfaces, never concrete providers or
 // backends.
-var concrete = []string{"llm/openai", "llm/anthropic", "llm/scripted", "tool/mcptool",
+var concrete = []string{"llm/openai", "llm/anthropic", "llm/scripted", "tool/mcptool", "tool/httptool",
 	"store/storemem", "store/storesqlite", "store/storepg"}
 
 type pkg struct {

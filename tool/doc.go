@@ -22,7 +22,9 @@
 //
 // Tools that call external systems should pass [IdempotencyKey] along (for
 // HTTP, as the Idempotency-Key header) so the target can dedupe: that key is
-// identical on every attempt of the same logical call. A tool may also
+// identical on every attempt of the same logical call. Package httptool
+// does this for HTTP APIs and maps their answers (409, 422, timeouts, 5xx)
+// to the ledger's outcomes. A tool may also
 // implement [Reconciler] to let the runtime ask whether a call whose outcome
 // is unknown took effect.
 package tool

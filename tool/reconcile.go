@@ -12,8 +12,12 @@ import (
 // whose outcome is unknown goes to an operator.
 type Reconciler interface {
 	// Reconcile reports whether the call with this idempotency key and
-	// these arguments took effect. It must not perform the effect. An
-	// error is treated like [ProbeUnknown].
+	// these arguments took effect. It must not perform the effect a second
+	// time: a read-back is the usual probe; sending the call again with
+	// the same key is one only where the target dedupes on the key, so
+	// that it answers from its record of the first request or acts once
+	// if that never arrived (the httptool package's probe, for targets its
+	// Config declares deduping). An error is treated like [ProbeUnknown].
 	Reconcile(ctx context.Context, key string, args json.RawMessage) (Probe, error)
 }
 
