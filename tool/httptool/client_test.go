@@ -102,6 +102,21 @@ func (g *target) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// set changes the target's behaviour while it serves.
+func (g *target) set(f func(*target)) {
+	g.mu.Lock()
+	f(g)
+	g.mu.Unlock()
+}
+
+// holdRequests makes the target hold every request that acts until the
+// returned channel is closed (or the test ends).
+func (g *target) holdRequests() chan struct{} {
+	ch := make(chan struct{})
+	g.set(func(g *target) { g.hang = ch })
+	return ch
+}
+
 func (g *target) counts() (requests, effects int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -299,7 +314,7 @@ func TestNotSent(t *testing.T) {
 func TestHangsPastTheDeadline(t *testing.T) {
 	t.Parallel()
 	g := newTarget(t, false)
-	g.hang = make(chan struct{})
+	g.holdRequests()
 	ctx, cancel := context.WithTimeout(tool.WithIdempotencyKey(context.Background(), "run-1:call_1"), 300*time.Millisecond)
 	defer cancel()
 	_, err := client(t, nil).Do(post(t, ctx, g.srv.URL))

@@ -114,13 +114,15 @@ func TestInProgressThenDone(t *testing.T) {
 		t.Run(fmt.Sprint("dedupes=", dedupes), func(t *testing.T) {
 			t.Parallel()
 			g := newTarget(t, true)
-			g.answer = func(n int, w http.ResponseWriter) (int, bool) {
-				if n == 1 {
-					w.Header().Set("Retry-After", "1")
-					return http.StatusConflict, true
+			g.set(func(g *target) {
+				g.answer = func(n int, w http.ResponseWriter) (int, bool) {
+					if n == 1 {
+						w.Header().Set("Retry-After", "1")
+						return http.StatusConflict, true
+					}
+					return http.StatusOK, true
 				}
-				return http.StatusOK, true
-			}
+			})
 			rt := openRuntime(t, filepath.Join(t.TempDir(), "a.db"))
 			agent := payAgent(t, g.srv.URL, dedupes, 0)
 			wantInterrupted(t, run(t, rt, agent), "ask again after 1s")
@@ -156,7 +158,9 @@ func TestInProgressThenDone(t *testing.T) {
 func TestKeyReusedGoesToAPerson(t *testing.T) {
 	t.Parallel()
 	g := newTarget(t, true)
-	g.answer = func(int, http.ResponseWriter) (int, bool) { return http.StatusUnprocessableEntity, false }
+	g.set(func(g *target) {
+		g.answer = func(int, http.ResponseWriter) (int, bool) { return http.StatusUnprocessableEntity, false }
+	})
 	rt := openRuntime(t, filepath.Join(t.TempDir(), "a.db"))
 	wantInterrupted(t, run(t, rt, payAgent(t, g.srv.URL, true, 0)), "different request")
 	if n, _ := g.counts(); n != 1 {
@@ -169,7 +173,9 @@ func TestKeyReusedGoesToAPerson(t *testing.T) {
 func TestRejectedTheModelSees(t *testing.T) {
 	t.Parallel()
 	g := newTarget(t, false)
-	g.answer = func(int, http.ResponseWriter) (int, bool) { return http.StatusBadRequest, false }
+	g.set(func(g *target) {
+		g.answer = func(int, http.ResponseWriter) (int, bool) { return http.StatusBadRequest, false }
+	})
 	rt := openRuntime(t, filepath.Join(t.TempDir(), "a.db"))
 	res := run(t, rt, payAgent(t, g.srv.URL, false, 0))
 	if res.Status != actoviq.StatusCompleted {
@@ -193,7 +199,7 @@ func TestHangsPastTheToolDeadline(t *testing.T) {
 		t.Run(fmt.Sprint("dedupes=", dedupes), func(t *testing.T) {
 			t.Parallel()
 			g := newTarget(t, true)
-			g.hang = make(chan struct{})
+			g.holdRequests()
 			rt := openRuntime(t, filepath.Join(t.TempDir(), "a.db"))
 			agent := payAgent(t, g.srv.URL, dedupes, 300*time.Millisecond)
 			wantInterrupted(t, run(t, rt, agent), "the side effect may or may not have happened")
@@ -224,7 +230,7 @@ func TestKilledAfterTheRequestLeft(t *testing.T) {
 		t.Run(fmt.Sprint("dedupes=", dedupes), func(t *testing.T) {
 			t.Parallel()
 			g := newTarget(t, true)
-			g.hang = make(chan struct{})
+			hold := g.holdRequests()
 			path := filepath.Join(t.TempDir(), "a.db")
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "HTTPTOOL_CHILD_DB="+path, "HTTPTOOL_CHILD_URL="+g.srv.URL, "HTTPTOOL_CHILD_DEDUPES="+strconv.FormatBool(dedupes))
@@ -243,7 +249,7 @@ func TestKilledAfterTheRequestLeft(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd.Wait()
-			close(g.hang)
+			close(hold)
 
 			rt := openRuntime(t, path)
 			agent := payAgent(t, g.srv.URL, dedupes, 0)
