@@ -1,6 +1,7 @@
 package actoviq
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,9 @@ const (
 	DecideCommitted DecisionKind = "committed"
 	DecideFailed    DecisionKind = "failed"
 	DecideReexecute DecisionKind = "re-execute"
+	// DecideAnswer answers an input interruption: the call continues from
+	// the handle its tool recorded, with Answer ([tool.Answer]).
+	DecideAnswer DecisionKind = "answer"
 )
 
 // Decision answers one interruption. It is recorded with who, when and why
@@ -55,6 +59,9 @@ type Decision struct {
 	ResultData json.RawMessage `json:"result_data,omitempty"`
 	// Message is what the model sees for failed.
 	Message string `json:"message,omitempty"`
+	// Answer is a person's answer with answer: a JSON object, as the
+	// question's schema asks. It is stored redacted like arguments.
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // Validate checks that a decision is well formed.
@@ -67,6 +74,10 @@ func (d *Decision) Validate() error {
 	}
 	switch d.Kind {
 	case DecideApprove, DecideReject, DecideReexecute:
+	case DecideAnswer:
+		if a := bytes.TrimSpace(d.Answer); len(a) == 0 || a[0] != '{' || !json.Valid(a) {
+			return &DecisionError{CallID: d.CallID, Reason: "answer needs a JSON object"}
+		}
 	case DecideCommitted:
 		if d.ResultData != nil && !json.Valid(d.ResultData) {
 			return &DecisionError{CallID: d.CallID, Reason: "result data is not JSON"}

@@ -117,6 +117,9 @@ func (d *drive) recordOutcome(ctx context.Context, en *store.LedgerEntry, res to
 	if in, err, ok := d.childOutcome(ctx, en, err); ok { // an agent tool's child run
 		return in, err
 	}
+	if in := d.inputInterruption(en, err); in != nil { // drive_handle.go
+		return in, nil
+	}
 	if err == nil {
 		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, res, nil)
 	}

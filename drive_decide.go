@@ -138,6 +138,12 @@ func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry)
 		rec.Message = dec.Message
 		return d.commitResult(ctx, en, ledger.Settle, EvToolSettled, tool.Result{Content: dec.Message, IsError: true},
 			func(n *store.LedgerEntry) { n.Resolution = rec })
+	case DecideAnswer:
+		if in == nil || in.Kind != InterruptInput {
+			return &DecisionError{CallID: dec.CallID, Reason: "answer answers an input interruption; this call has none open"}
+		}
+		return d.stageOrWrite(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolAnswer, en.CallID,
+			&ToolAnswerData{CallID: en.CallID, Attempt: en.Attempt, Answer: dec.Answer, By: dec.By})}})
 	case DecideReexecute:
 		// An explicit new attempt with the same idempotency key; it also
 		// lets that attempt start without asking again.

@@ -48,30 +48,57 @@ func (d *drive) withRecorder(ctx context.Context, en *store.LedgerEntry) context
 }
 
 // lastHandle returns the handle last recorded for the call's current
-// attempt, from this process's memory or the run's events.
-func (d *drive) lastHandle(ctx context.Context, en *store.LedgerEntry) (*ToolHandleData, error) {
+// attempt, and a person's answer recorded after it (an input
+// interruption's), from the run's events.
+func (d *drive) lastHandle(ctx context.Context, en *store.LedgerEntry) (*ToolHandleData, json.RawMessage, error) {
+	evs, err := d.rt.store.EventList(ctx, &store.EventListParams{Tenant: d.rt.tenant, RunID: d.run.ID})
+	if err != nil {
+		return nil, nil, fmt.Errorf("actoviq: run %s: read the handle of call %s: %w", d.run.ID, en.CallID, err)
+	}
+	var last *ToolHandleData
+	var answer json.RawMessage
+	for _, ev := range evs {
+		switch ev.Type {
+		case EvToolHandle:
+			var x ToolHandleData
+			if json.Unmarshal(ev.Data, &x) == nil && x.CallID == en.CallID && x.Attempt == en.Attempt {
+				last, answer = &x, nil
+			}
+		case EvToolAnswer:
+			var x ToolAnswerData
+			if json.Unmarshal(ev.Data, &x) == nil && x.CallID == en.CallID && x.Attempt == en.Attempt && last != nil {
+				answer = x.Answer
+			}
+		}
+	}
+	return last, answer, nil
+}
+
+// inputInterruption turns a tool.InputError of a call whose tool can
+// resume it, and that recorded a handle in this attempt, into an input
+// interruption; the call stays started. Otherwise it returns nil and the
+// error is the call's like any other (an error result the model sees).
+func (d *drive) inputInterruption(en *store.LedgerEntry, err error) *Interruption {
+	var ie *tool.InputError
+	if !errors.As(err, &ie) {
+		return nil
+	}
+	t, ok := d.runner.Lookup(en.Tool)
+	if !ok {
+		return nil
+	}
+	if _, ok := t.(tool.Resumer); !ok {
+		return nil
+	}
 	d.mu.Lock()
 	h := d.handles[en.CallID]
 	d.mu.Unlock()
-	if h != nil && h.Attempt == en.Attempt {
-		return h, nil
+	if h == nil || h.Attempt != en.Attempt {
+		return nil
 	}
-	evs, err := d.rt.store.EventList(ctx, &store.EventListParams{Tenant: d.rt.tenant, RunID: d.run.ID})
-	if err != nil {
-		return nil, fmt.Errorf("actoviq: run %s: read the handle of call %s: %w", d.run.ID, en.CallID, err)
-	}
-	var last *ToolHandleData
-	for _, ev := range evs {
-		if ev.Type != EvToolHandle {
-			continue
-		}
-		var x ToolHandleData
-		if json.Unmarshal(ev.Data, &x) != nil || x.CallID != en.CallID || x.Attempt != en.Attempt {
-			continue
-		}
-		last = &x
-	}
-	return last, nil
+	in := d.interruption(InterruptInput, en, "the call waits for a person's answer: "+ie.Prompt, nil)
+	in.Input = &InputQuestion{Prompt: d.redactText(en.CallID, ie.Prompt), Schema: ie.Schema}
+	return &in
 }
 
 // resumeCall hands a started or unknown call that holds a handle to its
@@ -87,10 +114,16 @@ func (d *drive) resumeCall(ctx context.Context, en *store.LedgerEntry) (in *Inte
 	if !ok {
 		return nil, false, nil
 	}
-	h, err := d.lastHandle(ctx, en)
+	h, answer, err := d.lastHandle(ctx, en)
 	if err != nil || h == nil {
 		return nil, false, err
 	}
+	d.mu.Lock()
+	if d.handles == nil {
+		d.handles = map[string]*ToolHandleData{}
+	}
+	d.handles[en.CallID] = h
+	d.mu.Unlock()
 	if d.argsUnavailable(en.CallID) != "" {
 		return nil, false, nil // a continuation would need them
 	}
@@ -111,6 +144,9 @@ func (d *drive) resumeCall(ctx context.Context, en *store.LedgerEntry) (in *Inte
 		defer c2()
 	}
 	tctx = d.withRecorder(tool.WithAttempt(tool.WithIdempotencyKey(tctx, en.IdempotencyKey), en.Attempt), en)
+	if answer != nil {
+		tctx = tool.WithAnswer(tctx, answer)
+	}
 	res, rerr := safeResume(tctx, r, en.IdempotencyKey, args, tool.Handle{Kind: h.Kind, Data: h.Data, Evidence: h.Evidence})
 	if rerr != nil {
 		var te *tool.Error

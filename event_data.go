@@ -229,6 +229,22 @@ type ToolHandleData struct {
 // EventTypes implements [EventData].
 func (*ToolHandleData) EventTypes() []string { return []string{EvToolHandle} }
 
+// ToolAnswerData is the data of a tool.answer event: a person's answer to
+// an input interruption, which the call's next Resume receives.
+type ToolAnswerData struct {
+	// CallID is the call.
+	CallID string `json:"call_id"`
+	// Attempt is the call's attempt the answer is for.
+	Attempt int `json:"attempt"`
+	// Answer is the answer, redacted like arguments.
+	Answer json.RawMessage `json:"answer"`
+	// By names who answered.
+	By string `json:"by"`
+}
+
+// EventTypes implements [EventData].
+func (*ToolAnswerData) EventTypes() []string { return []string{EvToolAnswer} }
+
 // eventPayloads maps each known event type to a new payload value.
 var eventPayloads = func() map[string]func() EventData {
 	m := map[string]func() EventData{}
@@ -242,6 +258,7 @@ var eventPayloads = func() map[string]func() EventData {
 		func() EventData { return new(ToolCallData) },
 		func() EventData { return new(ToolProbedData) },
 		func() EventData { return new(ToolHandleData) },
+		func() EventData { return new(ToolAnswerData) },
 		func() EventData { return new(AgentChangedData) },
 		func() EventData { return new(MetaChangedData) },
 		func() EventData { return new(RunReleasedData) },

@@ -174,6 +174,8 @@ const (
 	// EvToolHandle: a running call's tool recorded a handle
 	// (tool.RecordHandle): a task id, a multi-round-trip round.
 	EvToolHandle = "tool.handle"
+	// EvToolAnswer: a person answered an input interruption.
+	EvToolAnswer = "tool.answer"
 )
 
 // EvRunReleased is the event of a run handed back to the queue.

@@ -70,7 +70,23 @@ const (
 	// makes one new model call from the committed checkpoint. The evidence
 	// is in Interruption.Provider; the call fields are empty.
 	InterruptProvider InterruptionKind = "provider"
+	// InterruptInput: a started call's far side asked a question only a
+	// person can answer (the tool returned a [tool.InputError], such as an
+	// MCP server's multi-round-trip request with no elicitation handler
+	// configured), after the tool recorded where it stands. Nothing was done
+	// past the question. Needs answer (the call continues from its handle
+	// with the answer), or failed; the question is in Interruption.Input.
+	InterruptInput InterruptionKind = "input"
 )
+
+// InputQuestion is the question of an input interruption.
+type InputQuestion struct {
+	// Prompt is the question, as the tool put it.
+	Prompt string `json:"prompt"`
+	// Schema is the JSON Schema of the expected answer, when the tool gave
+	// one.
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
 
 // Interruption is one open question a person (or a probe) must answer
 // before the run can go on. It carries the evidence to answer it.
@@ -107,6 +123,8 @@ type Interruption struct {
 	LastError json.RawMessage `json:"last_error,omitempty"`
 	// Provider is the evidence of a provider interruption.
 	Provider *ProviderFailure `json:"provider,omitempty"`
+	// Input is the question of an input interruption.
+	Input *InputQuestion `json:"input,omitempty"`
 	// RunID is set when the call belongs to a child run (an agent used as
 	// a tool): the run whose ledger holds it, where it is decided. Empty
 	// for the run's own calls.

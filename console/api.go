@@ -194,7 +194,7 @@ func (c *Console) apiRun(w http.ResponseWriter, r *http.Request) {
 type DecisionRequest struct {
 	// CallID names the call in the run.
 	CallID string `json:"call_id"`
-	// Kind is approve, reject, committed, failed or reexecute.
+	// Kind is approve, reject, committed, failed, reexecute or answer.
 	Kind string `json:"kind"`
 	// Note is recorded and never shown to the model.
 	Note string `json:"note,omitempty"`
@@ -206,6 +206,9 @@ type DecisionRequest struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	// Message: for failed, what the model sees (required).
 	Message string `json:"message,omitempty"`
+	// Answer: for answer, a person's answer to an input interruption (a
+	// JSON object, as its question's schema asks; required).
+	Answer json.RawMessage `json:"answer,omitempty"`
 	// By names the operator. Only for a bearer token bound to no name;
 	// otherwise the session's or the token's name is recorded.
 	By string `json:"by,omitempty"`
@@ -262,8 +265,13 @@ func toDecision(d *DecisionRequest, by string) (actoviq.Decision, error) {
 		out.Kind, out.Message, out.Reason = actoviq.DecideFailed, d.Message, d.Reason
 	case "reexecute", "re-execute":
 		out.Kind, out.Reason = actoviq.DecideReexecute, d.Reason
+	case "answer":
+		out.Kind, out.Answer, out.Reason = actoviq.DecideAnswer, d.Answer, d.Reason
 	default:
-		return out, fmt.Errorf("kind %q: want approve, reject, committed, failed or reexecute", d.Kind)
+		return out, fmt.Errorf("kind %q: want approve, reject, committed, failed, reexecute or answer", d.Kind)
+	}
+	if d.Kind != "answer" && len(d.Answer) > 0 {
+		return out, errors.New("answer goes with kind answer only")
 	}
 	if d.Kind != "committed" && len(d.Result) > 0 {
 		return out, errors.New("result goes with committed only")

@@ -30,6 +30,9 @@ func parseTemplates() (map[string]*template.Template, error) {
 			if kind == actoviq.InterruptApproval {
 				return decision == "approve" || decision == "reject"
 			}
+			if kind == actoviq.InterruptInput {
+				return decision == "answer"
+			}
 			return decision == "committed" || decision == "failed" || decision == "reexecute"
 		},
 		"unsettled": func(in actoviq.Interruption) actoviq.Interruption {

@@ -107,25 +107,27 @@ func (e *env) resolveCmd() *cobra.Command {
 	c := common{mustExist: true}
 	var df decideFlags
 	var committed, failed, reexecute bool
-	var result, message string
+	var result, message, answer string
 	cmd := &cobra.Command{
-		Use:   "resolve RUN CALL (--committed --result JSON | --failed --message TEXT | --reexecute)",
+		Use:   "resolve RUN CALL (--committed --result JSON | --failed --message TEXT | --reexecute | --answer JSON)",
 		Short: "Settle a call whose outcome is unknown",
 		Long: "resolve records what happened to a started call whose outcome the runtime cannot know:\n" +
 			"  --committed --result JSON  it happened; JSON is its result (a JSON string is the text the model sees)\n" +
 			"  --failed --message TEXT    it did not happen; the model sees TEXT as an error result\n" +
-			"  --reexecute                run it again, with the same idempotency key and the next attempt number",
+			"  --reexecute                run it again, with the same idempotency key and the next attempt number\n" +
+			"  --answer JSON              answer the question of an input interruption (a JSON object); the call\n" +
+			"                             continues from where its tool recorded it stood (an MCP continuation)",
 		Args:              cobra.ExactArgs(2),
 		ValidArgsFunction: e.completeRunArgs(&c, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
-			for _, b := range []bool{committed, failed, reexecute} {
+			for _, b := range []bool{committed, failed, reexecute, answer != ""} {
 				if b {
 					n++
 				}
 			}
 			if n != 1 {
-				return usageErr("resolve needs exactly one of --committed, --failed or --reexecute")
+				return usageErr("resolve needs exactly one of --committed, --failed, --reexecute or --answer")
 			}
 			d := actoviq.Decision{CallID: args[1], By: df.by, Reason: df.note}
 			switch {
@@ -148,6 +150,11 @@ func (e *env) resolveCmd() *cobra.Command {
 					return usageErr("--failed needs --message TEXT (the model sees it)")
 				}
 				d.Kind, d.Message = actoviq.DecideFailed, message
+			case answer != "":
+				if !json.Valid([]byte(answer)) {
+					return usageErr("--answer is not valid JSON")
+				}
+				d.Kind, d.Answer = actoviq.DecideAnswer, json.RawMessage(answer)
 			default:
 				d.Kind = actoviq.DecideReexecute
 			}
@@ -165,5 +172,6 @@ func (e *env) resolveCmd() *cobra.Command {
 	fl.BoolVar(&failed, "failed", false, "the call did not happen")
 	fl.StringVar(&message, "message", "", "with --failed: what the model sees")
 	fl.BoolVar(&reexecute, "reexecute", false, "run the call again with the same idempotency key")
+	fl.StringVar(&answer, "answer", "", "answer an input interruption's question (a JSON object)")
 	return cmd
 }

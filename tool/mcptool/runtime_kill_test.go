@@ -336,3 +336,86 @@ func TestRuntimeCancelSendsTaskCancel(t *testing.T) {
 		t.Fatalf("posts %d, executions %d; want 1, 1", p, e)
 	}
 }
+
+// Without an elicitation handler, a multi-round-trip question stops the
+// run with an input interruption (the call stays started, its round
+// recorded); a person's answer continues the call with the same key.
+func TestRuntimeInputInterruptionAnswered(t *testing.T) {
+	s := newV26Server(t, false)
+	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	src, err := killSource(s.url(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	agent, err := killAgent(src, "pay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: "r1", Items: []item.Item{item.UserText("go")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 {
+		t.Fatalf("run %+v", res)
+	}
+	in := res.Interruptions[0]
+	if in.Kind != actoviq.InterruptInput || in.Input == nil || !strings.Contains(in.Input.Prompt, "Pay 40 EUR to ACME?") ||
+		!strings.Contains(string(in.Input.Schema), `"ok"`) || in.State != string(store.LedgerStarted) {
+		t.Fatalf("interruption %+v (input %+v)", in, in.Input)
+	}
+	if p, e := s.counts("r1:c1"); p != 1 || e != 0 {
+		t.Fatalf("posts %d, executions %d; want 1, 0", p, e)
+	}
+	// An answer must be a JSON object; another decision kind than answer
+	// or failed does not fit a question.
+	if _, err := rt.Resume(ctx, agent, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`true`)}); err == nil {
+		t.Fatal("a non-object answer was accepted")
+	}
+	res, err = rt.Resume(ctx, agent, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`{"ok":true}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != actoviq.StatusCompleted {
+		t.Fatalf("resumed run %+v", res)
+	}
+	info, err := rt.Get(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := toolResult(info); r == nil || r.Content != "paid" {
+		t.Fatalf("tool result %+v", r)
+	}
+	if p, e := s.counts("r1:c1"); p != 2 || e != 1 {
+		t.Fatalf("posts %d, executions %d; want 2, 1", p, e)
+	}
+	s.mu.Lock()
+	pays := append([]string(nil), s.pays...)
+	s.mu.Unlock()
+	if len(pays) != 1 || pays[0] != "accept true" {
+		t.Fatalf("the server got %q", pays)
+	}
+	evs, err := rt.Events(ctx, "r1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answered bool
+	for _, ev := range evs {
+		if ev.Type == actoviq.EvToolAnswer && strings.Contains(string(ev.Data), `"by":"alice"`) {
+			answered = true
+		}
+	}
+	if !answered {
+		t.Fatal("no tool.answer event names who answered")
+	}
+}

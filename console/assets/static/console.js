@@ -57,6 +57,13 @@
         var f = form.elements[k];
         if (f && f.value.trim() !== "") d[k] = f.value;
       });
+      if (form.elements.answer) {
+        try { d.answer = JSON.parse(form.elements.answer.value); } catch (e) {
+          show(out, "The answer is not valid JSON: " + e.message + '. Give an object, e.g. {"ok": true}.', "error");
+          form.elements.answer.focus();
+          return;
+        }
+      }
       if (form.elements.result) {
         try { d.result = JSON.parse(form.elements.result.value); } catch (e) {
           show(out, "The result is not valid JSON: " + e.message + '. Quote text as a JSON string, e.g. "payment p-77 sent".', "error");
