@@ -245,6 +245,19 @@ type ToolAnswerData struct {
 // EventTypes implements [EventData].
 func (*ToolAnswerData) EventTypes() []string { return []string{EvToolAnswer} }
 
+// ToolNoteData is the data of a tool.note event ([Runtime.NoteCall]).
+type ToolNoteData struct {
+	// CallID is the call.
+	CallID string `json:"call_id"`
+	// By names who recorded it.
+	By string `json:"by"`
+	// Text is the note, redacted.
+	Text string `json:"text"`
+}
+
+// EventTypes implements [EventData].
+func (*ToolNoteData) EventTypes() []string { return []string{EvToolNote} }
+
 // eventPayloads maps each known event type to a new payload value.
 var eventPayloads = func() map[string]func() EventData {
 	m := map[string]func() EventData{}
@@ -259,6 +272,7 @@ var eventPayloads = func() map[string]func() EventData {
 		func() EventData { return new(ToolProbedData) },
 		func() EventData { return new(ToolHandleData) },
 		func() EventData { return new(ToolAnswerData) },
+		func() EventData { return new(ToolNoteData) },
 		func() EventData { return new(AgentChangedData) },
 		func() EventData { return new(MetaChangedData) },
 		func() EventData { return new(RunReleasedData) },

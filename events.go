@@ -176,6 +176,8 @@ const (
 	EvToolHandle = "tool.handle"
 	// EvToolAnswer: a person answered an input interruption.
 	EvToolAnswer = "tool.answer"
+	// EvToolNote: a person recorded a note on a call ([Runtime.NoteCall]).
+	EvToolNote = "tool.note"
 )
 
 // EvRunReleased is the event of a run handed back to the queue.

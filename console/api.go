@@ -164,7 +164,8 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 		Unsettled: info.Unsettled, AgentChanges: info.AgentChanges, Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
 		Transcript: info.Transcript, Output: info.Output, Usage: info.Usage, Error: info.Error, Ledger: callsOf(info),
 		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
-		Resume: c.resumeInfo(info.ID)}
+		Resume: c.resumeInfo(info.ID), CancelTask: c.cfg.CancelTask != nil}
+	v.Tasks = tasksOf(v.Ledger, evs)
 	if v.Transcript == nil {
 		v.Transcript = []item.Item{}
 	}
@@ -508,4 +509,76 @@ func (c *Console) resumeInfo(id string) ResumeInfo {
 		ri.Description = c.cfg.ResumeDescription
 	}
 	return ri
+}
+
+// CancelTaskResponse answers a cancel of an MCP task.
+type CancelTaskResponse struct {
+	// RunID and CallID name the call whose task it is.
+	RunID string `json:"run_id"`
+	// CallID names the call.
+	CallID string `json:"call_id"`
+	// Server and TaskID name the task.
+	Server string `json:"server"`
+	// TaskID is the server's task id.
+	TaskID string `json:"task_id"`
+	// By is the operator the note was recorded under.
+	By string `json:"by"`
+	// Next says what happens now.
+	Next string `json:"next"`
+}
+
+// apiCancelTask sends tasks/cancel, once, for the MCP task a call of the run
+// recorded, and records that (with its outcome) as a note on the call.
+func (c *Console) apiCancelTask(w http.ResponseWriter, r *http.Request) {
+	id, callID := r.PathValue("id"), r.PathValue("call")
+	var body struct {
+		By string `json:"by,omitempty"`
+	}
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	op, ok := c.operatorFor(w, r, []string{body.By})
+	if !ok {
+		return
+	}
+	v, err := c.runView(r.Context(), id)
+	if err != nil {
+		c.storeError(w, id, err)
+		return
+	}
+	var task *Task
+	for i := range v.Tasks {
+		if v.Tasks[i].CallID == callID {
+			task = &v.Tasks[i]
+		}
+	}
+	if task == nil {
+		writeJSON(w, http.StatusNotFound, &Error{Code: "unknown_task", CallID: callID,
+			Message: fmt.Sprintf("call %q of run %s holds no MCP task that is still open", callID, id)})
+		return
+	}
+	if c.cfg.CancelTask == nil {
+		writeError(w, http.StatusConflict, "cannot_cancel", fmt.Sprintf(
+			"this console has no MCP servers' configuration; cancel it with: actoviq mcp cancel-task %s %s --run %s --call %s", task.Server, task.TaskID, id, callID))
+		return
+	}
+	sent := c.cfg.CancelTask(r.Context(), task.Server, task.TaskID)
+	text := fmt.Sprintf("tasks/cancel sent for MCP task %s on server %s: acknowledged", task.TaskID, task.Server)
+	if sent != nil {
+		text = fmt.Sprintf("tasks/cancel sent for MCP task %s on server %s: failed: %v", task.TaskID, task.Server, sent)
+	}
+	if err := c.rt.NoteCall(r.Context(), id, callID, actoviq.CallNote{By: op, Text: text}); err != nil {
+		msg := "the cancel was sent, but recording it failed: " + err.Error()
+		if sent != nil {
+			msg = "the cancel failed (" + sent.Error() + "), and recording that failed: " + err.Error()
+		}
+		writeError(w, http.StatusConflict, "not_recorded", msg)
+		return
+	}
+	if sent != nil {
+		writeJSON(w, http.StatusBadGateway, &Error{Code: "task_cancel_failed", CallID: callID, Message: text + " (recorded on the call)"})
+		return
+	}
+	writeJSON(w, http.StatusOK, &CancelTaskResponse{RunID: id, CallID: callID, Server: task.Server, TaskID: task.TaskID, By: op,
+		Next: "Cancellation is cooperative: the server may have done part of the work. The call's outcome stays unknown until it is settled (committed or failed)."})
 }

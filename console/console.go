@@ -59,6 +59,11 @@ type Config struct {
 	// "actoviq resume RUN --store URL". Nil means a sentence naming
 	// Runtime.Resume.
 	ResumeCommand func(runID string) string
+	// CancelTask sends tasks/cancel for an MCP task a call left running
+	// (mcptool's Source.CancelTask, with the servers' configuration). Nil
+	// means the console offers no "cancel the task": the run page still
+	// lists the tasks with the command that cancels them.
+	CancelTask func(ctx context.Context, server, taskID string) error
 	// ResumeWait is how long a resume request waits for the drive to
 	// stop before answering 202 (the drive goes on); zero means 10 s.
 	ResumeWait time.Duration
@@ -277,6 +282,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /api/v1/runs/{id}", c.api(c.apiRun))
 	m.HandleFunc("POST /api/v1/runs/{id}/decisions", c.api(c.apiDecisions))
 	m.HandleFunc("POST /api/v1/runs/{id}/resume", c.api(c.apiResume))
+	m.HandleFunc("POST /api/v1/runs/{id}/calls/{call}/cancel-task", c.api(c.apiCancelTask))
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path+" (see the console package documentation)")
 	})

@@ -66,6 +66,11 @@ type Run struct {
 	AgentChanges []actoviq.AgentChangeRecord `json:"agent_changes,omitempty"`
 	// Events is the stored event timeline, in sequence order.
 	Events []actoviq.Event `json:"events"`
+	// Tasks are the MCP tasks (Tasks extension) of the run's calls that
+	// are not committed: the last task handle each such call recorded.
+	Tasks []Task `json:"tasks,omitempty"`
+	// CancelTask says whether this console can send tasks/cancel itself.
+	CancelTask bool `json:"cancel_task"`
 	// Children are the run's child runs, each with its own children.
 	Children []*ChildRun `json:"children,omitempty"`
 	// Resume says whether this console can resume the run itself, and
@@ -222,4 +227,70 @@ func oneLine(s string) string {
 		return string(r[:157]) + "..."
 	}
 	return s
+}
+
+// Task is an MCP task a call recorded (a tool.handle of kind mcp.task).
+type Task struct {
+	// CallID is the call that holds it.
+	CallID string `json:"call_id"`
+	// Server and TaskID name the task.
+	Server string `json:"server"`
+	// TaskID is the server's task id.
+	TaskID string `json:"task_id"`
+	// Status is the last status the call saw.
+	Status string `json:"status,omitempty"`
+	// CancelRequested says tasks/cancel was sent, and why.
+	CancelRequested string `json:"cancel_requested,omitempty"`
+	// Evidence is the handle's line.
+	Evidence string `json:"evidence,omitempty"`
+	// Notes are the notes recorded on the call (a cancel by an operator).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// tasksOf returns the last MCP task handle of each call that is not
+// committed, in call order.
+func tasksOf(ledger []Call, evs []actoviq.Event) []Task {
+	open := map[string]bool{}
+	for _, c := range ledger {
+		open[c.CallID] = c.State == "started" || c.State == "unknown"
+	}
+	byCall := map[string]*Task{}
+	var order []string
+	for _, ev := range evs {
+		switch ev.Type {
+		case actoviq.EvToolHandle:
+			var h actoviq.ToolHandleData
+			if json.Unmarshal(ev.Data, &h) != nil || h.Kind != "mcp.task" || !open[h.CallID] {
+				continue
+			}
+			var d struct {
+				Server          string `json:"server"`
+				TaskID          string `json:"taskId"`
+				Status          string `json:"status"`
+				CancelRequested string `json:"cancelRequested"`
+			}
+			if json.Unmarshal(h.Data, &d) != nil || d.TaskID == "" {
+				continue
+			}
+			t, ok := byCall[h.CallID]
+			if !ok {
+				t = &Task{CallID: h.CallID}
+				byCall[h.CallID] = t
+				order = append(order, h.CallID)
+			}
+			t.Server, t.TaskID, t.Status, t.CancelRequested, t.Evidence = d.Server, d.TaskID, d.Status, d.CancelRequested, h.Evidence
+		case actoviq.EvToolNote:
+			var n actoviq.ToolNoteData
+			if json.Unmarshal(ev.Data, &n) == nil {
+				if t, ok := byCall[n.CallID]; ok {
+					t.Notes = append(t.Notes, n.Text+" ("+n.By+")")
+				}
+			}
+		}
+	}
+	out := make([]Task, 0, len(order))
+	for _, id := range order {
+		out = append(out, *byCall[id])
+	}
+	return out
 }

@@ -193,6 +193,16 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 		}
 		cfg.ResumeDescription = "Resuming hands the run to the workers' queue: an actoviq worker of this store and tenant continues it, applying the recorded decisions and the recovery rules; nothing committed runs again."
 	}
+	if f.mcpConfig != "" {
+		// "Cancel the task" on the run page: tasks/cancel through these
+		// servers.
+		src, _, err := e.mcpSource(&mcpFlags{config: f.mcpConfig}, nil)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		cfg.CancelTask = src.CancelTask
+	}
 	con, err := console.New(rt, cfg)
 	if err != nil {
 		return usageErr("%v", err)

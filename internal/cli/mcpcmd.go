@@ -17,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	actoviq "github.com/actoviq/actoviq-go"
+
 	"github.com/actoviq/actoviq-go/tool/mcptool"
 )
 
@@ -97,22 +99,54 @@ func (e *env) mcpTaskCmd() *cobra.Command {
 
 func (e *env) mcpCancelTaskCmd() *cobra.Command {
 	var f mcpFlags
+	c := common{mustExist: true}
+	var runID, callID, by string
 	cmd := &cobra.Command{
-		Use:   "cancel-task SERVER TASK_ID",
+		Use:   "cancel-task SERVER TASK_ID [--run RUN --call CALL]",
 		Short: "Cancel an MCP task a call left running (tasks/cancel, sent once)",
 		Long: "Asks the server to cancel a task of the MCP Tasks extension, for example one that a run past its " +
 			"deadline left working. Cancellation is cooperative: the server may have done part of the work, so the " +
 			"call's outcome stays unknown until it is settled (actoviq resolve). The request is sent once; the " +
-			"exit code says whether the server acknowledged it.",
+			"exit code says whether the server acknowledged it. With --run and --call the cancel and its outcome " +
+			"are recorded on that call (a tool.note event, under --by).",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if (runID == "") != (callID == "") {
+				return usageErr("--run and --call go together")
+			}
+			var rt *actoviq.Runtime
+			if runID != "" {
+				if err := checkStoreURL(e.storeURL(&c)); err != nil {
+					return err
+				}
+				r, done, err := e.runtime(cmd.Context(), &c)
+				if err != nil {
+					return err
+				}
+				defer done()
+				if _, err := r.Get(cmd.Context(), runID); err != nil {
+					return e.lookupErr(&c, runID, err)
+				}
+				rt = r
+			}
 			src, err := e.mcpTaskSource(&f, args[0])
 			if err != nil {
 				return err
 			}
 			defer src.Close()
-			if err := src.CancelTask(cmd.Context(), args[0], args[1]); err != nil {
-				return &exitError{code: ExitFailed, err: err}
+			sent := src.CancelTask(cmd.Context(), args[0], args[1])
+			if rt != nil {
+				text := fmt.Sprintf("tasks/cancel sent for MCP task %s on server %s: acknowledged", args[1], args[0])
+				if sent != nil {
+					text = fmt.Sprintf("tasks/cancel sent for MCP task %s on server %s: failed: %v", args[1], args[0], sent)
+				}
+				if err := rt.NoteCall(cmd.Context(), runID, callID, actoviq.CallNote{By: by, Text: text}); err != nil {
+					return &exitError{code: ExitFailed, err: fmt.Errorf("%s; recording it on call %s of run %s failed: %w", text, callID, runID, err)}
+				}
+				fmt.Fprintf(e.stdout, "Recorded on call %s of run %s by %s.\n", callID, runID, by)
+			}
+			if sent != nil {
+				return &exitError{code: ExitFailed, err: sent}
 			}
 			fmt.Fprintf(e.stdout, "Task %s on %s: tasks/cancel acknowledged (cancellation is cooperative; check with `actoviq mcp task %s %s`).\n",
 				args[1], args[0], args[0], args[1])
@@ -120,6 +154,10 @@ func (e *env) mcpCancelTaskCmd() *cobra.Command {
 		},
 	}
 	f.add(cmd)
+	c.register(cmd)
+	cmd.Flags().StringVar(&runID, "run", "", "record the cancel on this run's call (with --call)")
+	cmd.Flags().StringVar(&callID, "call", "", "the call whose task it is (with --run)")
+	cmd.Flags().StringVar(&by, "by", defaultUser(), "who cancels (recorded)")
 	return cmd
 }
 

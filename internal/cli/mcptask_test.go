@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,12 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm/scripted"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
 // TestMCPTaskCancel: `actoviq mcp task` reads a task's status and `mcp
@@ -87,8 +94,60 @@ func TestMCPTaskCancel(t *testing.T) {
 		t.Fatalf("cancel on an unknown server: exit %d", code)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if len(cancels) != 1 || cancels[0] != "task-7" {
 		t.Fatalf("cancels %v, want one for task-7", cancels)
+	}
+	status["task-8"] = "working"
+	mu.Unlock()
+
+	// With --run and --call the cancel is recorded on the call.
+	db := filepath.Join(dir, "runs.db")
+	st, err := storesqlite.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown := tool.Func(tool.Spec{Name: "render", Effect: tool.SideEffect}, func(context.Context, struct{}) (string, error) {
+		return "", fmt.Errorf("task task-8 still working: %w", tool.ErrOutcomeUnknown)
+	})
+	agent := &actoviq.AgentSpec{ID: "r", Model: "scripted-1", Tools: []tool.Tool{unknown}, Provider: scripted.New(
+		scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "render", Arguments: json.RawMessage(`{}`)}}}, scripted.Turn{Text: "done"})}
+	if res, err := rt.Run(context.Background(), agent, &actoviq.Input{RunID: "run-8", Items: []item.Item{item.UserText("go")}}); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("run: %+v %v", res, err)
+	}
+	rt.Close()
+	st.Close()
+	if code, out := run("mcp", "cancel-task", "jobs", "task-8", "--mcp-config", cfgPath, "--run", "run-8", "--call", "c1", "--store", "sqlite:"+db, "--by", "ops"); code != 0 ||
+		!strings.Contains(out, "Recorded on call c1 of run run-8 by ops") {
+		t.Fatalf("cancel-task --run: exit %d\n%s", code, out)
+	}
+	if code, _ := run("mcp", "cancel-task", "jobs", "task-8", "--mcp-config", cfgPath, "--run", "run-8"); code != ExitUsage {
+		t.Fatalf("--run without --call: exit %d", code)
+	}
+	st, err = storesqlite.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err = actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	evs, err := rt.Events(context.Background(), "run-8", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noted bool
+	for _, ev := range evs {
+		if ev.Type == actoviq.EvToolNote && strings.Contains(string(ev.Data), "task-8 on server jobs: acknowledged") && strings.Contains(string(ev.Data), `"by":"ops"`) {
+			noted = true
+		}
+	}
+	if !noted {
+		t.Fatal("the cancel was not recorded on the call")
 	}
 }

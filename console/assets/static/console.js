@@ -90,6 +90,26 @@
     });
   });
 
+  // Cancel an MCP task.
+  document.querySelectorAll("form[data-cancel-task]").forEach(function (form) {
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var out = form.closest("article").querySelector(".decide-result");
+      var call = form.getAttribute("data-call");
+      var button = form.querySelector("button[type=submit]");
+      button.disabled = true;
+      api("POST", "/api/v1/runs/" + encodeURIComponent(runID) + "/calls/" + encodeURIComponent(call) + "/cancel-task", {}).then(function (r) {
+        button.disabled = false;
+        if (r.ok) {
+          flash("tasks/cancel acknowledged for task " + r.data.task_id + "; recorded as " + r.data.by + ". " + r.data.next);
+          location.reload();
+          return;
+        }
+        show(out, r.data.message || ("HTTP " + r.status), "error");
+      }, function (e) { button.disabled = false; show(out, "The console did not answer: " + e, "error"); });
+    });
+  });
+
   // Resume.
   var resume = document.getElementById("resume");
   if (resume) {
