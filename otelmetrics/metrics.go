@@ -161,6 +161,14 @@ func New(mp metric.MeterProvider, cfg *Config) (*Metrics, error) {
 	m.pruned = counter(NameRetentionPruned, "{run}", "Finished runs removed by retention.")
 	m.notes = counter(NameNotifications, "{item}", "Webhook notifications, by outcome (delivered, failed, dropped).")
 	m.srcErrs = counter(NameSourceError, "{error}", "Store reads behind the gauges that failed (the gauges then show nothing).")
+	// Counters without attributes start at 0, so that a rule over them
+	// (increase(actoviq_lease_lost_total[15m])) finds the series before
+	// the first event.
+	for _, c := range []metric.Int64Counter{m.takeovers, m.lost, m.provider, m.pruned, m.srcErrs} {
+		if c != nil {
+			c.Add(context.Background(), 0)
+		}
+	}
 	var err error
 	m.claimDur, err = meter.Float64Histogram(NameClaimDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a worker's claim of the next run took in the store."),

@@ -30,6 +30,7 @@ type consoleFlags struct {
 	mcpConfig      string
 	resume         string
 	hosts          []string
+	ops            opsFlags
 }
 
 func (e *env) consoleCmd() *cobra.Command {
@@ -51,7 +52,10 @@ func (e *env) consoleCmd() *cobra.Command {
 			"  here   resume the run in this process when it can rebuild the run's agent (the provider's API key in its\n" +
 			"         environment, the MCP config as the run remembers it, or --mcp-config); otherwise show the command\n" +
 			"  queue  hand the run to the workers' queue (actoviq worker processes of this store and tenant resume it)\n" +
-			"  none   only show the actoviq resume command",
+			"  none   only show the actoviq resume command\n\n" +
+			"--metrics-listen serves Prometheus metrics (gauges over the store: runs by status, inbox items and the\n" +
+			"oldest one's age by kind). --notify-url POSTs a signed JSON item to a webhook for each stalled run it\n" +
+			"finds (every --notify-stalled-every) and for what runs resumed here stop for.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return e.console(cmd, &c, &f) },
 	}
@@ -66,6 +70,7 @@ func (e *env) consoleCmd() *cobra.Command {
 	fl.StringVar(&f.mcpConfig, "mcp-config", "", "MCP servers config for the runs this console resumes (default: each run's own)")
 	fl.StringVar(&f.resume, "resume", "here", "what Resume does: here, queue (actoviq worker) or none (show the command)")
 	fl.StringArrayVar(&f.hosts, "host", nil, "a host name the console is reached by, e.g. the proxy's (repeatable; IP addresses and localhost always work)")
+	f.ops.register(cmd, true)
 	return cmd
 }
 
@@ -165,11 +170,17 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	if err != nil {
 		return err
 	}
-	rt, done, err := e.runtime(ctx, c)
+	op, err := e.newOps(&f.ops, nil)
+	if err != nil {
+		return err
+	}
+	defer op.close()
+	rt, done, err := e.runtime(ctx, c, op.sinks...)
 	if err != nil {
 		return err
 	}
 	defer done()
+	op.start(ctx, rt)
 	hosts, err := consoleHosts(f)
 	if err != nil {
 		return err

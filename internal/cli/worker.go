@@ -27,6 +27,7 @@ func (e *env) workerCmd() *cobra.Command {
 	var mcpConfig string
 	var leaseTTL, poll, grace time.Duration
 	var jsonLog bool
+	var of opsFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Drive queued runs (actoviq run --detach) until stopped",
@@ -35,7 +36,9 @@ func (e *env) workerCmd() *cobra.Command {
 			"process's environment and config file). Any number of workers may share one store; on PostgreSQL they " +
 			"may run on many machines.\n\n" +
 			"SIGTERM or SIGINT drains: no new claims, in-flight runs may finish during --grace, then they go back " +
-			"to the queue. A second signal releases them at once.",
+			"to the queue. A second signal releases them at once.\n\n" +
+			"--metrics-listen serves Prometheus metrics; --notify-url POSTs a signed JSON item to a webhook for each\n" +
+			"call or run this worker stops for a person (approval, reconciliation, recovery, provider).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if concurrency < 1 {
@@ -52,12 +55,22 @@ func (e *env) workerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var h slog.Handler = slog.NewTextHandler(e.stderr, nil)
+			if jsonLog {
+				h = slog.NewJSONHandler(e.stderr, nil)
+			}
+			log := slog.New(h)
+			op, err := e.newOps(&of, log)
+			if err != nil {
+				return err
+			}
+			defer op.close()
 			st, err := e.openStore(ctx, &c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL, Codec: codec})
+			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL, Codec: codec, Sinks: op.sinks})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -69,12 +82,8 @@ func (e *env) workerCmd() *cobra.Command {
 			stopSignals := e.secondSignal(ctx, abort)
 			defer stopSignals()
 
-			var h slog.Handler = slog.NewTextHandler(e.stderr, nil)
-			if jsonLog {
-				h = slog.NewJSONHandler(e.stderr, nil)
-			}
-			log := slog.New(h)
 			info := actoviq.ParseHolder(rt.Holder())
+			op.start(ctx, rt)
 			fmt.Fprintf(e.stdout, "worker %s (%s) on %s tenant %s, concurrency %d\n", info.Holder, info, redactURL(e.storeURL(&c)), c.tenant, concurrency)
 			err = rt.Work(ctx, &actoviq.WorkOptions{Concurrency: concurrency, PollInterval: poll, Grace: grace, Abort: abort,
 				Resolve: agents.resolve, ResolveAgentIDs: []string{cliAgentID}, Logger: log})
@@ -93,6 +102,7 @@ func (e *env) workerCmd() *cobra.Command {
 	fl.DurationVar(&poll, "poll", time.Second, "how often an idle worker looks for work (PostgreSQL also wakes it with LISTEN/NOTIFY)")
 	fl.DurationVar(&grace, "grace", 30*time.Second, "after a signal, how long in-flight runs may go on before they go back to the queue")
 	fl.BoolVar(&jsonLog, "json-log", false, "log JSON lines on stderr")
+	of.register(cmd, false)
 	return cmd
 }
 
