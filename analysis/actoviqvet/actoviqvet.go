@@ -15,6 +15,8 @@ import (
 
 const (
 	toolPkg = "github.com/actoviq/actoviq-go/tool"
+	// httptoolPkg's Client.Do sends the call's key itself.
+	httptoolPkg = "github.com/actoviq/actoviq-go/tool/httptool"
 	httpPkg = "net/http"
 	// ignoreMark on the reported line, or the line above it, silences a
 	// report: for a key read by a helper the analyzer cannot follow.
@@ -271,6 +273,9 @@ func (c *checker) sideEffectBody(at token.Pos, body *ast.BlockStmt) {
 			switch path, name := fn.Pkg().Path(), fn.Name(); {
 			case path == toolPkg && name == "IdempotencyKey":
 				readsKey = true
+			case path == httptoolPkg && name == "Do":
+				// Client.Do reads the key from ctx and sets the header.
+				readsKey, setsHeader = true, true
 			case path == httpPkg && (name == "NewRequest" || name == "NewRequestWithContext"):
 				requests = append(requests, n)
 			case path == httpPkg && (name == "Post" || name == "PostForm"):
@@ -296,12 +301,14 @@ func (c *checker) sideEffectBody(at token.Pos, body *ast.BlockStmt) {
 	if !setsHeader {
 		for _, r := range requests {
 			c.report(r.Pos(), "HTTP request in a side-effect tool without an Idempotency-Key header: "+
-				`set req.Header.Set("Idempotency-Key", tool.IdempotencyKey(ctx))`)
+				`send it with httptool.Client.Do (package tool/httptool sets the call's key and maps timeouts, 409 and 5xx to an unknown outcome), `+
+				`or set req.Header.Set("Idempotency-Key", tool.IdempotencyKey(ctx))`)
 		}
 	}
 	for _, r := range unkeyable {
 		c.report(r.Pos(), "http.Post/PostForm in a side-effect tool cannot carry an Idempotency-Key header: "+
-			"build the request with http.NewRequestWithContext and set the header")
+			"use package tool/httptool (httptool.NewTool, or httptool.Client.Do on a request from http.NewRequestWithContext), "+
+			"which sends the call's key and maps timeouts, 409 and 5xx to an unknown outcome instead of an error the model sees")
 	}
 }
 

@@ -13,7 +13,11 @@
 //   - an HTTP request built inside a side-effect tool (http.NewRequest,
 //     http.NewRequestWithContext) when the function never sets an
 //     Idempotency-Key header, and any http.Post or http.PostForm there
-//     (they cannot carry one).
+//     (they cannot carry one). Both reports suggest package tool/httptool,
+//     which sends the call's key and maps the answer (a timeout, 409, 5xx)
+//     to the ledger's outcome; a body that sends through its Client.Do
+//     reads the key and sets the header as far as the analyzer is
+//     concerned.
 //
 // The analyzer looks at one function body: a key read, or a header set, in
 // a helper it calls is not seen. Silence such a report with a comment

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/actoviq/actoviq-go/tool"
+	"github.com/actoviq/actoviq-go/tool/httptool"
 )
 
 type in struct{}
@@ -33,7 +34,7 @@ var implicit = tool.Func(tool.Spec{Name: "pay"}, func(ctx context.Context, _ in)
 // Reads the key, but the request does not carry it.
 var payHTTP = tool.Func(tool.Spec{Name: "pay", Effect: tool.SideEffect}, func(ctx context.Context, _ in) (string, error) {
 	key := tool.IdempotencyKey(ctx)
-	req, _ := http.NewRequestWithContext(ctx, "POST", "http://bank/pay", strings.NewReader(key)) // want `without an Idempotency-Key header`
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://bank/pay", strings.NewReader(key)) // want `without an Idempotency-Key header: send it with httptool.Client.Do`
 	_, err := http.DefaultClient.Do(req)
 	return "", err
 })
@@ -46,12 +47,21 @@ var payGood = tool.Func(tool.Spec{Name: "pay", Effect: tool.SideEffect}, func(ct
 	return "", err
 })
 
+// httptool's Client.Do sends the call's key: nothing to report.
+var payHTTPTool = tool.Func(tool.Spec{Name: "pay", Effect: tool.SideEffect}, func(ctx context.Context, _ in) (string, error) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", "http://bank/pay", nil)
+	_, err := bankClient.Do(req)
+	return "", err
+})
+
+var bankClient, _ = httptool.New(nil)
+
 // http.Post cannot carry the header.
 var payPost = tool.Func(tool.Spec{Name: "pay", Effect: tool.SideEffect}, payWithPost)
 
 func payWithPost(ctx context.Context, _ in) (string, error) {
 	_ = tool.IdempotencyKey(ctx)
-	_, err := http.Post("http://bank/pay", "application/json", nil) // want `cannot carry an Idempotency-Key header`
+	_, err := http.Post("http://bank/pay", "application/json", nil) // want `cannot carry an Idempotency-Key header: use package tool/httptool`
 	return "", err
 }
 
