@@ -17,7 +17,7 @@ const (
 	toolPkg = "github.com/actoviq/actoviq-go/tool"
 	// httptoolPkg's Client.Do sends the call's key itself.
 	httptoolPkg = "github.com/actoviq/actoviq-go/tool/httptool"
-	httpPkg = "net/http"
+	httpPkg     = "net/http"
 	// ignoreMark on the reported line, or the line above it, silences a
 	// report: for a key read by a helper the analyzer cannot follow.
 	ignoreMark = "actoviq-vet:ignore"
