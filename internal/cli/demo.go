@@ -323,6 +323,9 @@ func (e *env) demo(ctx context.Context, o demoOpts) error {
 	if len(entries) != 1 || pay.State != store.LedgerCommitted {
 		return fail("expected exactly one payment, committed")
 	}
+	if err := e.demoHTTP(ctx, n, open); err != nil {
+		return fail("HTTP bank: %v", err)
+	}
 
 	script := filepath.Join(dir, "script.json")
 	if err := os.WriteFile(script, []byte(demoScript), 0o644); err != nil {

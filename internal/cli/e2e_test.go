@@ -76,7 +76,10 @@ func wantExit(t *testing.T, r cliRun, code int, what string) {
 func TestBinaryDemo(t *testing.T) {
 	r := actoviqBin(t, nil, "demo", "--dir", t.TempDir())
 	wantExit(t, r, 0, "demo")
-	for _, s := range []string{"was SIGKILLed", "started (attempt 1", "bank: 1 payment", "settled by probe", "probe by probe:pay_invoice", "actoviq resume"} {
+	for _, s := range []string{"was SIGKILLed", "started (attempt 1", "bank: 1 payment", "settled by probe", "probe by probe:pay_invoice", "actoviq resume",
+		// The HTTP bank (tool/httptool): a lost answer settled by a re-send the bank replays.
+		"the same payment over HTTP", "interrupted for reconciliation", `Idempotency-Key: "demo-http:call_pay"`,
+		"Idempotent-Replayed: true", "The bank received 2 requests with that key and made 1 payment"} {
 		if !strings.Contains(r.stdout, s) {
 			t.Fatalf("demo output lacks %q:\n%s", s, r.stdout)
 		}

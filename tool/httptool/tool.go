@@ -147,7 +147,11 @@ func (d *dedupingTool[In, Out]) Reconcile(ctx context.Context, key string, args 
 	if tool.IdempotencyKey(ctx) != key {
 		ctx = tool.WithIdempotencyKey(ctx, key)
 	}
-	why := fmt.Sprintf("sent the call's request again with its idempotency key (%s %s): the tool declares that the target dedupes on it, so this cannot act a second time", d.c.cfg.KeyHeader, key)
+	sent := key
+	if v, err := d.c.cfg.Key(key); err == nil {
+		sent = v
+	}
+	why := fmt.Sprintf("sent the call's request again with its idempotency key (%s: %s): the tool declares that the target dedupes on it, so this cannot act a second time", d.c.cfg.KeyHeader, sent)
 	res, out, err := d.send(ctx, in)
 	var rej *RejectedError
 	switch {
