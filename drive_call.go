@@ -39,7 +39,7 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 		next.Result, next.Error = scrub(next.Result, secrets), scrub(next.Error, secrets)
 	}
 	d.redactEntry(next)
-	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next, d.event(evType, en.CallID, entryData(next)))},
+	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next, d.entryEvent(evType, next))},
 		Events: extra})
 }
 

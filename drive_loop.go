@@ -269,7 +269,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		if en.State == store.LedgerCommitted { // a malformed call, answered at once
 			ev = EvToolSkipped
 		}
-		writes = append(writes, store.LedgerWrite{Entry: en, Event: d.event(ev, en.CallID, entryData(en))})
+		writes = append(writes, store.LedgerWrite{Entry: en, Event: d.entryEvent(ev, en)})
 	}
 	return nil, d.saveRun(ctx, store.RunRunning, writes, events...)
 }

@@ -37,6 +37,20 @@ func (d *drive) event(typ, callID string, data any) *store.Event {
 		SpanID: spanID(d.run.ID, callID), Type: typ, Time: d.rt.clock(), Data: raw}
 }
 
+// entryEvent builds the event of a ledger transition from the entry as it
+// is stored. Every value of its data comes from that entry, which was
+// redacted on its way to the store (arguments with the transcript item,
+// error and decisions by redactEntry), so the data is encoded once and
+// not walked by the redactor a second time.
+func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.Event {
+	b, err := json.Marshal(entryData(en))
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+	}
+	return &store.Event{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
+		SpanID: spanID(d.run.ID, en.CallID), Type: typ, Time: d.rt.clock(), Data: b}
+}
+
 // spanID is deterministic: a run's span, or a call's span within it.
 func spanID(runID, callID string) string {
 	sum := sha256.Sum256([]byte(runID + "\x00" + callID))
