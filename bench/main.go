@@ -30,13 +30,14 @@ import (
 
 func main() {
 	var (
-		pgURL    = flag.String("pg", os.Getenv("ACTOVIQ_TEST_PG_URL"), "PostgreSQL URL (a server with fsync on); empty skips PostgreSQL")
-		rounds   = flag.Int("rounds", 15, "interleaved rounds; figures are medians over them")
-		calls    = flag.Int("calls", 10, "tool calls (and DBOS steps) of the measured run")
-		conc     = flag.Int("concurrency", 64, "concurrent runs of the group-commit pass")
-		gcWrites = flag.Int("gc-writes", 20, "transitions per run in the group-commit pass")
-		turns    = flag.Int("turns", 1000, "turns of the long run of the memory pass")
-		sessN    = flag.Int("session-items", 100_000, "items of the session load pass")
+		pgURL       = flag.String("pg", os.Getenv("ACTOVIQ_TEST_PG_URL"), "PostgreSQL URL (a server with fsync on); empty skips PostgreSQL")
+		rounds      = flag.Int("rounds", 15, "interleaved rounds; figures are medians over them")
+		calls       = flag.Int("calls", 10, "tool calls (and DBOS steps) of the measured run")
+		conc        = flag.Int("concurrency", 64, "concurrent runs of the group-commit pass")
+		gcWrites    = flag.Int("gc-writes", 20, "transitions per run in the group-commit pass")
+		turns       = flag.Int("turns", 1000, "turns of the long run of the memory pass")
+		sessN       = flag.Int("session-items", 100_000, "items of the session load pass")
+		fleetRounds = flag.Int("fleet-rounds", 3, "rounds of the fleet pass (64 runs against 64 DBOS workflows)")
 	)
 	flag.Parse()
 	ctx := context.Background()
@@ -65,7 +66,14 @@ func main() {
 
 	fmt.Fprintln(os.Stderr, "bench: session pass...")
 	sess := env.sessions(ctx, *sessN, *rounds)
+	fmt.Fprintln(os.Stderr, "bench: long runs on the durable stores...")
+	long := env.longRuns(ctx, *turns)
+	fmt.Fprintln(os.Stderr, "bench: runs continuing sessions...")
+	sessRuns := env.sessionRuns(ctx, *sessN)
+	fmt.Fprintln(os.Stderr, "bench: fleet pass...")
+	fl := env.fleet(ctx, *conc, *fleetRounds)
 	printTable(env, med, counts, gc, mem, sess, *rounds, *calls)
+	printJournal(env, long, sessRuns, fl, *turns, *sessN, *conc)
 }
 
 func check(err error) {

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm/scripted"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// The write path of issue 22: what a write of a long run carries, what a
+// run continuing a long session costs, and a fleet of concurrent runs
+// against the same number of concurrent DBOS workflows.
+
+// byteStore counts the bytes each RunWrite hands to the store (checkpoint,
+// appended items, ledger arguments, results and errors, event data), and
+// on PostgreSQL the WAL written, per turn: a turn starts at each write
+// that updates the run (the model response's commit).
+type byteStore struct {
+	store.Store
+	mu    sync.Mutex
+	turns []int64 // bytes handed to the store per turn
+	wal   []int64 // PostgreSQL WAL bytes per turn
+	lsn   func() int64
+	last  int64
+}
+
+func (b *byteStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	n := 0
+	if u := p.Run; u != nil {
+		n += len(u.Checkpoint) + len(u.Meta)
+		for _, it := range u.Append {
+			n += len(it)
+		}
+	}
+	for _, w := range p.Ledger {
+		n += len(w.Entry.Args) + len(w.Entry.Result) + len(w.Entry.Error)
+		if w.Event != nil {
+			n += len(w.Event.Data)
+		}
+	}
+	for _, ev := range p.Events {
+		n += len(ev.Data)
+	}
+	b.mu.Lock()
+	if p.Run != nil {
+		if b.lsn != nil {
+			now := b.lsn()
+			if len(b.turns) > 0 {
+				b.wal = append(b.wal, now-b.last)
+			}
+			b.last = now
+		}
+		b.turns = append(b.turns, 0)
+	}
+	if len(b.turns) > 0 {
+		b.turns[len(b.turns)-1] += int64(n)
+	}
+	b.mu.Unlock()
+	return b.Store.RunWrite(ctx, p)
+}
+
+type longResult struct {
+	bytes10, bytesN int64 // bytes handed to the store in turn 10 and in turn N
+	wal10, walN     int64 // PostgreSQL WAL bytes in turn 10 and turn N
+	dur             time.Duration
+}
+
+// longAgent is a scripted agent of n turns, one read call each (the same
+// content every turn), then an answer.
+func longAgent(n int) *actoviq.AgentSpec {
+	look := tool.Func(tool.Spec{Name: "look", Effect: tool.Read},
+		func(ctx context.Context, in struct{ N int }) (string, error) {
+			return "the same answer every turn", nil
+		})
+	ts := make([]scripted.Turn, 0, n+1)
+	for i := range n {
+		ts = append(ts, scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: fmt.Sprint("c", i), Name: "look", Arguments: json.RawMessage(`{"N":1}`)}}})
+	}
+	ts = append(ts, scripted.Turn{Text: "done"})
+	return &actoviq.AgentSpec{ID: "long", Model: "scripted-1", Tools: []tool.Tool{look}, Provider: scripted.New(ts...),
+		Limits: actoviq.Limits{MaxTurns: n + 1}}
+}
+
+// longRuns runs one n-turn run on each durable store and reports the bytes
+// its turn 10 and its turn n handed to the store.
+func (e *env) longRuns(ctx context.Context, n int) map[string]longResult {
+	out := map[string]longResult{}
+	for _, b := range e.backs {
+		if b.floor == nil {
+			continue
+		}
+		bs := &byteStore{Store: b.st}
+		if b.name == "pg" {
+			bs.lsn = func() int64 {
+				var v int64
+				check(e.pool.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'::pg_lsn`).Scan(&v))
+				return v
+			}
+		}
+		rt, err := actoviq.New(bs, nil)
+		check(err)
+		start := time.Now()
+		res, err := rt.Run(ctx, longAgent(n), &actoviq.Input{RunID: "long-" + randHex(4), Items: []item.Item{item.UserText("go")}})
+		d := time.Since(start)
+		check(err)
+		rt.Close()
+		if res.Status != actoviq.StatusCompleted {
+			check(fmt.Errorf("long run on %s: %s", b.name, res.Status))
+		}
+		// turns[0] is the create-time write (run.started); turn k is turns[k].
+		r := longResult{bytes10: bs.turns[10], bytesN: bs.turns[n], dur: d}
+		if len(bs.wal) >= n {
+			r.wal10, r.walN = bs.wal[10], bs.wal[n-1]
+		}
+		out[b.name] = r
+	}
+	return out
+}
+
+type sessRun struct {
+	short, long           time.Duration // a one-turn run continuing the session
+	allocShort, allocLong uint64
+	nShort, nLong         int
+}
+
+// sessionRuns times a one-turn run that continues a session of 1,000 items
+// and one that continues a session of n items, on each durable store.
+func (e *env) sessionRuns(ctx context.Context, n int) map[string]sessRun {
+	out := map[string]sessRun{}
+	for _, b := range e.backs {
+		if b.floor == nil {
+			continue
+		}
+		fill := func(id string, n int) {
+			var rev int64
+			for rev < int64(n) {
+				k := min(1000, n-int(rev))
+				items := make([]json.RawMessage, k)
+				for j := range items {
+					items[j] = json.RawMessage(fmt.Sprintf(`{"type":"text","role":"user","text":"message %d"}`, rev+int64(j)))
+				}
+				var err error
+				rev, err = b.st.SessionAppend(ctx, &store.SessionAppendParams{Tenant: b.rt.Tenant(), SessionID: id, ExpectedRevision: rev, Items: items})
+				check(err)
+			}
+		}
+		one := func(session string) (time.Duration, uint64) {
+			agent := &actoviq.AgentSpec{ID: "sess", Model: "scripted-1", Provider: scripted.New(scripted.Turn{Text: "ok"})}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			res, err := b.rt.Run(ctx, agent, &actoviq.Input{RunID: "s-" + randHex(4), SessionID: session, Items: []item.Item{item.UserText("go on")}})
+			d := time.Since(start)
+			runtime.ReadMemStats(&after)
+			check(err)
+			if res.Status != actoviq.StatusCompleted {
+				check(fmt.Errorf("session run on %s: %s", b.name, res.Status))
+			}
+			return d, after.TotalAlloc - before.TotalAlloc
+		}
+		short, long := "short-"+randHex(4), "long-"+randHex(4)
+		fill(short, 1000)
+		fill(long, n)
+		var r sessRun
+		r.nShort, r.nLong = 1000, n
+		r.short, r.allocShort = one(short)
+		r.long, r.allocLong = one(long)
+		out[b.name] = r
+	}
+	return out
+}
+
+type fleetResult struct {
+	ours, dbos float64 // calls per second, steps per second (medians)
+}
+
+// fleet runs, rounds times, n concurrent runs of e.calls side-effect calls
+// each, and n concurrent DBOS workflows of e.calls steps each, on the same
+// backend, alternating; it reports the median throughputs.
+func (e *env) fleet(ctx context.Context, n, rounds int) map[string]fleetResult {
+	out := map[string]fleetResult{}
+	for _, b := range e.backs {
+		if b.floor == nil || e.dbos[b.name] == nil {
+			continue
+		}
+		var ours, theirs []time.Duration
+		for round := range rounds {
+			measure := func(f func() error) time.Duration {
+				var wg sync.WaitGroup
+				start := time.Now()
+				for range n {
+					wg.Go(func() { check(f()) })
+				}
+				wg.Wait()
+				return time.Since(start)
+			}
+			a := func() error { _, err := e.run(ctx, b, e.calls); return err }
+			d := func() error { _, err := e.runDBOS(b.name, e.calls); return err }
+			if round%2 == 0 {
+				ours = append(ours, measure(a))
+				theirs = append(theirs, measure(d))
+			} else {
+				theirs = append(theirs, measure(d))
+				ours = append(ours, measure(a))
+			}
+		}
+		total := float64(n * e.calls)
+		out[b.name] = fleetResult{ours: total / median(ours).Seconds(), dbos: total / median(theirs).Seconds()}
+	}
+	return out
+}
+
+func printJournal(e *env, long map[string]longResult, sess map[string]sessRun, fl map[string]fleetResult, turns, n, fleetN int) {
+	w := os.Stdout
+	fmt.Fprintf(w, "\n| write path (issue 22) | SQLite | PostgreSQL |\n|---|---|---|\n")
+	row := func(label string, f func(name string) string) {
+		pg := "(no PostgreSQL)"
+		if e.pg != nil {
+			pg = f("pg")
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", label, f("sqlite"), pg)
+	}
+	row(fmt.Sprintf("%d-turn run: bytes handed to the store in turn 10 → turn %d (goal ≤ 1.5×)", turns, turns), func(k string) string {
+		r := long[k]
+		return fmt.Sprintf("%d B → %d B (%.2f×)", r.bytes10, r.bytesN, float64(r.bytesN)/float64(max(r.bytes10, 1)))
+	})
+	if e.pg != nil {
+		fmt.Fprintf(w, "| %d-turn run: PostgreSQL WAL in turn 10 → turn %d | | %d B → %d B (%.2f×) |\n", turns, turns,
+			long["pg"].wal10, long["pg"].walN, float64(long["pg"].walN)/float64(max(long["pg"].wal10, 1)))
+	}
+	row(fmt.Sprintf("%d-turn run: wall time", turns), func(k string) string { return fmt.Sprintf("%.1f s", long[k].dur.Seconds()) })
+	row(fmt.Sprintf("run continuing a session of 1k → %dk items: time (goal ≤ 2×)", n/1000), func(k string) string {
+		r := sess[k]
+		return fmt.Sprintf("%.1f ms → %.1f ms (%.1f×)", float64(r.short)/1e6, float64(r.long)/1e6, float64(r.long)/float64(r.short))
+	})
+	row(fmt.Sprintf("run continuing a session of 1k → %dk items: allocated (goal ≤ 2×)", n/1000), func(k string) string {
+		r := sess[k]
+		return fmt.Sprintf("%.1f MB → %.1f MB (%.1f×)", float64(r.allocShort)/1e6, float64(r.allocLong)/1e6, float64(r.allocLong)/float64(r.allocShort))
+	})
+	row(fmt.Sprintf("fleet: %d concurrent runs × %d side-effect calls, calls/s vs %d DBOS workflows × %d steps, steps/s (goal ≥ 1.0×)",
+		fleetN, e.calls, fleetN, e.calls), func(k string) string {
+		r := fl[k]
+		return fmt.Sprintf("%.0f vs %.0f (%.2f×)", r.ours, r.dbos, r.ours/r.dbos)
+	})
+}
