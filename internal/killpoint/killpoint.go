@@ -35,6 +35,18 @@ var (
 	hits  atomic.Int64
 )
 
+// CompactEvery is the number of log rows of a run after which the stores
+// compact them (16). ACTOVIQ_COMPACT_EVERY sets it in a test process, so
+// that the short runs of the crash campaign compact too.
+var CompactEvery = envInt("ACTOVIQ_COMPACT_EVERY", 16)
+
+func envInt(name string, def int64) int64 {
+	if n, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil && n >= 2 {
+		return n
+	}
+	return def
+}
+
 type arm struct {
 	name string
 	n    int64

@@ -137,22 +137,21 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 	return out, nil
 }
 
-// Compaction. Every compactEvery-th log row of a run triggers, after its
+// Compaction. Every killpoint.CompactEvery-th (16th) log row of a run triggers, after its
 // write returned, a merge of the rows in (seq-span, seq], where span is
-// the largest compactEvery·2^k dividing seq: a binary counter, so that
+// the largest CompactEvery·2^k dividing seq: a binary counter, so that
 // each item is rewritten O(log n) times over a run of n rows and a read
 // meets O(log n) rows. A merge is one transaction under the run's advisory
 // lock (read the rows, check their checksums, delete them, write the
 // merged row), so a crash at any point leaves the old rows or the merged
 // one.
-const compactEvery = 16
-
 // compactSpan returns the rows a write of log row seq merges; 0 for none.
 func compactSpan(seq int64) int64 {
-	if seq <= 0 || seq%compactEvery != 0 {
+	every := killpoint.CompactEvery
+	if seq <= 0 || seq%every != 0 {
 		return 0
 	}
-	span := int64(compactEvery)
+	span := every
 	for seq%(span*2) == 0 {
 		span *= 2
 	}

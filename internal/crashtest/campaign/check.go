@@ -12,6 +12,7 @@ import (
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/internal/killpoint"
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -123,9 +124,16 @@ func (e *episodeEnv) play(ctx context.Context, dir, name string, armed bool) err
 		sp := childSpec{Target: e.tg, Scenario: c.scenario.name, Dir: dir, Runs: open, Decide: decs}
 		var delay time.Duration
 		if armed && (d == 0 || e.rng.IntN(2) == 0) {
-			if e.rng.IntN(2) == 0 && e.writes > 0 {
+			switch k := e.rng.IntN(5); {
+			case k == 0:
+				// Inside the store: a journal write (after its log row,
+				// before its commit) or a compaction (after the merged rows
+				// were deleted, or after the merged row was written).
+				points := []string{killpoint.JournalWrite, killpoint.JournalWrite, killpoint.Compaction, killpoint.CompactionCommit}
+				sp.KillPoint = fmt.Sprintf("%s:%d", points[e.rng.IntN(len(points))], 1+e.rng.IntN(3))
+			case k <= 2 && e.writes > 0:
 				sp.KillAt = 1 + e.rng.IntN(2*e.writes)
-			} else {
+			default:
 				delay = time.Duration(e.rng.Int64N(int64(max(e.took, time.Millisecond)))) + 1
 			}
 		}
@@ -135,6 +143,9 @@ func (e *episodeEnv) play(ctx context.Context, dir, name string, armed bool) err
 		}
 		if res.killed {
 			c.kills++
+			if sp.KillPoint != "" {
+				c.inside++
+			}
 		}
 		if res.fail != "" {
 			c.c.Errors++

@@ -44,6 +44,10 @@ type childSpec struct {
 	// KillAt arms a kill at a store write: position 2k-1 is just before
 	// the k-th write, 2k just after it returned; 0 means none.
 	KillAt int `json:"kill_at,omitempty"`
+	// KillPoint arms a kill inside the store's own write instead: "name:n"
+	// for the n-th time the child reaches internal/killpoint's point name
+	// (inside a journal write, or inside a log compaction).
+	KillPoint string `json:"kill_point,omitempty"`
 }
 
 // decision is an operator's decision for one call of one run.

@@ -76,6 +76,7 @@ type cell struct {
 	quota    int // kills to reach
 
 	episodes, runs, kills, resumes int
+	inside                         int // kills inside a store write (journal write, compaction)
 	refused                        int // stale decisions the runtime refused (typed, not a violation)
 	c                              counts
 	details                        []string
@@ -157,7 +158,7 @@ func report(cells []*cell, seed uint64, n int, stores string, took time.Duration
 	fmt.Printf("\n%-7s %-11s %5s %5s %6s %7s %7s %11s %4s %9s %10s %11s %11s %10s %6s %7s\n",
 		"store", "scenario", "runs", "kills", "resume", "refused", "dup_eff", "lost_result", "dup", "unanswer", "unexplain", "incomplete", "key_change", "errors", "time", "")
 	var total counts
-	kills, resumes, runs, refused := 0, 0, 0, 0
+	kills, resumes, runs, refused, inside := 0, 0, 0, 0, 0
 	bad := 0
 	for _, c := range cells {
 		mark := "ok"
@@ -170,12 +171,14 @@ func report(cells []*cell, seed uint64, n int, stores string, took time.Duration
 			c.c.Unexplained, c.c.Incomplete, c.c.KeyChanges, c.c.Errors, c.took.Seconds(), mark)
 		total.add(c.c)
 		kills, resumes, runs, refused = kills+c.kills, resumes+c.resumes, runs+c.runs, refused+c.refused
+		inside += c.inside
 	}
 	fmt.Printf("%-7s %-11s %5d %5d %6d %7d %7d %11d %4d %9d %10d %11d %11d %10d %5.1fs\n",
 		"total", "", runs, kills, resumes, refused, total.DupEffects, total.Lost, total.DupItems, total.Unanswered,
 		total.Unexplained, total.Incomplete, total.KeyChanges, total.Errors, took.Seconds())
 	if bad == 0 {
-		fmt.Printf("crash campaign: seed %d: %d kills, %d resumes, %d runs, 0 violations in %.0fs\n", seed, kills, resumes, runs, took.Seconds())
+		fmt.Printf("crash campaign: seed %d: %d kills (%d inside a store's journal write or compaction), %d resumes, %d runs, 0 violations in %.0fs\n",
+			seed, kills, inside, resumes, runs, took.Seconds())
 		if !keep {
 			os.RemoveAll(work)
 		}
@@ -263,7 +266,12 @@ type driveResult struct {
 func spawn(self string, sp childSpec, delay time.Duration) driveResult {
 	b, _ := json.Marshal(sp)
 	cmd := exec.Command(self, "-child")
-	cmd.Env = append(os.Environ(), "CAMPAIGN_CHILD="+string(b))
+	// Compactions every 2 log rows, so that the short runs of the
+	// scenarios compact (and a kill can land inside one).
+	cmd.Env = append(os.Environ(), "CAMPAIGN_CHILD="+string(b), "ACTOVIQ_COMPACT_EVERY=2")
+	if sp.KillPoint != "" {
+		cmd.Env = append(cmd.Env, "ACTOVIQ_KILLPOINT="+sp.KillPoint)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr strings.Builder
 	cmd.Stderr = &limited{w: &stderr, n: 8 << 10}
