@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -20,9 +21,12 @@ type drive struct {
 	fence  store.Fence
 	sinks  []EventSink
 
-	run          *store.Run
-	cp           *checkpoint
-	cpEnc        cpEncoder // encodes cp for saveRun
+	run   *store.Run
+	cp    *checkpoint
+	cpEnc cpEncoder // encodes cp for saveRun
+	// tcheck checks the transcript before each model call, one new item
+	// at a time; it holds the call ids the transcript has.
+	tcheck       llm.TranscriptCheck
 	ledger       map[string]*store.LedgerEntry
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
 	sealErr      map[string]error           // why a sealed copy did not open or was not made
@@ -118,6 +122,7 @@ func (d *drive) read(ctx context.Context, runID string) error {
 	}
 	d.run, d.cp = run, cp
 	d.cpEnc = cpEncoder{stored: cp.logged}
+	d.tcheck = llm.TranscriptCheck{}
 	clear(d.ledger)
 	for _, en := range entries {
 		d.ledger[en.CallID] = en

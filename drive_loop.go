@@ -127,7 +127,7 @@ func resultItem(en *store.LedgerEntry) item.Item {
 }
 
 func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
-	if err := llm.ValidateTranscript(d.cp.Items); err != nil {
+	if err := d.tcheck.Check(d.cp.Items); err != nil {
 		// Never send a tool call without its result to a provider.
 		return nil, err
 	}
@@ -180,12 +180,12 @@ func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
 // checkpoint together with a prepared ledger entry per call, before
 // anything runs. A response without calls completes the run.
 func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunResult, error) {
-	used := map[string]bool{}
-	for _, it := range d.cp.Items {
-		if it.Type == item.TypeToolCall {
-			used[it.ToolCall.ID] = true
-		}
-	}
+	// The call ids the transcript already holds (the incremental check has
+	// them: no pass over the whole transcript per turn), and those this
+	// response assigns.
+	_ = d.tcheck.Check(d.cp.Items)
+	assigned := map[string]bool{}
+	used := func(id string) bool { return assigned[id] || d.tcheck.Seen(id) }
 	turn := d.cp.Turn + 1
 	inResp := map[string]json.RawMessage{}
 	var items []item.Item
@@ -207,15 +207,15 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 				"%v: call id %q appears twice in one response with different arguments; nothing was executed", ErrModelBehavior, tc.ID))
 		}
 		providerID := tc.ID
-		if !usableCallID(tc.ID) || used[tc.ID] {
+		if !usableCallID(tc.ID) || used(tc.ID) {
 			tc.ProviderID = "" // the provider's item id names the original call id
 			tc.ID = fmt.Sprintf("call_t%d_%d", turn, i)
-			for n := 2; used[tc.ID]; n++ {
+			for n := 2; used(tc.ID); n++ {
 				tc.ID = fmt.Sprintf("call_t%d_%d_%d", turn, i, n)
 			}
 		}
 		inResp[providerID] = tc.Arguments
-		used[tc.ID] = true
+		assigned[tc.ID] = true
 		if !isJSONObject(tc.Arguments) {
 			// Recorded, never executed; the model sees an error result.
 			if d.cp.Malformed++; d.cp.Malformed > d.limits.MaxMalformedCalls {

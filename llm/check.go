@@ -75,46 +75,82 @@ func (c Capabilities) CheckStream(req *Request) error {
 // Every provider and the engine call it before sending a transcript: a tool
 // call without its result must never reach a provider.
 func ValidateTranscript(items []item.Item) error {
-	type state struct {
-		index    int
-		resolved bool
+	var c TranscriptCheck
+	return c.Check(items)
+}
+
+// TranscriptCheck is [ValidateTranscript] for a transcript that only
+// grows: each Check looks only at the items added since the previous one,
+// so a run of n turns checks each item once instead of its whole
+// transcript before every model call. The zero value is ready; a
+// transcript shorter than the one checked before starts it over.
+type TranscriptCheck struct {
+	n          int            // items checked
+	calls      map[string]int // call id → index of the call
+	unresolved map[string]int // calls without a result yet → index
+	bad        error          // the first problem of the checked prefix
+}
+
+// Check reports the first problem of items (the same transcript as the
+// previous call, possibly longer), as [ValidateTranscript] does.
+func (c *TranscriptCheck) Check(items []item.Item) error {
+	if len(items) < c.n || c.calls == nil {
+		*c = TranscriptCheck{calls: map[string]int{}, unresolved: map[string]int{}}
 	}
-	calls := map[string]*state{}
-	var order []string
-	for i, it := range items {
-		switch it.Type {
-		case item.TypeToolCall:
-			if it.ToolCall == nil {
-				return fmt.Errorf("llm: transcript item %d: %w", i, &item.InvalidError{Type: it.Type, Reason: "missing tool_call"})
-			}
-			id := it.ToolCall.ID
-			if id == "" {
-				return &DanglingToolCallError{Problem: ProblemEmptyCallID, Index: i}
-			}
-			if _, dup := calls[id]; dup {
-				return &DanglingToolCallError{CallID: id, Problem: ProblemDuplicateCall, Index: i}
-			}
-			calls[id] = &state{index: i}
-			order = append(order, id)
-		case item.TypeToolResult:
-			if it.ToolResult == nil {
-				return fmt.Errorf("llm: transcript item %d: %w", i, &item.InvalidError{Type: it.Type, Reason: "missing tool_result"})
-			}
-			id := it.ToolResult.CallID
-			st, ok := calls[id]
-			switch {
-			case !ok:
-				return &DanglingToolCallError{CallID: id, Problem: ProblemNoCall, Index: i}
-			case st.resolved:
-				return &DanglingToolCallError{CallID: id, Problem: ProblemDuplicateResult, Index: i}
-			}
-			st.resolved = true
-		}
+	for i := c.n; i < len(items) && c.bad == nil; i++ {
+		c.bad = c.add(i, items[i])
+		c.n = i + 1
 	}
-	for _, id := range order {
-		if st := calls[id]; !st.resolved {
-			return &DanglingToolCallError{CallID: id, Problem: ProblemNoResult, Index: st.index}
+	if c.bad != nil {
+		return c.bad
+	}
+	if len(c.unresolved) > 0 {
+		first, at := "", -1
+		for id, idx := range c.unresolved {
+			if at < 0 || idx < at {
+				first, at = id, idx
+			}
 		}
+		return &DanglingToolCallError{CallID: first, Problem: ProblemNoResult, Index: at}
+	}
+	return nil
+}
+
+// Seen reports whether a tool call with this id is in the checked items.
+func (c *TranscriptCheck) Seen(id string) bool {
+	_, ok := c.calls[id]
+	return ok
+}
+
+func (c *TranscriptCheck) add(i int, it item.Item) error {
+	switch it.Type {
+	case item.TypeToolCall:
+		if it.ToolCall == nil {
+			return fmt.Errorf("llm: transcript item %d: %w", i, &item.InvalidError{Type: it.Type, Reason: "missing tool_call"})
+		}
+		id := it.ToolCall.ID
+		if id == "" {
+			return &DanglingToolCallError{Problem: ProblemEmptyCallID, Index: i}
+		}
+		if _, dup := c.calls[id]; dup {
+			return &DanglingToolCallError{CallID: id, Problem: ProblemDuplicateCall, Index: i}
+		}
+		c.calls[id] = i
+		c.unresolved[id] = i
+	case item.TypeToolResult:
+		if it.ToolResult == nil {
+			return fmt.Errorf("llm: transcript item %d: %w", i, &item.InvalidError{Type: it.Type, Reason: "missing tool_result"})
+		}
+		id := it.ToolResult.CallID
+		_, called := c.calls[id]
+		_, open := c.unresolved[id]
+		switch {
+		case !called:
+			return &DanglingToolCallError{CallID: id, Problem: ProblemNoCall, Index: i}
+		case !open:
+			return &DanglingToolCallError{CallID: id, Problem: ProblemDuplicateResult, Index: i}
+		}
+		delete(c.unresolved, id)
 	}
 	return nil
 }

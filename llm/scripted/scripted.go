@@ -7,6 +7,7 @@ import (
 	"iter"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/actoviq/actoviq-go/item"
@@ -37,6 +38,33 @@ type ToolCall struct {
 type Provider struct {
 	turns []Turn
 	calls atomic.Int64
+
+	// checks continues the transcript check of a run from one request to
+	// the next: a runtime appends to one transcript, so a request whose
+	// items start at the same element as an earlier one's is that
+	// transcript grown, and only its new items are checked (each item once
+	// over a run, instead of the whole transcript on every turn).
+	mu     sync.Mutex
+	checks map[*item.Item]*llm.TranscriptCheck
+}
+
+// check validates a request's transcript, incrementally when it continues
+// one seen before.
+func (p *Provider) check(items []item.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.checks[&items[0]]
+	if !ok {
+		if p.checks == nil || len(p.checks) >= 64 {
+			p.checks = map[*item.Item]*llm.TranscriptCheck{} // a bound: forget older runs
+		}
+		c = &llm.TranscriptCheck{}
+		p.checks[&items[0]] = c
+	}
+	return c.Check(items)
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -109,7 +137,7 @@ func (p *Provider) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := llm.ValidateTranscript(req.Items); err != nil {
+	if err := p.check(req.Items); err != nil {
 		return nil, fmt.Errorf("scripted: refusing a transcript the real providers would reject: %w", err)
 	}
 	p.calls.Add(1)
