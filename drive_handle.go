@@ -28,9 +28,14 @@ type callRecorder struct {
 // RecordHandle implements [tool.HandleRecorder].
 func (r *callRecorder) RecordHandle(ctx context.Context, h tool.Handle) error {
 	d := r.d
+	// The tool's goroutine may outlive the runner's wait (a cancelled or
+	// timed-out call): read the drive's state under its lock.
+	d.mu.Lock()
 	data := &ToolHandleData{CallID: r.callID, Attempt: r.attempt, Kind: h.Kind, Data: h.Data,
 		Evidence: d.redactText(r.callID, h.Evidence)}
-	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolHandle, r.callID, data)}}); err != nil {
+	ev := d.event(EvToolHandle, r.callID, data)
+	d.mu.Unlock()
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{ev}}); err != nil {
 		return err
 	}
 	d.mu.Lock()

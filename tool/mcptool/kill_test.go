@@ -241,11 +241,11 @@ func TestSIGKILLDuringTaskPolling(t *testing.T) {
 	const key = "run1:c1"
 	polled := make(chan struct{})
 	var once sync.Once
-	s.onGet = func(_ string, n int) {
+	s.setOnGet(func(_ string, n int) {
 		if n == 3 {
 			once.Do(func() { close(polled) })
 		}
-	}
+	})
 	c := startChild(t, s, "call", "slow_task", key, file, "", false)
 	<-polled
 	c.kill(t)

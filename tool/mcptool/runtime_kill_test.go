@@ -193,11 +193,11 @@ func TestRuntimeSIGKILLDuringTaskPolling(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
 	polled := make(chan struct{})
 	var once sync.Once
-	s.onGet = func(_ string, n int) {
+	s.setOnGet(func(_ string, n int) {
 		if n == 3 {
 			once.Do(func() { close(polled) })
 		}
-	}
+	})
 	c := startRuntimeChild(t, s, db, "slow_task", "", false)
 	<-polled
 	c.kill(t)
@@ -302,7 +302,7 @@ func TestRuntimeCancelSendsTaskCancel(t *testing.T) {
 	}
 	cancelled := make(chan struct{})
 	var once sync.Once
-	s.onGet = func(_ string, n int) {
+	s.setOnGet(func(_ string, n int) {
 		if n == 2 {
 			once.Do(func() {
 				go func() {
@@ -313,7 +313,7 @@ func TestRuntimeCancelSendsTaskCancel(t *testing.T) {
 				}()
 			})
 		}
-	}
+	})
 	res, err := rt.Run(context.Background(), agent, &actoviq.Input{RunID: "r1", Items: []item.Item{item.UserText("go")}})
 	<-cancelled
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -109,6 +109,13 @@ func newV26Server(t *testing.T, stateful bool) *v26Server {
 
 func (s *v26Server) url() string { return s.ts.URL }
 
+// setOnGet sets the tasks/get hook.
+func (s *v26Server) setOnGet(fn func(id string, n int)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onGet = fn
+}
+
 func metaKey(m map[string]any) string {
 	k, _ := m[mcptool.MetaIdempotencyKey].(string)
 	return k

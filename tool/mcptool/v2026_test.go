@@ -214,11 +214,11 @@ func TestTaskRecordedThenPolled(t *testing.T) {
 			}
 		}
 	}}
-	s.onGet = func(_ string, n int) {
+	s.setOnGet(func(_ string, n int) {
 		if n == 3 {
 			s.complete("run1:c1")
 		}
-	}
+	})
 	res, err := tools["v__slow_task"].Call(callCtx("run1:c1", rec), nil)
 	if err != nil || res.Content != "report for run1:c1" {
 		t.Fatalf("task: %+v, %v", res, err)
@@ -236,11 +236,11 @@ func TestTaskCancelledCall(t *testing.T) {
 	_, tools := v26Tools(t, s, &mcptool.Options{TaskPoll: 5e6})
 	ctx, cancel := context.WithCancel(callCtx("run1:c1", nil))
 	rec := &handles{}
-	s.onGet = func(_ string, n int) {
+	s.setOnGet(func(_ string, n int) {
 		if n == 2 {
 			cancel()
 		}
-	}
+	})
 	_, err := tools["v__slow_task"].Call(tool.WithHandleRecorder(ctx, rec), nil)
 	if !errors.Is(err, tool.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "tasks/cancel was sent") {
 		t.Fatalf("err = %v", err)
