@@ -222,7 +222,7 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 		timeout = d.limits.ToolTimeout
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
-	probe, err := safeReconcile(tool.WithIdempotencyKey(pctx, en.IdempotencyKey), rec, en.IdempotencyKey, args)
+	probe, err := safeReconcile(tool.WithCallStarted(tool.WithIdempotencyKey(pctx, en.IdempotencyKey), en.StartedAt), rec, en.IdempotencyKey, args)
 	cancel()
 	ans := &ProbeAnswer{Outcome: probe.Outcome.String(), Evidence: probe.Evidence}
 	if err != nil {

@@ -49,6 +49,17 @@ type Config struct {
 	// request with an Idempotency-Key header and a rewindable body). False
 	// (the default) means neither: no request is ever sent twice.
 	Dedupes bool
+	// KeyWindow is how long the target keeps a key after the first
+	// request with it; after that, the same key acts again. The probe of a
+	// deduping tool sends a call again only while the call's last attempt
+	// started less than KeyWindow ago (the runtime tells it when:
+	// [tool.CallStarted]); past it, or when the start is not known, it
+	// leaves the call to a person. Zero means 24 hours, what Stripe and
+	// Checkout.com document; set the target's own (Qonto: 30 minutes).
+	KeyWindow time.Duration
+	// Clock gives the time the probe compares with KeyWindow. Nil means
+	// time.Now.
+	Clock func() time.Time
 	// InProgress reports whether a response means "a request with this
 	// key is still being processed". Nil means status 409 (draft-07).
 	InProgress func(status int, header http.Header, body []byte) bool
@@ -69,6 +80,8 @@ func (c *Config) validate() error {
 	switch {
 	case c.InProgressWait < 0:
 		return fmt.Errorf("httptool: invalid Config.InProgressWait %v: negative", c.InProgressWait)
+	case c.KeyWindow < 0:
+		return fmt.Errorf("httptool: invalid Config.KeyWindow %v: negative", c.KeyWindow)
 	case c.MaxBody < 0:
 		return fmt.Errorf("httptool: invalid Config.MaxBody %d: negative", c.MaxBody)
 	case c.KeyHeader != "" && !validHeaderName(c.KeyHeader):
@@ -122,6 +135,12 @@ func New(cfg *Config) (*Client, error) {
 	}
 	if c.InProgressWait == 0 {
 		c.InProgressWait = 2 * time.Second
+	}
+	if c.KeyWindow == 0 {
+		c.KeyWindow = 24 * time.Hour
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.MaxBody == 0 {
 		c.MaxBody = 1 << 20

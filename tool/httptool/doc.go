@@ -69,5 +69,7 @@
 //   - How long: Stripe may drop a key after 24 hours, Checkout.com after
 //     24 hours, Qonto after 30 minutes, TrueLayer after 6 hours; after
 //     that, the same key acts again. A target that dedupes does so only
-//     within its window: settle unknown outcomes well inside it.
+//     within its window, so the probe re-sends only while the call started
+//     less than [Config.KeyWindow] ago (default 24 hours), and otherwise
+//     leaves the call to a person.
 package httptool

@@ -294,3 +294,53 @@ func child(path, url string, dedupes bool) {
 	fmt.Fprintln(os.Stderr, "the child was not killed:", err)
 	os.Exit(4)
 }
+
+// TestProbeStaysInsideTheKeyWindow: the probe sends a call again only
+// while the target still keeps its key (Config.KeyWindow, counted from the
+// call's recorded start); past it, or with no start known, it sends
+// nothing and leaves the call to a person.
+func TestProbeStaysInsideTheKeyWindow(t *testing.T) {
+	t.Parallel()
+	g := newTarget(t, true)
+	now := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	c, err := httptool.New(&httptool.Config{Dedupes: true, KeyWindow: time.Hour, Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay, err := httptool.NewTool[payArgs, receipt](tool.Spec{Name: "pay", Description: "Send money", Effect: tool.SideEffect}, c,
+		func(ctx context.Context, in payArgs) (*http.Request, error) {
+			body, _ := json.Marshal(in)
+			return http.NewRequestWithContext(ctx, "POST", g.srv.URL+"/v1/payments", bytes.NewReader(body))
+		}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := pay.(tool.Reconciler)
+	args := json.RawMessage(`{"to":"ada","amount":5}`)
+	probe := func(started time.Time) tool.Probe {
+		ctx := tool.WithIdempotencyKey(context.Background(), "run-1:call_1")
+		if !started.IsZero() {
+			ctx = tool.WithCallStarted(ctx, started)
+		}
+		p, err := rec.Reconcile(ctx, "run-1:call_1", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, started := range []time.Time{{}, now.Add(-2 * time.Hour), now.Add(-time.Hour)} {
+		if p := probe(started); p.Outcome != tool.ProbeUnknown || !strings.Contains(p.Evidence, "did not send") || !strings.Contains(p.Evidence, "1h0m0s") {
+			t.Errorf("started %v: %+v, want unknown without sending", started, p)
+		}
+	}
+	if n, _ := g.counts(); n != 0 {
+		t.Fatalf("the target got %d requests outside the window, want 0", n)
+	}
+	p := probe(now.Add(-10 * time.Minute))
+	if p.Outcome != tool.ProbeCommitted || p.Result == nil || !strings.Contains(p.Evidence, "may be the one that acted") {
+		t.Errorf("inside the window: %+v", p)
+	}
+	if n, e := g.counts(); n != 1 || e != 1 {
+		t.Errorf("requests %d, effects %d; want 1 and 1", n, e)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -28,7 +29,10 @@ import (
 // the same request again with the call's key, and the target's answer
 // settles the call (a 2xx committed, replayed or not; a rejection committed
 // as the error result the model would have seen; anything else to a
-// person, with what was seen as the probe's evidence). Without that
+// person, with what was seen as the probe's evidence). It sends again only
+// while the call's last attempt started less than [Config.KeyWindow] ago;
+// past that the target may have forgotten the key, and the probe leaves
+// the call to a person without sending anything. Without that
 // declaration the tool has no probe, and an unknown outcome waits for a
 // person, as for any side effect.
 func NewTool[In, Out any](spec tool.Spec, c *Client, request func(ctx context.Context, in In) (*http.Request, error), decode func(*Response) (Out, error)) (tool.Tool, error) {
@@ -150,6 +154,14 @@ func (d *dedupingTool[In, Out]) Reconcile(ctx context.Context, key string, args 
 	sent := key
 	if v, err := d.c.cfg.Key(key); err == nil {
 		sent = v
+	}
+	started := tool.CallStarted(ctx)
+	if started.IsZero() {
+		return tool.Probe{Outcome: tool.ProbeUnknown, Evidence: fmt.Sprintf("did not send the call's request again: when it started is not known, and the target keeps a key only %v (Config.KeyWindow); past that the same key acts again", d.c.cfg.KeyWindow)}, nil
+	}
+	if age := d.c.cfg.Clock().Sub(started); age >= d.c.cfg.KeyWindow {
+		return tool.Probe{Outcome: tool.ProbeUnknown, Evidence: fmt.Sprintf("did not send the call's request again: it started %v ago (%s), and the target keeps a key only %v (Config.KeyWindow), so the same key may act a second time; look the key up at the target",
+			age.Round(time.Second), started.UTC().Format(time.RFC3339), d.c.cfg.KeyWindow)}, nil
 	}
 	why := fmt.Sprintf("sent the call's request again with its idempotency key (%s: %s): the tool declares that the target dedupes on it, so this cannot act a second time", d.c.cfg.KeyHeader, sent)
 	res, out, err := d.send(ctx, in)
