@@ -166,6 +166,7 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
 		Resume: c.resumeInfo(info.ID), CancelTask: c.cfg.CancelTask != nil}
 	v.Tasks = tasksOf(v.Ledger, evs)
+	v.Attempts = actoviq.AttemptsFromEvents(evs)
 	if v.Transcript == nil {
 		v.Transcript = []item.Item{}
 	}

@@ -29,8 +29,9 @@
 //   - /runs/{id}: the run page: open interruptions with their evidence and
 //     the decision forms, the ledger (state, effect, idempotency key,
 //     attempt, started and committed times, worker and epoch, probe
-//     answer), the worker that drives it (or drove it last), the
-//     transcript, the audit trail of decisions and of agent versions that
+//     answer), the worker that drives it (or drove it last), every real
+//     attempt of each call (who started it, under which epoch, how it ended
+//     or why it was interrupted: [actoviq.Attempt]), the transcript, the audit trail of decisions and of agent versions that
 //     took the run over, child runs as a tree and the event timeline, one
 //     line per event. A finished run's unsettled calls (started when it was
 //     cancelled) can still be settled for the record. Secrets appear

@@ -69,6 +69,9 @@ type Run struct {
 	// Tasks are the MCP tasks (Tasks extension) of the run's calls that
 	// are not committed: the last task handle each such call recorded.
 	Tasks []Task `json:"tasks,omitempty"`
+	// Attempts are the real attempts of the run's calls: who started each
+	// (holder and epoch), when, and how it ended or why it was interrupted.
+	Attempts []actoviq.Attempt `json:"attempts"`
 	// CancelTask says whether this console can send tasks/cancel itself.
 	CancelTask bool `json:"cancel_task"`
 	// Children are the run's child runs, each with its own children.

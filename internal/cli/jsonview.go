@@ -61,6 +61,8 @@ type runJSON struct {
 	Holder        *actoviq.RunClaim      `json:"holder,omitempty"`
 	// AgentChanges are the agent versions that took the run over.
 	AgentChanges []actoviq.AgentChangeRecord `json:"agent_changes,omitempty"`
+	// Attempts are the real attempts of the run's calls (runs show).
+	Attempts []actoviq.Attempt `json:"attempts,omitempty"`
 }
 
 type ledgerJSON struct {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -122,12 +123,18 @@ func (e *env) runsShowCmd() *cobra.Command {
 				return e.lookupErr(&c, args[0], err)
 			}
 			holder, _ := rt.RunHolder(cmd.Context(), info.ID)
+			attempts, err := rt.Attempts(cmd.Context(), info.ID)
+			if err != nil {
+				return e.lookupErr(&c, args[0], err)
+			}
 			if jsonOut {
 				v := runView(info)
 				v.Holder = holder
+				v.Attempts = attempts
 				return writeJSON(e, v)
 			}
 			showRun(e, info, &c)
+			printAttempts(e.stdout, attempts)
 			if holder != nil {
 				state := "held by"
 				if !holder.Live {
@@ -142,6 +149,30 @@ func (e *env) runsShowCmd() *cobra.Command {
 	c.register(cmd)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
 	return cmd
+}
+
+// printAttempts lists every real attempt of the run's calls: who started
+// it, under which epoch, and how it ended or why it was interrupted.
+func printAttempts(w io.Writer, atts []actoviq.Attempt) {
+	if len(atts) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nattempts:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CALL\t#\tSTARTED\tHOLDER\tEPOCH\tENDED\tEND")
+	for _, a := range atts {
+		end, ended := string(a.End), stamp(a.EndedAt)
+		if end == "" {
+			end, ended = "(open)", "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%d\t%s\t%s\n", a.CallID, a.Number, stamp(a.StartedAt), orDash(a.Holder), a.Epoch, ended, end)
+	}
+	tw.Flush()
+	for _, a := range atts {
+		if a.Reason != "" {
+			fmt.Fprintf(w, "  %s #%d: %s\n", a.CallID, a.Number, a.Reason)
+		}
+	}
 }
 
 // showRun prints a run for a person. With c, open interruptions come with
