@@ -13,6 +13,14 @@
 // claim over since, the write changes nothing and returns a [*FencedError]
 // (matching [ErrFenced]).
 //
+// A write carries its own change, not the run's history. A run's state is
+// a small checkpoint, replaced by each run write, and a log of items that
+// writes only append to ([RunUpdate.Append], [Run.Log]): each item is
+// stored once, and backends compact old log records together off the
+// write path. A ledger transition names its event ([LedgerWrite.Event])
+// and the two are one stored record: [Store.LedgerGet] reads the entry
+// from the latest one, [Store.EventList] lists the event with the others.
+//
 // A row that cannot be decoded is reported as a [*DataError] (matching
 // [ErrData]) naming the record; it never panics and never hides other rows.
 //
