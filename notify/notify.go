@@ -73,8 +73,9 @@ func (it *Item) key() string {
 		return it.ID
 	}
 	parts := []string{it.Kind, it.RunID, it.CallID, strconv.Itoa(it.Attempt), strconv.FormatInt(it.Epoch, 10)}
-	if it.Kind == string(actoviq.InterruptProvider) {
-		// A provider interruption is a new one after every explicit resume.
+	if it.Kind == string(actoviq.InterruptProvider) || it.Kind == KindEscalated {
+		// A provider interruption is a new one after every explicit resume;
+		// an escalation is one per wait (At is when the wait began).
 		parts = append(parts, it.At.UTC().Format(time.RFC3339Nano))
 	}
 	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
@@ -319,20 +320,35 @@ func (n *Notifier) Emit(_ context.Context, ev actoviq.Event) {
 				Attempt: in.Attempt, Reason: oneLine(in.Reason), At: ev.Time})
 		}
 	case strings.HasSuffix(ev.Type, "escalated"):
+		// tool.approval_escalated (actoviq.ApprovalEscalatedData).
 		var d struct {
-			CallID  string `json:"call_id"`
-			Tool    string `json:"tool"`
-			Effect  string `json:"effect"`
-			Attempt int    `json:"attempt"`
-			Reason  string `json:"reason"`
+			CallID       string    `json:"call_id"`
+			Tool         string    `json:"tool"`
+			Effect       string    `json:"effect"`
+			Attempt      int       `json:"attempt"`
+			WaitingSince time.Time `json:"waiting_since"`
+			DecideBy     time.Time `json:"decide_by"`
+			EscalateTo   []string  `json:"escalate_to"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
-		reason := d.Reason
-		if reason == "" {
-			reason = "the call waited for approval past its deadline"
+		reason := "the call waited for approval past its deadline"
+		if !d.WaitingSince.IsZero() {
+			reason = "the call has waited for approval since " + d.WaitingSince.UTC().Format(time.RFC3339)
+			if !d.DecideBy.IsZero() {
+				reason += " (due by " + d.DecideBy.UTC().Format(time.RFC3339) + ")"
+			}
 		}
+		if len(d.EscalateTo) > 0 {
+			reason += "; escalated to " + strings.Join(d.EscalateTo, ", ")
+		}
+		at := d.WaitingSince
+		if at.IsZero() {
+			at = ev.Time
+		}
+		// At is the start of the wait: one escalation per wait, and a new
+		// wait (an expired approval asked again) is a new item.
 		n.Notify(Item{Kind: KindEscalated, RunID: ev.RunID, CallID: d.CallID, Tool: d.Tool, Effect: d.Effect,
-			Attempt: d.Attempt, Reason: oneLine(reason), At: ev.Time})
+			Attempt: d.Attempt, Reason: oneLine(reason), At: at})
 	}
 }
 

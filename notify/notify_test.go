@@ -312,11 +312,25 @@ func TestEscalation(t *testing.T) {
 	t.Parallel()
 	h := newHook(t)
 	n := newNotifier(t, notify.Config{URL: h.srv.URL})
-	n.Emit(t.Context(), actoviq.Event{Type: "tool.approval_escalated", RunID: "r1", Time: time.Now(),
-		Data: json.RawMessage(`{"call_id":"c1","tool":"pay","effect":"side-effect","attempt":0}`)})
+	esc := func(since string) actoviq.Event {
+		return actoviq.Event{Type: "tool.approval_escalated", RunID: "r1", Time: time.Now(),
+			Data: json.RawMessage(`{"run_id":"r1","call_id":"c1","tool":"pay","effect":"side-effect","waiting_since":"` + since +
+				`","decide_by":"2026-12-01T13:00:00Z","escalate_to":["group:finance","bob"]}`)}
+	}
+	n.Emit(t.Context(), esc("2026-12-01T12:00:00Z"))
 	d := h.next(t)
-	if d.item.Kind != notify.KindEscalated || d.item.CallID != "c1" || d.item.Tool != "pay" || d.item.Reason == "" {
+	if d.item.Kind != notify.KindEscalated || d.item.CallID != "c1" || d.item.Tool != "pay" || d.item.Effect != "side-effect" ||
+		!strings.Contains(d.item.Reason, "group:finance, bob") || !strings.Contains(d.item.Reason, "2026-12-01T12:00:00Z") {
 		t.Errorf("item %+v", d.item)
+	}
+	// The same wait again: deduplicated; a new wait: a new item.
+	n.Emit(t.Context(), esc("2026-12-01T12:00:00Z"))
+	n.Emit(t.Context(), esc("2026-12-03T09:00:00Z"))
+	if d := h.next(t); !strings.Contains(d.item.Reason, "2026-12-03T09:00:00Z") {
+		t.Errorf("second delivery %+v, want the new wait", d.item)
+	}
+	if st := n.Stats(); st.Deduplicated != 1 {
+		t.Errorf("stats %+v", st)
 	}
 }
 

@@ -42,14 +42,15 @@
 //   - actoviq_tool_calls_total{effect,outcome}: calls settled, with
 //     outcome committed, unknown, reconciled_by_probe,
 //     reconciled_by_person, not_run or rejected.
-//   - actoviq_approvals_total{decision}: approved, rejected (and expired or
-//     escalated, from events whose type ends so).
+//   - actoviq_approvals_total{decision}: approved, rejected, signed (one
+//     approver of several), expired and escalated (from the approvals
+//     policy's tool.approval_* events).
 //   - actoviq_drives_ended_total{status}: drives that ended, by the run's
 //     status after them (finished runs are counted here, not by a gauge:
 //     counting them in the store would scan history).
 //   - actoviq_retention_removed_total: finished runs removed by retention
 //     ([Metrics.RecordRetention], or an event whose type ends in ".pruned"
-//     with the count in "runs").
+//     naming the runs it removed, dry runs not counted).
 //   - actoviq_notifications_total{outcome}: webhook notifications
 //     ([Metrics.RecordNotification]).
 //

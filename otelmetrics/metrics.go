@@ -241,9 +241,10 @@ func (m *Metrics) snapshot(ctx context.Context) *Snapshot {
 	return s
 }
 
-// RecordRetention counts runs removed by retention. Events of a prune
-// (a type ending in ".pruned" with a count in "runs" or "removed") are
-// counted by Emit; call this where a prune reports its count otherwise.
+// RecordRetention counts runs removed by retention. The runs.pruned
+// events of [actoviq.Runtime.Prune] and of a worker's sweeper (their
+// "run_ids", unless "dry_run") are counted by Emit; call this where a prune
+// reports its count otherwise.
 func (m *Metrics) RecordRetention(ctx context.Context, removed int64) {
 	if removed > 0 {
 		m.pruned.Add(ctx, removed)
@@ -268,9 +269,9 @@ type evData struct {
 	Interrupts []struct {
 		Kind string `json:"kind"`
 	} `json:"interruptions"`
-	// a prune's count
-	Runs    json.Number `json:"runs"`
-	Removed json.Number `json:"removed"`
+	// runs.pruned: the runs one batch removed
+	RunIDs []string `json:"run_ids"`
+	DryRun bool     `json:"dry_run"`
 }
 
 // Emit implements [actoviq.EventSink]. It never blocks on I/O: it adds to
@@ -330,12 +331,12 @@ func (m *Metrics) Emit(ctx context.Context, ev actoviq.Event) {
 			m.approval(ctx, d.Decision, "expired")
 		case strings.HasSuffix(ev.Type, "escalated"):
 			m.approval(ctx, d.Decision, "escalated")
+		case strings.HasSuffix(ev.Type, "signed"):
+			m.approval(ctx, d.Decision, "signed")
 		case strings.HasSuffix(ev.Type, ".pruned"):
-			n, err := d.Runs.Int64()
-			if err != nil {
-				n, _ = d.Removed.Int64()
+			if !d.DryRun {
+				m.RecordRetention(ctx, int64(len(d.RunIDs)))
 			}
-			m.RecordRetention(ctx, n)
 		}
 	}
 }

@@ -234,7 +234,11 @@ func TestScrapeRealRuns(t *testing.T) {
 		t.Fatalf("queued run: %v %v", res, err)
 	}
 	m.RecordRetention(ctx, 3)
-	m.Emit(ctx, actoviq.Event{Type: "runs.pruned", Data: json.RawMessage(`{"runs":4}`)})
+	m.Emit(ctx, actoviq.Event{Type: "runs.pruned", Data: json.RawMessage(`{"run_ids":["a","b","c","d"],"events":9}`)})
+	m.Emit(ctx, actoviq.Event{Type: "runs.pruned", Data: json.RawMessage(`{"run_ids":["e"],"dry_run":true}`)})
+	m.Emit(ctx, actoviq.Event{Type: "tool.approval_expired", RunID: "x", Data: json.RawMessage(`{"call_id":"c"}`)})
+	m.Emit(ctx, actoviq.Event{Type: "tool.approval_escalated", RunID: "x", Data: json.RawMessage(`{"call_id":"c"}`)})
+	m.Emit(ctx, actoviq.Event{Type: "tool.approval_signed", RunID: "x", Data: json.RawMessage(`{"call_id":"c"}`)})
 	m.RecordNotification(ctx, "delivered")
 
 	s := ep.scrape(t)
@@ -243,6 +247,9 @@ func TestScrapeRealRuns(t *testing.T) {
 	wantSample(t, s, 1, "actoviq_tool_calls_total", `effect="side-effect"`, `outcome="rejected"`)
 	wantSample(t, s, 1, "actoviq_approvals_total", `decision="approved"`)
 	wantSample(t, s, 1, "actoviq_approvals_total", `decision="rejected"`)
+	wantSample(t, s, 1, "actoviq_approvals_total", `decision="expired"`)
+	wantSample(t, s, 1, "actoviq_approvals_total", `decision="escalated"`)
+	wantSample(t, s, 1, "actoviq_approvals_total", `decision="signed"`)
 	wantSample(t, s, 1, "actoviq_claims_total", `takeover="false"`)
 	wantSample(t, s, 1, "actoviq_claim_duration_seconds_count")
 	wantSample(t, s, 2, "actoviq_drives_ended_total", `status="interrupted"`)

@@ -101,8 +101,9 @@ const (
 	// AttrKeyDigest is the SHA-256 of the idempotency key, hex, first 16
 	// bytes: the call's identity without the tenant or run id in clear.
 	AttrKeyDigest = attribute.Key("actoviq.idempotency_key.digest")
-	// AttrApprovalDecision is "approved" or "rejected" (or another decision
-	// an approval event names in its data's "decision").
+	// AttrApprovalDecision is "approved" or "rejected", or "signed",
+	// "expired" or "escalated" (the approvals policy's events), or another
+	// decision an approval event names in its data's "decision".
 	AttrApprovalDecision = attribute.Key("actoviq.approval.decision")
 	// AttrVerdict is how a call of unknown outcome was reconciled:
 	// "committed" or "failed" (a person's verdict), "probe_committed" (the
@@ -192,11 +193,14 @@ func (d data) ownToolAttrs(evType string) []attribute.KeyValue {
 	if dec := d.str("decision"); dec != "" {
 		attrs = append(attrs, AttrApprovalDecision.String(dec))
 	} else {
-		switch evType {
-		case evToolApproved:
+		switch {
+		case evType == evToolApproved:
 			attrs = append(attrs, AttrApprovalDecision.String("approved"))
-		case evToolRejected:
+		case evType == evToolRejected:
 			attrs = append(attrs, AttrApprovalDecision.String("rejected"))
+		case strings.HasPrefix(evType, "tool.approval_"):
+			// tool.approval_signed, _expired, _escalated (approvals policy)
+			attrs = append(attrs, AttrApprovalDecision.String(strings.TrimPrefix(evType, "tool.approval_")))
 		}
 	}
 	switch evType {

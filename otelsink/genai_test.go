@@ -205,7 +205,9 @@ func TestGenAIVerdicts(t *testing.T) {
 	e.emit(ctx, 6, "tool.settled", probe)
 	e.emit(ctx, 7, "tool.prepared", sideEntry("c5", "prepared", 0))
 	e.emit(ctx, 8, "tool.rejected", sideEntry("c5", "committed", 0))
-	e.emit(ctx, 9, "run.completed", map[string]any{"status": "completed"})
+	e.emit(ctx, 9, "tool.prepared", sideEntry("c6", "prepared", 0))
+	e.emit(ctx, 10, "tool.approval_escalated", map[string]any{"call_id": "c6", "tool": "pay", "effect": "side-effect"})
+	e.emit(ctx, 11, "run.completed", map[string]any{"status": "completed"})
 
 	var verdicts, decisions []string
 	for _, s := range exp.GetSpans() {
@@ -225,7 +227,8 @@ func TestGenAIVerdicts(t *testing.T) {
 	if !slices.Equal(verdicts, []string{"committed", "probe_committed"}) {
 		t.Errorf("verdicts %v", verdicts)
 	}
-	if !slices.Equal(decisions, []string{"rejected"}) {
+	slices.Sort(decisions)
+	if !slices.Equal(decisions, []string{"escalated", "rejected"}) {
 		t.Errorf("decisions %v", decisions)
 	}
 	var probed bool
