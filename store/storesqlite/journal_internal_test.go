@@ -76,7 +76,10 @@ func TestLogCompaction(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("log after compaction: %d items, want %d", len(got), len(want))
 	}
-	if rows > 40 {
+	// The merge at row 16 always starts (nothing else runs in this
+	// store then); later ones may be skipped on a loaded machine (at most
+	// two run at once), so only the first is certain.
+	if rows > 101-15 {
 		t.Fatalf("%d log rows for 101 appends: compaction did not run", rows)
 	}
 	// A merge of everything is one row, and reads the same.
