@@ -124,25 +124,24 @@ func (t *Tool) fulfill(ctx context.Context, reqs mcp.InputRequestMap) (mcp.Input
 			}
 			res, err := personAnswer(a)
 			if err != nil {
-				return nil, "", sv.errorf("tool %s: the answer to input request %q: %w", t.remote, id, err)
+				// The person's answer cannot be sent: the question
+				// stays open and is asked again, saying why. Nothing
+				// was sent past the question.
+				ie := t.question(reqs, ids)
+				ie.Prompt = fmt.Sprintf("%s (the answer given to question %q could not be used: %v)", ie.Prompt, id, err)
+				return nil, "", ie
 			}
 			out[id] = res
 		}
 		return out, "person", nil
 	}
 	h := sv.src.opts.Elicit
-	var prompt string
-	var schema json.RawMessage
 	for _, id := range ids {
 		p, ok := reqs[id].(*mcp.ElicitParams)
 		if !ok {
 			return nil, "", sv.errorf("tool %s: the server asked for %T, which this client does not offer; the call did not complete", t.remote, reqs[id])
 		}
 		if h == nil {
-			prompt = sv.scrub.text(p.Message)
-			if p.RequestedSchema != nil {
-				schema, _ = json.Marshal(p.RequestedSchema)
-			}
 			continue
 		}
 		res, err := sv.elicit(ctx, h, p)
@@ -152,13 +151,33 @@ func (t *Tool) fulfill(ctx context.Context, reqs mcp.InputRequestMap) (mcp.Input
 		out[id] = res
 	}
 	if h == nil {
-		if len(ids) > 1 {
-			prompt = fmt.Sprintf("%s (and %d more questions: answer with an object keyed by question id %v)", prompt, len(ids)-1, ids)
-			schema = nil
-		}
-		return nil, "", &tool.InputError{Prompt: fmt.Sprintf("MCP server %s asks: %s", sv.name, prompt), Schema: schema}
+		return nil, "", t.question(reqs, ids)
 	}
 	return out, "handler", nil
+}
+
+// question is the [tool.InputError] that puts a round's input requests
+// (sorted ids) to a person.
+func (t *Tool) question(reqs mcp.InputRequestMap, ids []string) *tool.InputError {
+	sv := t.server
+	var prompt string
+	var schema json.RawMessage
+	for _, id := range ids {
+		p, ok := reqs[id].(*mcp.ElicitParams)
+		if !ok {
+			continue
+		}
+		prompt = sv.scrub.text(p.Message)
+		schema = nil
+		if p.RequestedSchema != nil {
+			schema, _ = json.Marshal(p.RequestedSchema)
+		}
+	}
+	if len(ids) > 1 {
+		prompt = fmt.Sprintf("%s (and %d more questions: answer with an object keyed by question id %v)", prompt, len(ids)-1, ids)
+		schema = nil
+	}
+	return &tool.InputError{Prompt: fmt.Sprintf("MCP server %s asks: %s", sv.name, prompt), Schema: schema}
 }
 
 // personAnswer reads a person's answer: an elicitation result
@@ -232,7 +251,9 @@ func (t *Tool) Resume(ctx context.Context, key string, args json.RawMessage, h t
 		if err != nil {
 			return tool.Result{}, err
 		}
-		return t.exchange(ctx, next, ih.Round)
+		// The person's answer was to this round's question only: a
+		// further round the server asks goes to a person again.
+		return t.exchange(tool.WithAnswer(ctx, nil), next, ih.Round)
 	}
 	return tool.Result{}, t.unknownf(nil, "a handle of kind %q is not this package's", h.Kind)
 }
