@@ -159,8 +159,8 @@ func compactSpan(seq int64) int64 {
 }
 
 // compactLater runs the merge a write of log row seq closes on a goroutine
-// of the store, off the write's path; at most two at once (a merge that
-// finds no room is skipped: a later, larger one covers its rows).
+// of the store, off the write's path; at most two merges run at once, the
+// others wait their turn.
 func (s *Store) compactLater(tenant, runID string, seq int64) {
 	span := compactSpan(seq)
 	if span == 0 {
@@ -168,18 +168,18 @@ func (s *Store) compactLater(tenant, runID string, seq int64) {
 	}
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
-	if s.bgClosed || s.bgRunning >= 2 {
+	if s.bgClosed {
 		return
 	}
-	s.bgRunning++
+	if s.bgSem == nil {
+		s.bgSem = make(chan struct{}, 2)
+	}
+	sem := s.bgSem
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		defer func() {
-			s.bgMu.Lock()
-			s.bgRunning--
-			s.bgMu.Unlock()
-		}()
+		sem <- struct{}{} // at most two merges at once; the others wait their turn
+		defer func() { <-sem }()
 		// A failed merge changes nothing; the rows stay as they are.
 		_ = s.compact(context.Background(), tenant, runID, seq-span, seq)
 	}()
@@ -190,6 +190,15 @@ func (s *Store) compactLater(tenant, runID string, seq int64) {
 func (s *Store) compact(ctx context.Context, tenant, runID string, lo, hi int64) error {
 	return s.inTx(ctx, "compact log of run "+runID, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('actoviq-run/' || $1 || '/' || $2, 0))`, tenant, runID); err != nil {
+			return err
+		}
+		// A run removed meanwhile (retention) gets no merged row back: the
+		// share lock holds its row until this transaction ends.
+		var one int
+		if err := tx.QueryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR SHARE`), tenant, runID).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
 			return err
 		}
 		rows, err := tx.Query(ctx, s.q(`SELECT seq, first, n, crc, items FROM {{schema}}.run_log

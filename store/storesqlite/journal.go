@@ -259,9 +259,8 @@ func compactSpan(seq int64) int64 {
 }
 
 // compactLater merges the log rows a write of row seq closes, on a
-// goroutine of the store, off the write's path. At most a few run at once;
-// a merge that finds no room is skipped (a later, larger one covers its
-// rows).
+// goroutine of the store, off the write's path; at most two merges run at
+// once, the others wait their turn.
 func (s *Store) compactLater(tenant, runID string, seq int64) {
 	span := compactSpan(seq)
 	if span == 0 {
@@ -269,18 +268,18 @@ func (s *Store) compactLater(tenant, runID string, seq int64) {
 	}
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
-	if s.bgClosed || s.bgRunning >= 2 {
+	if s.bgClosed {
 		return
 	}
-	s.bgRunning++
+	if s.bgSem == nil {
+		s.bgSem = make(chan struct{}, 2)
+	}
+	sem := s.bgSem
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		defer func() {
-			s.bgMu.Lock()
-			s.bgRunning--
-			s.bgMu.Unlock()
-		}()
+		sem <- struct{}{} // at most two merges at once; the others wait their turn
+		defer func() { <-sem }()
 		// A failed merge changes nothing; the rows stay as they are.
 		_ = s.compact(context.Background(), tenant, runID, seq-span, seq)
 	}()

@@ -71,10 +71,10 @@ type Store struct {
 
 	// bg counts the log compactions running on goroutines of the store
 	// (see compactLater); Close waits for them.
-	bg        sync.WaitGroup
-	bgMu      sync.Mutex
-	bgRunning int
-	bgClosed  bool
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgSem    chan struct{} // at most two merges at once
+	bgClosed bool
 }
 
 var _ store.Store = (*Store)(nil)
