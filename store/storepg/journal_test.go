@@ -57,11 +57,10 @@ func TestLogCompaction(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("log after compaction: %d items, want %d", len(got), len(want))
 	}
-	// The merge at row 16 always starts (nothing else runs in this
-	// store then); later ones may be skipped on a loaded machine (at most
-	// two run at once), so only the first is certain.
-	if rows > 101-15 {
-		t.Fatalf("%d log rows for 101 appends: compaction did not run", rows)
+	// Every merge runs (they wait their turn, and Close waits for them):
+	// rows 1-64 are one row, 65-96 another, 97-101 five.
+	if rows != 7 {
+		t.Fatalf("%d log rows for 101 appends, want 7 after the merges", rows)
 	}
 	if err := storepg.Compact(s, "t", "r", 0, 101); err != nil {
 		t.Fatal(err)
