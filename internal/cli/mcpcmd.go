@@ -108,7 +108,8 @@ func (e *env) mcpCancelTaskCmd() *cobra.Command {
 			"deadline left working. Cancellation is cooperative: the server may have done part of the work, so the " +
 			"call's outcome stays unknown until it is settled (actoviq resolve). The request is sent once; the " +
 			"exit code says whether the server acknowledged it. With --run and --call the cancel and its outcome " +
-			"are recorded on that call (a tool.note event, under --by).",
+			"are recorded on that call (a tool.note event, under --by); the call must have recorded that task (its " +
+			"tool.handle), or nothing is sent.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (runID == "") != (callID == "") {
@@ -126,6 +127,11 @@ func (e *env) mcpCancelTaskCmd() *cobra.Command {
 				defer done()
 				if _, err := r.Get(cmd.Context(), runID); err != nil {
 					return e.lookupErr(&c, runID, err)
+				}
+				// The cancel is recorded on the call whose task it is:
+				// check that before anything is sent.
+				if err := callHoldsTask(cmd.Context(), r, runID, callID, args[0], args[1]); err != nil {
+					return err
 				}
 				rt = r
 			}
@@ -564,4 +570,38 @@ func parseValue(prop elicitProperty, s string) (any, error) {
 		return nil, fmt.Errorf("want one of %v", prop.Enum)
 	}
 	return v, nil
+}
+
+// callHoldsTask checks that the call of the run recorded the MCP task
+// (a tool.handle event of kind mcp.task naming the server and the task
+// id); otherwise a usage error says which tasks it holds, if any.
+func callHoldsTask(ctx context.Context, rt *actoviq.Runtime, runID, callID, server, taskID string) error {
+	evs, err := rt.Events(ctx, runID, nil)
+	if err != nil {
+		return err
+	}
+	var held []string
+	for _, ev := range evs {
+		if ev.Type != actoviq.EvToolHandle {
+			continue
+		}
+		var h actoviq.ToolHandleData
+		if json.Unmarshal(ev.Data, &h) != nil || h.CallID != callID || h.Kind != mcptool.HandleTask {
+			continue
+		}
+		var th mcptool.TaskHandle
+		if json.Unmarshal(h.Data, &th) != nil || th.TaskID == "" {
+			continue
+		}
+		if th.Server == server && th.TaskID == taskID {
+			return nil
+		}
+		if t := th.Server + " " + th.TaskID; !slices.Contains(held, t) {
+			held = append(held, t)
+		}
+	}
+	if len(held) == 0 {
+		return usageErr("call %q of run %s recorded no MCP task; nothing was sent (without --run and --call the cancel is sent but not recorded)", callID, runID)
+	}
+	return usageErr("call %q of run %s recorded MCP task(s) %s, not %s on server %s; nothing was sent", callID, runID, strings.Join(held, ", "), taskID, server)
 }

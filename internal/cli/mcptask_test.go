@@ -110,7 +110,10 @@ func TestMCPTaskCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unknown := tool.Func(tool.Spec{Name: "render", Effect: tool.SideEffect}, func(context.Context, struct{}) (string, error) {
+	unknown := tool.Func(tool.Spec{Name: "render", Effect: tool.SideEffect}, func(ctx context.Context, _ struct{}) (string, error) {
+		if err := tool.RecordHandle(ctx, tool.Handle{Kind: "mcp.task", Data: json.RawMessage(`{"server":"jobs","tool":"render","taskId":"task-8","status":"working"}`)}); err != nil {
+			return "", err
+		}
 		return "", fmt.Errorf("task task-8 still working: %w", tool.ErrOutcomeUnknown)
 	})
 	agent := &actoviq.AgentSpec{ID: "r", Model: "scripted-1", Tools: []tool.Tool{unknown}, Provider: scripted.New(
@@ -127,6 +130,23 @@ func TestMCPTaskCancel(t *testing.T) {
 	if code, _ := run("mcp", "cancel-task", "jobs", "task-8", "--mcp-config", cfgPath, "--run", "run-8"); code != ExitUsage {
 		t.Fatalf("--run without --call: exit %d", code)
 	}
+	// A task the call did not record, or a call that does not exist, is
+	// refused before anything is sent: a cancel is never sent and then
+	// left unrecorded, or recorded on a call whose task it is not.
+	mu.Lock()
+	status["task-9"] = "working"
+	mu.Unlock()
+	for _, bad := range [][]string{{"task-9", "c1"}, {"task-8", "c9"}} {
+		code, out := run("mcp", "cancel-task", "jobs", bad[0], "--mcp-config", cfgPath, "--run", "run-8", "--call", bad[1], "--store", "sqlite:"+db, "--by", "ops")
+		if code != ExitUsage || !strings.Contains(out, "nothing was sent") {
+			t.Fatalf("cancel-task %s --call %s: exit %d\n%s", bad[0], bad[1], code, out)
+		}
+	}
+	mu.Lock()
+	if len(cancels) != 2 {
+		t.Fatalf("cancels %v, want task-7 and task-8 only", cancels)
+	}
+	mu.Unlock()
 	st, err = storesqlite.Open(db, nil)
 	if err != nil {
 		t.Fatal(err)
