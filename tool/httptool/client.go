@@ -1,7 +1,6 @@
 package httptool
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -216,7 +215,7 @@ func (c *Client) Do(req *http.Request) (*Response, error) {
 	out := req.Clone(httptrace.WithClientTrace(ctx, trace))
 	out.Header.Set(c.cfg.KeyHeader, value)
 	if !c.cfg.Dedupes {
-		noReplay(out)
+		noReplay(out, c.cfg.KeyHeader, value)
 	}
 	res, err := c.http.Do(out)
 	if err != nil {
@@ -255,15 +254,19 @@ func (c *Client) Do(req *http.Request) (*Response, error) {
 }
 
 // noReplay makes a request that Go's transport will not send again on its
-// own: the transport re-sends a request with an Idempotency-Key header on
-// a broken keep-alive connection when it can rewind the body (GetBody) or
-// there is none. A body it cannot rewind (and, for an empty body, an empty
-// reader instead of none) turns that off.
-func noReplay(r *http.Request) {
+// own. The transport re-sends a request carrying an Idempotency-Key (or
+// X-Idempotency-Key) header when a reused keep-alive connection breaks
+// after the request was written, if it can rewind the body (GetBody) or
+// there is none. A body it cannot rewind stops that; a request without a
+// body gets the key header under its lowercase name, the same header on
+// the wire (header names are case-insensitive) but not the one the
+// transport looks for (an empty body reader instead would make Go send
+// the request chunked).
+func noReplay(r *http.Request, header, value string) {
 	r.GetBody = nil
 	if r.Body == nil || r.Body == http.NoBody {
-		r.Body = io.NopCloser(bytes.NewReader(nil))
-		r.ContentLength = 0
+		r.Header.Del(header)
+		r.Header[strings.ToLower(header)] = []string{value}
 	}
 }
 
