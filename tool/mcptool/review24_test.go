@@ -1,9 +1,12 @@
 package mcptool_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -165,6 +168,87 @@ func TestReviewUnusableAnswerAsksAgain(t *testing.T) {
 			}
 			if n := len(rec.list()); n != 1 {
 				t.Fatalf("%d handles recorded, want only the round", n)
+			}
+		})
+	}
+}
+
+// bogusTaskServer answers tools/call of "job" with task t-1 and every
+// tasks/get with the given result object, whatever task it asked for.
+func bogusTaskServer(t *testing.T, getResult string) (url string, calls *int, mu *sync.Mutex) {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bogus", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "job", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("served by the front handler")
+		})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	mu = &sync.Mutex{}
+	calls = new(int)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		var result string
+		switch {
+		case msg.Method == "tools/call" && msg.Params.Name == "job":
+			mu.Lock()
+			*calls++
+			mu.Unlock()
+			result = `{"resultType":"task","taskId":"t-1","status":"working","ttlMs":60000,"pollIntervalMs":5}`
+		case msg.Method == "tasks/get":
+			result = getResult
+		default:
+			sdk.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL, calls, mu
+}
+
+// A server's tasks/get answer is the call's outcome only when it is about
+// the call's task and holds a final tool result: the completed result of
+// another task, or a "result" that is itself a task handle or an
+// input_required round, leaves the call's outcome unknown with the task id,
+// never a committed result.
+func TestReviewBogusTaskAnswersAreUnknown(t *testing.T) {
+	for name, get := range map[string]string{
+		"other task":     `{"taskId":"t-OTHER","status":"completed","result":{"content":[{"type":"text","text":"another call's report"}]}}`,
+		"nested task":    `{"taskId":"t-1","status":"completed","result":{"resultType":"task","taskId":"t-2","status":"working"}}`,
+		"nested input":   `{"taskId":"t-1","status":"completed","result":{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"?","requestedSchema":{"type":"object"}}}}}}`,
+		"missing result": `{"taskId":"t-1","status":"completed"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			url, calls, mu := bogusTaskServer(t, get)
+			src := newSource(t, map[string]*mcptool.ServerConfig{"g": {URL: url}}, &mcptool.Options{TaskPoll: 5e6})
+			ts, err := src.ServerTools(context.Background(), "g")
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := byName(t, ts)["g__job"]
+			rec := &handles{}
+			res, err := job.Call(callCtx("run-b:c1", rec), nil)
+			if !errors.Is(err, tool.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "t-1") {
+				t.Fatalf("call: %+v, %v; want an unknown outcome naming task t-1", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if *calls != 1 || len(rec.list()) != 1 {
+				t.Fatalf("tools/call %d, handles %d; want 1, 1", *calls, len(rec.list()))
 			}
 		})
 	}

@@ -202,6 +202,9 @@ func (t *Tool) followTask(ctx context.Context, th TaskHandle, hintMs int64) (too
 		if err := json.Unmarshal(raw, &tk); err != nil {
 			return tool.Result{}, t.unknownf(err, "tasks/get of task %s answered something unreadable", th.TaskID)
 		}
+		if tk.TaskID != "" && tk.TaskID != th.TaskID {
+			return tool.Result{}, t.unknownf(nil, "tasks/get of task %s answered about task %s instead", th.TaskID, truncate(tk.TaskID, 100))
+		}
 		if tk.PollIntervalMs > hintMs {
 			hintMs = tk.PollIntervalMs
 			wait = max(wait, time.Duration(hintMs)*time.Millisecond)
@@ -210,6 +213,12 @@ func (t *Tool) followTask(ctx context.Context, th TaskHandle, hintMs int64) (too
 		case "working":
 			continue
 		case "completed":
+			var probe struct {
+				ResultType string `json:"resultType"`
+			}
+			if json.Unmarshal(tk.Result, &probe) == nil && probe.ResultType != "" && probe.ResultType != "complete" {
+				return tool.Result{}, t.unknownf(nil, "task %s completed with a result of type %q, not a final tool result", th.TaskID, truncate(probe.ResultType, 50))
+			}
 			var res mcp.CallToolResult
 			if err := json.Unmarshal(tk.Result, &res); err != nil {
 				return tool.Result{}, t.unknownf(err, "task %s completed with a result that is not a tool result", th.TaskID)
