@@ -39,6 +39,7 @@ func main() {
 		sessN       = flag.Int("session-items", 100_000, "items of the session load pass")
 		fleetRounds = flag.Int("fleet-rounds", 3, "rounds of the fleet pass (64 runs against 64 DBOS workflows)")
 	)
+	fleetOnly := flag.Bool("fleet-only", false, "run only the fleet pass (64 runs against 64 DBOS workflows)")
 	flag.Parse()
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "actoviq-bench-")
@@ -49,6 +50,17 @@ func main() {
 	check(err)
 	defer env.close(ctx)
 
+	if *fleetOnly {
+		check(env.setupDBOS(ctx, *pgURL))
+		fl := env.fleet(ctx, *conc, *fleetRounds)
+		for _, name := range []string{"sqlite", "pg"} {
+			if r, ok := fl[name]; ok {
+				fmt.Printf("fleet %s: %d concurrent runs × %d side-effect calls %.0f calls/s vs %d DBOS workflows × %d steps %.0f steps/s (%.2f×)\n",
+					name, *conc, *calls, r.ours, *conc, *calls, r.dbos, r.ours/r.dbos)
+			}
+		}
+		return
+	}
 	fmt.Fprintln(os.Stderr, "bench: CPU pass (before DBOS starts)...")
 	cpu := env.cpuPass(ctx, *rounds)
 	check(env.setupDBOS(ctx, *pgURL))

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -122,6 +123,13 @@ func (e *env) setupPG(ctx context.Context, url string) error {
 			return nil, err
 		}
 		return e.wire.wrap(c), nil
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// DBOS Transact opens its pool with 20 connections unless the URL
+		// says otherwise; ours gets the same, so that the fleet pass
+		// compares the two on the same footing (pgxpool's own default is
+		// max(4, CPUs)).
+		pc.MaxConns = 20
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
