@@ -1,0 +1,66 @@
+package mcptool_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
+)
+
+// Through the runtime (SQLite file): a person answers the first of two
+// different questions of a multi-round-trip tool; the second question
+// stops the run again as an input interruption, and the server acts only
+// after the second answer.
+func TestReviewRuntimeSecondRoundGoesToAPerson(t *testing.T) {
+	s, url := newTwoRoundServer(t)
+	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	src, err := killSource(url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	agent, err := killAgent(src, "transfer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: "r2", Items: []item.Item{item.UserText("go")}})
+	if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 ||
+		res.Interruptions[0].Input == nil || !strings.Contains(res.Interruptions[0].Input.Prompt, "Send 10 EUR") {
+		t.Fatalf("run %+v, %v", res, err)
+	}
+	answer := actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`{"ok":true}`)}
+	res, err = rt.Resume(ctx, agent, "r2", answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, execs, answers := s.counts("r2:c1"); execs != 0 {
+		t.Fatalf("the server acted on an answer nobody gave to its second question (answers %v); run %+v", answers, res)
+	}
+	if res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || res.Interruptions[0].Kind != actoviq.InterruptInput ||
+		!strings.Contains(res.Interruptions[0].Input.Prompt, "10000 EUR") {
+		t.Fatalf("after the first answer: %+v", res)
+	}
+	answer.By = "bob"
+	res, err = rt.Resume(ctx, agent, "r2", answer)
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("after the second answer: %+v, %v", res, err)
+	}
+	if calls, execs, _ := s.counts("r2:c1"); calls != 3 || execs != 1 {
+		t.Fatalf("tools/call %d, executions %d; want 3, 1", calls, execs)
+	}
+}
