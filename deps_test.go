@@ -38,6 +38,7 @@ var layers = map[string]int{
 	"store/storetest":         4,
 	"once":                    4,
 	"internal/testutil":       4,
+	"internal/scaletest":      4, // seeds large stores in SQL (tests and scripts/bench-scale)
 	"internal/ledger":         5,
 	"internal/redact":         5,
 	"internal/worker":         7,

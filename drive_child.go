@@ -503,7 +503,7 @@ func (rt *Runtime) usageOf(ctx context.Context, root string) (treeUsage, error) 
 			u.turns += cp.Turn
 			u.tokens += cp.Usage.InputTokens + cp.Usage.OutputTokens
 		}
-		kids, err := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant, ParentID: id})
+		kids, err := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant, ParentID: id, Summary: true})
 		if err != nil && !errors.Is(err, store.ErrData) {
 			return u, fmt.Errorf("actoviq: budget of tree %s: %w", root, err)
 		}

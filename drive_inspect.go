@@ -2,10 +2,7 @@ package actoviq
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
 	"github.com/actoviq/actoviq-go/store"
@@ -28,68 +25,6 @@ func (rt *Runtime) childLedger(ctx context.Context, cache map[string]map[string]
 	}
 	cache[runID] = l
 	return l, nil
-}
-
-// list is List with derived statuses: a filter on running, stalled or
-// interrupted reads the stored statuses it can come from, derives, filters
-// and then applies the limit.
-func (rt *Runtime) list(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
-	var from []store.RunStatus
-	switch p.Status {
-	case StatusStalled:
-		from = []store.RunStatus{store.RunRunning}
-	case StatusRunning:
-		from = []store.RunStatus{store.RunRunning, store.RunInterrupted}
-	case StatusInterrupted:
-		from = []store.RunStatus{store.RunInterrupted}
-	case "":
-		from = []store.RunStatus{""}
-	default:
-		from = []store.RunStatus{store.RunStatus(p.Status)}
-	}
-	derived := p.Status == StatusStalled || p.Status == StatusRunning || p.Status == StatusInterrupted
-	var runs []*store.Run
-	var dataErr error
-	for _, s := range from {
-		limit := p.Limit
-		if derived {
-			limit = 0 // filtered below
-		}
-		rs, err := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant, Status: s, Limit: limit})
-		if err != nil && !errors.Is(err, store.ErrData) {
-			return nil, fmt.Errorf("actoviq: list runs: %w", err)
-		}
-		if err != nil {
-			// A corrupt run hides no other: the healthy ones come with the error.
-			dataErr = errors.Join(dataErr, fmt.Errorf("actoviq: list runs: %w", err))
-		}
-		runs = append(runs, rs...)
-	}
-	if len(from) > 1 {
-		slices.SortStableFunc(runs, func(a, b *store.Run) int {
-			if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-				return c
-			}
-			return strings.Compare(b.ID, a.ID)
-		})
-	}
-	out := make([]*RunInfo, 0, len(runs))
-	for _, r := range runs {
-		status, holder, err := rt.liveness(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		if derived && status != p.Status {
-			continue
-		}
-		if p.Limit > 0 && len(out) == p.Limit {
-			break
-		}
-		out = append(out, &RunInfo{ID: r.ID, ParentID: r.ParentID, SessionID: r.SessionID, AgentID: r.AgentID, AgentDigest: r.AgentDigest,
-			Status: status, StoredStatus: statusOf(r.Status), Holder: holder, Meta: r.Meta, Deadline: r.Deadline,
-			CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Revision: r.Revision})
-	}
-	return out, dataErr
 }
 
 // unsettled lists the calls a finished run left started or unknown, with

@@ -127,7 +127,8 @@ func (d *drive) writeRun(ctx context.Context, p *store.RunWriteParams, status st
 	if err != nil {
 		return fmt.Errorf("actoviq: run %s: encode checkpoint: %w", d.run.ID, err)
 	}
-	p.Run = &store.RunUpdate{ExpectedRevision: d.run.Revision, Status: status, Checkpoint: head, Append: app, Meta: meta}
+	p.Run = &store.RunUpdate{ExpectedRevision: d.run.Revision, Status: status, Checkpoint: head, Append: app, Meta: meta,
+		WaitKind: waitKind(status, d.cp)}
 	if err := d.write(ctx, p); err != nil {
 		return err
 	}
@@ -167,4 +168,14 @@ func entryWrite(en *store.LedgerEntry, ev *store.Event) store.LedgerWrite {
 func cloneEntry(en *store.LedgerEntry) *store.LedgerEntry {
 	c := *en
 	return &c
+}
+
+// waitKind is the summary the store keeps with an interrupted run (see
+// store.Run.WaitKind): the kind of its first open question, which the
+// inbox counts by.
+func waitKind(status store.RunStatus, cp *checkpoint) string {
+	if status != store.RunInterrupted || cp == nil || len(cp.Interruptions) == 0 {
+		return ""
+	}
+	return string(cp.Interruptions[0].Kind)
 }

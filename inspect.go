@@ -194,15 +194,7 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 					return nil, err
 				}
 			}
-			en, ok := ledger[in.CallID]
-			if !ok {
-				continue
-			}
-			open := en.State == store.LedgerAwaitingApproval
-			if in.Kind != InterruptApproval {
-				open = en.State == store.LedgerStarted || en.State == store.LedgerUnknown
-			}
-			if open {
+			if interruptionOpen(in, ledger) {
 				info.Interruptions = append(info.Interruptions, in)
 			}
 		}
@@ -219,22 +211,32 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	return info, nil
 }
 
-// ListParams filters [Runtime.List].
+// ListParams filters [Runtime.List] and [Runtime.ListPage].
 type ListParams struct {
-	// Status keeps only runs in this derived status (running, stalled,
-	// interrupted, completed, failed, cancelled); empty means any.
+	// Status keeps only runs in this derived status (queued, running,
+	// stalled, interrupted, completed, failed, cancelled); empty means any.
+	// The filter, derived statuses included, is applied by the store's
+	// query: a page costs what its runs cost, not what the store holds.
 	Status Status
-	// Limit bounds how many runs are returned; 0 means no limit.
+	// ParentID keeps only the children of this run; empty means any.
+	ParentID string
+	// Limit bounds how many runs are returned (the page size); 0 means no
+	// limit.
 	Limit int
+	// After continues a list: the Next of the previous [RunPage]. Empty
+	// starts with the newest run.
+	After string
 }
 
 // List lists the tenant's runs, newest first, with derived statuses (see
-// [RunInfo.Status]). When a stored run cannot be decoded, the others are
-// still returned, with an error matching store.ErrData that names the bad
-// one.
+// [RunInfo.Status]): one page of at most Limit runs (see [Runtime.ListPage]
+// for the cursor of the next one). When a stored run cannot be decoded,
+// the others are still returned, with an error matching store.ErrData
+// that names the bad one.
 func (rt *Runtime) List(ctx context.Context, p *ListParams) ([]*RunInfo, error) {
-	if p == nil {
-		p = &ListParams{}
+	page, err := rt.ListPage(ctx, p)
+	if page == nil {
+		return nil, err
 	}
-	return rt.list(ctx, p)
+	return page.Runs, err
 }

@@ -87,38 +87,50 @@ func validStatus(s string) bool {
 	return s == ""
 }
 
-// listRuns lists runs with a status filter and a search over run id and
-// agent id (substring, case-insensitive).
-func (c *Console) listRuns(ctx context.Context, status, q string, limit int) ([]*actoviq.RunInfo, error) {
-	p := &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit}
-	if q != "" {
-		p.Limit = 0 // search looks at every run
-	}
-	if status == "stalled" {
-		// Derived from claims where the runtime supports it: filter here
-		// rather than pass a status the store may not know.
-		p.Status = ""
-	}
-	runs, err := c.rt.List(ctx, p)
-	if err != nil && !errors.Is(err, actoviq.ErrData) {
-		return nil, err
+// listRuns lists one page of runs with a status filter (applied by the
+// store) and returns the cursor of the next page. A search over run id and
+// agent id (substring, case-insensitive) has no index: it reads the runs
+// page by page, newest first, until it has found limit matches or has
+// read searchScan runs, and says where it stopped (the cursor).
+func (c *Console) listRuns(ctx context.Context, status, q string, limit int, after string) ([]*actoviq.RunInfo, string, error) {
+	p := &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit, After: after}
+	if q == "" {
+		page, err := c.rt.ListPage(ctx, p)
+		if err != nil && !errors.Is(err, actoviq.ErrData) {
+			return nil, "", err
+		}
+		return page.Runs, page.Next, nil
 	}
 	q = strings.ToLower(q)
-	out := runs[:0]
-	for _, r := range runs {
-		if status != "" && string(r.Status) != status {
-			continue
+	out := []*actoviq.RunInfo{}
+	p.Limit = 200
+	for read := 0; read < searchScan; {
+		page, err := c.rt.ListPage(ctx, p)
+		if err != nil && !errors.Is(err, actoviq.ErrData) {
+			return nil, "", err
 		}
-		if q != "" && !strings.Contains(strings.ToLower(r.ID), q) && !strings.Contains(strings.ToLower(r.AgentID), q) {
-			continue
+		for i, r := range page.Runs {
+			if strings.Contains(strings.ToLower(r.ID), q) || strings.Contains(strings.ToLower(r.AgentID), q) {
+				out = append(out, r)
+				if limit > 0 && len(out) == limit {
+					if i == len(page.Runs)-1 {
+						return out, page.Next, nil
+					}
+					return out, actoviq.CursorAfter(r), nil
+				}
+			}
 		}
-		out = append(out, r)
+		read += len(page.Runs)
+		if page.Next == "" {
+			return out, "", nil
+		}
+		p.After = page.Next
 	}
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return out, p.After, nil
 }
+
+// searchScan is how many runs one search request reads at most.
+const searchScan = 10000
 
 func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -134,7 +146,12 @@ func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	runs, err := c.listRuns(r.Context(), status, q.Get("q"), limit)
+	runs, next, err := c.listRuns(r.Context(), status, q.Get("q"), limit, q.Get("after"))
+	var cursorErr *actoviq.CursorError
+	if errors.As(err, &cursorErr) {
+		writeError(w, http.StatusBadRequest, "bad_request", cursorErr.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 		return
@@ -143,8 +160,42 @@ func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
 	for _, ri := range runs {
 		out = append(out, summary(ri))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	body := map[string]any{"runs": out}
+	if next != "" {
+		// The list is cut: "next" is the after= of the next page.
+		body["next"] = next
+		body["cut"] = true
+	}
+	writeJSON(w, http.StatusOK, body)
 }
+
+// treeOf reads the run's descendants, level by level (one list of
+// children per run in the tree, through the store's parent index): the
+// run page reads only the tree it draws.
+func (c *Console) treeOf(ctx context.Context, root string) ([]*actoviq.RunInfo, error) {
+	var all []*actoviq.RunInfo
+	seen := map[string]bool{root: true}
+	queue := []string{root}
+	for len(queue) > 0 && len(all) < maxTree {
+		id := queue[0]
+		queue = queue[1:]
+		kids, err := c.rt.List(ctx, &actoviq.ListParams{ParentID: id, Limit: maxTree})
+		if err != nil && !errors.Is(err, actoviq.ErrData) {
+			return nil, err
+		}
+		for _, k := range kids {
+			if !seen[k.ID] {
+				seen[k.ID] = true
+				all = append(all, k)
+				queue = append(queue, k.ID)
+			}
+		}
+	}
+	return all, nil
+}
+
+// maxTree bounds the runs the run page's tree shows.
+const maxTree = 1000
 
 // runView reads everything the run page shows.
 func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
@@ -156,8 +207,8 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := c.rt.List(ctx, &actoviq.ListParams{})
-	if err != nil && !errors.Is(err, actoviq.ErrData) {
+	all, err := c.treeOf(ctx, info.ID)
+	if err != nil {
 		return nil, err
 	}
 	v := &Run{RunSummary: summary(info), StoredStatus: string(info.StoredStatus), Holder: info.Holder,

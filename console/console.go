@@ -94,8 +94,9 @@ type Config struct {
 	// Random is the source of session ids and CSRF tokens; nil means
 	// crypto/rand.
 	Random io.Reader
-	// InboxLimit caps how many recent runs the inbox looks at; zero means
-	// 500.
+	// InboxLimit is how many waiting runs one inbox page shows (the rest
+	// is on the next pages; the page says so); zero means 100, at most
+	// 1000.
 	InboxLimit int
 }
 
@@ -118,7 +119,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("console: Config.Hosts[%d] %q is not a host name", i, h)
 		}
 	}
-	if c.ResumeWait < 0 || c.SessionTTL < 0 || c.PollInterval < 0 || c.LoginWindow < 0 || c.LoginFailures < 0 || c.InboxLimit < 0 {
+	if c.ResumeWait < 0 || c.SessionTTL < 0 || c.PollInterval < 0 || c.LoginWindow < 0 || c.LoginFailures < 0 || c.InboxLimit < 0 || c.InboxLimit > 1000 {
 		return errors.New("console: a Config duration or limit is negative")
 	}
 	return nil
@@ -139,9 +140,9 @@ type Console struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu          sync.Mutex
-	resumes     map[string]chan struct{} // run id → closed when its console-started drive ends
-	inboxFlight *inboxFlight             // the inbox computation live streams wait for
+	mu           sync.Mutex
+	resumes      map[string]chan struct{}     // run id → closed when its console-started drive ends
+	inboxFlights map[inboxFilter]*inboxFlight // the inbox computations live streams wait for
 }
 
 // New returns a console over rt. The console does not own rt.
@@ -180,7 +181,7 @@ func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
 		c.Random = rand.Reader
 	}
 	if c.InboxLimit == 0 {
-		c.InboxLimit = 500
+		c.InboxLimit = 100
 	}
 	if c.ResumeDescription == "" {
 		c.ResumeDescription = "Resuming applies the recorded decisions and the recovery rules, then continues from the last checkpoint: nothing committed runs again, and a call whose outcome is unknown is never re-run without a decision."

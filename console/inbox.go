@@ -46,25 +46,48 @@ type Inbox struct {
 	Kinds  []string `json:"kinds"`
 	Agents []string `json:"agents"`
 	Tools  []string `json:"tools"`
+	// Totals counts the runs waiting, by kind, over the whole inbox (every
+	// page, whatever the filters); Total is their sum. An interrupted run
+	// counts under the kind it stopped for.
+	Totals map[string]int64 `json:"totals"`
+	Total  int64            `json:"total"`
+	// Runs is how many runs this page shows (a run may show several items).
+	Runs int `json:"runs"`
+	// Next is the cursor of the next page (?after=); empty on the last.
+	Next string `json:"next,omitempty"`
+	// Cut says, when this page is not the whole inbox, how much it shows
+	// and how to get the rest. Empty when the page is everything.
+	Cut string `json:"cut,omitempty"`
 	// Warning reports runs that could not be read (they are not hidden
 	// silently).
 	Warning string `json:"warning,omitempty"`
 }
 
-type inboxFilter struct{ kind, agent, tool string }
+type inboxFilter struct{ kind, agent, tool, after string }
 
 func filterFrom(r *http.Request) inboxFilter {
 	q := r.URL.Query()
-	return inboxFilter{q.Get("kind"), q.Get("agent"), q.Get("tool")}
+	return inboxFilter{q.Get("kind"), q.Get("agent"), q.Get("tool"), q.Get("after")}
 }
 
 func (f inboxFilter) keep(it *InboxItem) bool {
 	return (f.kind == "" || it.Kind == f.kind) && (f.agent == "" || it.AgentID == f.agent) && (f.tool == "" || it.Tool == f.tool)
 }
 
-// inbox collects everything that waits for a person, oldest first.
+// inbox is one page of what waits for a person, oldest first: a fixed
+// number of store queries (Runtime.Inbox), whatever the store holds. The
+// kind and agent filters are applied by the store; the tool filter (and
+// kind "resume", a state of the ledger) narrows the page's items.
 func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
-	runs, listErr := c.rt.List(ctx, &actoviq.ListParams{Limit: c.cfg.InboxLimit})
+	p := &actoviq.InboxParams{Kind: f.kind, AgentID: f.agent, Limit: c.cfg.InboxLimit, After: f.after}
+	if f.kind == actoviq.InboxKindResume {
+		p.Kind = ""
+	}
+	page, listErr := c.rt.Inbox(ctx, p)
+	var cursorErr *actoviq.CursorError
+	if errors.As(listErr, &cursorErr) {
+		return nil, &badRequest{msg: cursorErr.Error()}
+	}
 	if listErr != nil && !errors.Is(listErr, actoviq.ErrData) {
 		return nil, listErr
 	}
@@ -74,32 +97,17 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 	if listErr != nil {
 		problems = append(problems, listErr.Error())
 	}
-	for _, r := range runs {
+	for _, ir := range page.Runs {
+		r := ir.Run
 		switch r.Status {
 		case actoviq.StatusInterrupted:
-			info, err := c.rt.Get(ctx, r.ID)
-			if err != nil {
-				if errors.Is(err, actoviq.ErrNotFound) {
-					continue
-				}
-				problems = append(problems, err.Error())
-				continue
+			for _, in := range ir.Interruptions {
+				items = append(items, InboxItem{Kind: string(in.Kind), RunID: r.ID, AgentID: r.AgentID, CallID: in.CallID,
+					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: r.UpdatedAt, Reason: oneLine(in.Reason)})
 			}
-			since := map[string]time.Time{}
-			for _, en := range info.Ledger {
-				since[en.CallID] = en.UpdatedAt
-			}
-			for _, in := range info.Interruptions {
-				t, ok := since[in.CallID]
-				if !ok || t.IsZero() {
-					t = info.UpdatedAt
-				}
-				items = append(items, InboxItem{Kind: string(in.Kind), RunID: info.ID, AgentID: info.AgentID, CallID: in.CallID,
-					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: t, Reason: oneLine(in.Reason)})
-			}
-			if len(info.Interruptions) == 0 {
+			if len(ir.Interruptions) == 0 {
 				// Every question is answered: the run waits to be resumed.
-				items = append(items, InboxItem{Kind: "resume", RunID: info.ID, AgentID: info.AgentID, Since: info.UpdatedAt,
+				items = append(items, InboxItem{Kind: actoviq.InboxKindResume, RunID: r.ID, AgentID: r.AgentID, Since: r.UpdatedAt,
 					Reason: "every open question is decided; the run waits to be resumed"})
 			}
 		case actoviq.StatusStalled:
@@ -111,13 +119,19 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 				}
 				reason = fmt.Sprintf("its worker %s pid %d stopped (%s)", h.Host, h.PID, state)
 			}
-			items = append(items, InboxItem{Kind: "stalled", RunID: r.ID, AgentID: r.AgentID, Since: r.UpdatedAt,
+			items = append(items, InboxItem{Kind: actoviq.InboxKindStalled, RunID: r.ID, AgentID: r.AgentID, Since: r.UpdatedAt,
 				Reason: reason + "; resume it to apply the recovery rules"})
 		}
 	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].Since.Before(items[j].Since) })
-	out := &Inbox{Items: []InboxItem{}, Kinds: []string{}, Agents: []string{}, Tools: []string{}}
+	out := &Inbox{Items: []InboxItem{}, Kinds: []string{}, Agents: []string{}, Tools: []string{},
+		Totals: page.Totals, Total: page.Total, Runs: len(page.Runs), Next: page.Next}
 	kinds, agents, tools := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for k := range page.Totals {
+		kinds[k] = true
+	}
+	if f.kind != "" {
+		kinds[f.kind] = true
+	}
 	for i := range items {
 		it := &items[i]
 		it.AgeSeconds = int64(now.Sub(it.Since) / time.Second)
@@ -125,16 +139,31 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 		if it.Tool != "" {
 			tools[it.Tool] = true
 		}
-		if f.keep(it) {
+		if (f.kind != actoviq.InboxKindResume || it.Kind == f.kind) && (f.tool == "" || it.Tool == f.tool) {
 			out.Items = append(out.Items, *it)
 		}
 	}
+	if f.agent != "" {
+		agents[f.agent] = true
+	}
 	out.Kinds, out.Agents, out.Tools = sorted(kinds), sorted(agents), sorted(tools)
+	if page.Next != "" || f.after != "" {
+		out.Cut = fmt.Sprintf("this page shows %d runs; %d runs wait in all", len(page.Runs), page.Total)
+		if page.Next != "" {
+			out.Cut += "; more on the next page"
+		}
+	}
 	if len(problems) > 0 {
 		out.Warning = "some runs could not be read: " + strings.Join(problems, "; ")
 	}
 	return out, nil
 }
+
+// badRequest is an inbox request the console refuses (a cursor it did not
+// hand out).
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
 
 func sorted(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
@@ -147,6 +176,11 @@ func sorted(m map[string]bool) []string {
 
 func (c *Console) apiInbox(w http.ResponseWriter, r *http.Request) {
 	in, err := c.inbox(r.Context(), filterFrom(r))
+	var bad *badRequest
+	if errors.As(err, &bad) {
+		writeError(w, http.StatusBadRequest, "bad_request", bad.msg)
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 		return
@@ -218,8 +252,8 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// inboxFlight is one inbox computation that every live stream waiting at
-// the time shares.
+// inboxFlight is one inbox computation that every live stream with the
+// same filter waiting at the time shares.
 type inboxFlight struct {
 	done chan struct{}
 	in   *Inbox
@@ -227,25 +261,29 @@ type inboxFlight struct {
 }
 
 // sharedInbox is the inbox for the live streams: however many are open,
-// one computation runs at a time and the streams that ask meanwhile share
-// the next result, each filtered its own way. It runs on the console's
-// context, so one stream going away does not cancel the others' read.
+// one computation per filter runs at a time and the streams that ask
+// meanwhile share the next result. Each computation is one page (a fixed
+// number of store queries). It runs on the console's context, so one
+// stream going away does not cancel the others' read.
 func (c *Console) sharedInbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 	c.mu.Lock()
 	if err := c.ctx.Err(); err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
-	fl := c.inboxFlight
+	if c.inboxFlights == nil {
+		c.inboxFlights = map[inboxFilter]*inboxFlight{}
+	}
+	fl := c.inboxFlights[f]
 	if fl == nil {
 		fl = &inboxFlight{done: make(chan struct{})}
-		c.inboxFlight = fl
+		c.inboxFlights[f] = fl
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			fl.in, fl.err = c.inbox(c.ctx, inboxFilter{})
+			fl.in, fl.err = c.inbox(c.ctx, f)
 			c.mu.Lock()
-			c.inboxFlight = nil
+			delete(c.inboxFlights, f)
 			c.mu.Unlock()
 			close(fl.done)
 		}()
@@ -256,15 +294,5 @@ func (c *Console) sharedInbox(ctx context.Context, f inboxFilter) (*Inbox, error
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if fl.err != nil {
-		return nil, fl.err
-	}
-	out := *fl.in
-	out.Items = []InboxItem{}
-	for _, it := range fl.in.Items {
-		if f.keep(&it) {
-			out.Items = append(out.Items, it)
-		}
-	}
-	return &out, nil
+	return fl.in, fl.err
 }

@@ -3,9 +3,11 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -76,12 +78,28 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 func (c *Console) inboxPage(w http.ResponseWriter, r *http.Request) {
 	f := filterFrom(r)
 	in, err := c.inbox(r.Context(), f)
+	var bad *badRequest
+	if errors.As(err, &bad) {
+		http.Error(w, bad.msg, http.StatusBadRequest)
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	next := ""
+	if in.Next != "" {
+		q := url.Values{"after": {in.Next}}
+		for k, v := range map[string]string{"kind": f.kind, "agent": f.agent, "tool": f.tool} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		next = "/?" + q.Encode()
+	}
 	c.render(w, r, http.StatusOK, "inbox.html", map[string]any{"Title": "Inbox", "Inbox": in, "Filter": map[string]string{
-		"Kind": f.kind, "Agent": f.agent, "Tool": f.tool}, "Now": c.cfg.Clock()})
+		"Kind": f.kind, "Agent": f.agent, "Tool": f.tool, "After": f.after}, "Now": c.cfg.Clock(), "NextPage": next,
+		"TotalKinds": sorted(keysOf(in.Totals))})
 }
 
 func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
@@ -92,12 +110,29 @@ func (c *Console) runsPage(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusBadRequest, "runs.html", data)
 		return
 	}
-	runs, err := c.listRuns(r.Context(), status, q, 200)
+	runs, next, err := c.listRuns(r.Context(), status, q, 200, r.URL.Query().Get("after"))
+	var cursorErr *actoviq.CursorError
+	if errors.As(err, &cursorErr) {
+		data["Error"] = cursorErr.Error()
+		c.render(w, r, http.StatusBadRequest, "runs.html", data)
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	data["Runs"] = runs
+	if next != "" {
+		v := url.Values{"after": {next}}
+		if status != "" {
+			v.Set("status", status)
+		}
+		if q != "" {
+			v.Set("q", q)
+		}
+		data["NextPage"] = "/runs?" + v.Encode()
+	}
+	data["After"] = r.URL.Query().Get("after")
 	c.render(w, r, http.StatusOK, "runs.html", data)
 }
 
@@ -214,4 +249,12 @@ func eventLine(ev actoviq.Event) string {
 		return s
 	}
 	return ""
+}
+
+func keysOf(m map[string]int64) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }

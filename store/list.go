@@ -215,3 +215,24 @@ func SortCounts(c []RunCount) {
 		return strings.Compare(a.WaitKind, b.WaitKind)
 	})
 }
+
+// ClaimListParams reads several claims (at most [MaxLedgerRuns] keys).
+type ClaimListParams struct {
+	// Tenant scopes the operation; every key includes it.
+	Tenant string
+	// Keys are the claims' keys, such as "run:<id>".
+	Keys []string
+}
+
+// Validate checks the parameters.
+func (p *ClaimListParams) Validate() error {
+	if len(p.Keys) > MaxLedgerRuns {
+		return invalid("Keys", fmt.Sprintf("%d keys, more than %d", len(p.Keys), MaxLedgerRuns))
+	}
+	for i, k := range p.Keys {
+		if k == "" {
+			return invalid(fmt.Sprintf("Keys[%d]", i), "empty")
+		}
+	}
+	return needTenant(p.Tenant)
+}

@@ -157,6 +157,10 @@ type RunListParams struct {
 	Statuses []RunStatus
 	// ParentID keeps only children of this run; empty means any.
 	ParentID string
+	// AgentID keeps only runs of this agent; empty means any.
+	AgentID string
+	// WaitKind keeps only runs with this [Run.WaitKind]; empty means any.
+	WaitKind string
 	// Claim keeps only runs whose claim is in this state at Now.
 	Claim ClaimFilter
 	// Now is the time Claim is judged at; zero means the store's clock.

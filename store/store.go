@@ -9,6 +9,8 @@ type Store interface {
 	ClaimAcquire(ctx context.Context, p *ClaimAcquireParams) (*Claim, error)
 	// ClaimGet reads a claim; [ErrNotFound] if it never existed.
 	ClaimGet(ctx context.Context, p *ClaimGetParams) (*Claim, error)
+	// ClaimList reads several claims in one query: those that exist, by key.
+	ClaimList(ctx context.Context, p *ClaimListParams) ([]*Claim, error)
 	// ClaimRelease gives a claim up if the fence holds.
 	ClaimRelease(ctx context.Context, p *ClaimReleaseParams) error
 	// ClaimRenew extends a claim if the fence holds.

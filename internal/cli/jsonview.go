@@ -19,6 +19,9 @@ const jsonSchema = 1
 type runListJSON struct {
 	Schema int          `json:"schema"`
 	Runs   []runRowJSON `json:"runs"`
+	// Next is set when the list was cut at --limit: pass it as --after
+	// for the next page.
+	Next string `json:"next,omitempty"`
 }
 
 type runRowJSON struct {

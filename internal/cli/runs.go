@@ -26,6 +26,7 @@ func (e *env) runsListCmd() *cobra.Command {
 	c := common{mustExist: true}
 	var status string
 	var limit int
+	var after string
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -35,9 +36,13 @@ func (e *env) runsListCmd() *cobra.Command {
 			"wait for a decision (actoviq runs show RUN prints the commands that give it). running and stalled are\n" +
 			"read from the run's claim: running while a live process drives it, stalled when it was running but\n" +
 			"its process died or its lease expired (actoviq resume RUN continues it).\n\n" +
-			"--json prints {\"schema\":1,\"runs\":[...]}: snake_case names, zero values left out; the schema\n" +
-			"number changes only when a field changes meaning or goes away.",
-		Example: "  actoviq runs list --status interrupted\n  actoviq runs list --store postgres://user@db/actoviq --tenant acme --json",
+			"The list is paged: at most --limit runs, and when it was cut, the last line says so and gives the\n" +
+			"--after cursor of the next page. Each page costs the same however many runs the store holds.\n\n" +
+			"--json prints {\"schema\":1,\"runs\":[...],\"next\":\"CURSOR\"}: snake_case names, zero values left out\n" +
+			"(\"next\" only when the list was cut); the schema number changes only when a field changes meaning or\n" +
+			"goes away.",
+		Example: "  actoviq runs list --status interrupted\n  actoviq runs list --status interrupted --after CURSOR\n" +
+			"  actoviq runs list --store postgres://user@db/actoviq --tenant acme --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch actoviq.Status(status) {
@@ -50,13 +55,20 @@ func (e *env) runsListCmd() *cobra.Command {
 				return err
 			}
 			defer done()
-			runs, listErr := rt.List(cmd.Context(), &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit})
+			page, listErr := rt.ListPage(cmd.Context(), &actoviq.ListParams{Status: actoviq.Status(status), Limit: limit, After: after})
+			var cursorErr *actoviq.CursorError
+			if errors.As(listErr, &cursorErr) {
+				return usageErr("--after: %s", cursorErr.Reason)
+			}
 			if listErr != nil && !errors.Is(listErr, actoviq.ErrData) {
 				return &exitError{code: ExitFailed, err: listErr}
 			}
+			runs := page.Runs
 			var werr error
 			if jsonOut {
-				werr = writeJSON(e, runRows(runs))
+				v := runRows(runs)
+				v.Next = page.Next
+				werr = writeJSON(e, v)
 			} else {
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "RUN\tSTATUS\tAGENT\tSESSION\tUPDATED\tHOLDER")
@@ -68,6 +80,14 @@ func (e *env) runsListCmd() *cobra.Command {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.AgentID, dash(r.SessionID), r.UpdatedAt.Format(time.RFC3339), holderText(r))
 				}
 				werr = tw.Flush()
+				if page.Next != "" {
+					statusFlag := ""
+					if status != "" {
+						statusFlag = " --status " + status
+					}
+					fmt.Fprintf(e.stdout, "cut at %d runs; the next page: actoviq runs list%s --limit %d --after %s%s\n",
+						len(runs), statusFlag, limit, page.Next, storeFlags(&c))
+				}
 				if stalled > 0 {
 					fmt.Fprintf(e.stdout, "hint: a stalled run has no live process driving it (its claim expired or its holder died); continue it with: actoviq resume RUN%s\n", storeFlags(&c))
 				}
@@ -82,7 +102,8 @@ func (e *env) runsListCmd() *cobra.Command {
 	c.register(cmd)
 	cmd.Flags().StringVar(&status, "status", "", "only runs in this status: queued, running, stalled, interrupted, completed, failed or cancelled")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"queued", "running", "stalled", "interrupted", "completed", "failed", "cancelled"}, cobra.ShellCompDirectiveNoFileComp))
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs (0: all)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs, one page (0: all)")
+	cmd.Flags().StringVar(&after, "after", "", "the next page: the cursor a cut list printed")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
 	return cmd
 }

@@ -517,7 +517,7 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	var out []*store.Run
 	var bad error // the first run that does not decode; it hides no other
 	for k, r := range s.runs {
-		if k.tenant != p.Tenant || !s.matchLocked(r, statuses, p.ParentID, p.Claim, now) {
+		if k.tenant != p.Tenant || !s.matchLocked(r, statuses, p.ParentID, p.Claim, now, extra{p.AgentID, p.WaitKind}) {
 			continue
 		}
 		if p.After != nil && cmpRun(r, p.After, p.Order) <= 0 {
@@ -559,9 +559,37 @@ func cmpRun(r *store.Run, c *store.RunCursor, o store.RunOrder) int {
 	return cmpString(c.ID, r.ID)
 }
 
+// extra are RunList's filters that RunCount does not have.
+type extra struct{ agentID, waitKind string }
+
+// ClaimList implements [store.Store].
+func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*store.Claim, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []*store.Claim{}
+	seen := map[string]bool{}
+	for _, k := range p.Keys {
+		if c, ok := s.claims[key{p.Tenant, k}]; ok && !seen[k] {
+			seen[k] = true
+			cc := *c
+			out = append(out, &cc)
+		}
+	}
+	slices.SortFunc(out, func(a, b *store.Claim) int { return cmpString(a.Key, b.Key) })
+	return out, nil
+}
+
 // matchLocked applies the filters shared by RunList and RunCount.
-func (s *Store) matchLocked(r *store.Run, statuses []store.RunStatus, parentID string, cf store.ClaimFilter, now time.Time) bool {
+func (s *Store) matchLocked(r *store.Run, statuses []store.RunStatus, parentID string, cf store.ClaimFilter, now time.Time, f extra) bool {
 	if len(statuses) > 0 && !slices.Contains(statuses, r.Status) || parentID != "" && r.ParentID != parentID {
+		return false
+	}
+	if f.agentID != "" && r.AgentID != f.agentID || f.waitKind != "" && r.WaitKind != f.waitKind {
 		return false
 	}
 	if cf.State == store.ClaimAny {
@@ -594,7 +622,7 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 	}
 	n := map[group]int64{}
 	for k, r := range s.runs {
-		if k.tenant == p.Tenant && s.matchLocked(r, p.Statuses, p.ParentID, p.Claim, now) {
+		if k.tenant == p.Tenant && s.matchLocked(r, p.Statuses, p.ParentID, p.Claim, now, extra{}) {
 			n[group{r.Status, r.WaitKind}]++
 		}
 	}

@@ -113,6 +113,12 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 		if p.ParentID != "" {
 			where = append(where, `r.parent_id = `+a.ph(p.ParentID), `r.parent_id <> ''`)
 		}
+		if p.AgentID != "" {
+			where = append(where, `r.agent_id = `+a.ph(p.AgentID))
+		}
+		if p.WaitKind != "" {
+			where = append(where, `r.wait_kind = `+a.ph(p.WaitKind))
+		}
 		if c := claimCond(&a, p.Claim, now); c != "" {
 			where = append(where, c)
 		}
@@ -280,4 +286,29 @@ func offsetAfter(p *store.RunPruneParams) int {
 		return p.Limit
 	}
 	return 0
+}
+
+// ClaimList implements [store.Store].
+func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*store.Claim, error) {
+	if err := store.Check(p); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+claimCols+` FROM {{schema}}.claims
+		WHERE tenant = $1 AND key = ANY($2::text[]) ORDER BY key`), p.Tenant, p.Keys)
+	if err != nil {
+		return nil, mapErr("list claims", err)
+	}
+	defer rows.Close()
+	out := []*store.Claim{}
+	for rows.Next() {
+		c, err := scanClaim(rows)
+		if err != nil {
+			return nil, mapErr("list claims", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("list claims", err)
+	}
+	return out, nil
 }

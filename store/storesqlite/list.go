@@ -131,6 +131,12 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 			f.add(`r.parent_id = ?`, p.ParentID)
 			f.add(`r.parent_id <> ''`) // runs_by_parent's condition
 		}
+		if p.AgentID != "" {
+			f.add(`r.agent_id = ?`, p.AgentID)
+		}
+		if p.WaitKind != "" {
+			f.add(`r.wait_kind = ?`, p.WaitKind)
+		}
 		f.claim(p.Claim, now)
 		if p.After != nil {
 			f.add(after, micros(p.After.At), p.After.ID)
@@ -300,4 +306,33 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		return nil, wrap("prune runs", err)
 	}
 	return res, nil
+}
+
+// ClaimList implements [store.Store].
+func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*store.Claim, error) {
+	if err := validate(p); err != nil {
+		return nil, err
+	}
+	keys, err := json.Marshal(p.Keys)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+claimColumns+` FROM claims
+		WHERE tenant = ? AND key IN (SELECT value FROM json_each(?)) ORDER BY key`, p.Tenant, string(keys))
+	if err != nil {
+		return nil, wrap("list claims", mapErr(ctx, err))
+	}
+	defer rows.Close()
+	out := []*store.Claim{}
+	for rows.Next() {
+		c, err := scanClaim(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("list claims", mapErr(ctx, err))
+	}
+	return out, nil
 }

@@ -91,12 +91,26 @@ func testRunListPaging(t *testing.T, bb *bundle) {
 			t.Fatalf("run %s wait kind %q, want approval", r.ID, r.WaitKind)
 		}
 	}
+	// Agent and wait kind filters.
+	mustCreate(t, bb, &store.Run{Tenant: "t1", ID: "other-agent", AgentID: "b", Status: store.RunInterrupted, WaitKind: "provider"})
+	byKind, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Status: store.RunInterrupted, WaitKind: "provider"})
+	if err != nil || len(byKind) != 1 || byKind[0].ID != "other-agent" {
+		t.Fatalf("wait kind filter: %v %v", ids(byKind), err)
+	}
+	byAgent, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", AgentID: "agent", Status: store.RunInterrupted})
+	if err != nil || len(byAgent) != len(want[store.RunInterrupted]) {
+		t.Fatalf("agent filter: %v %v", ids(byAgent), err)
+	}
 	// Summary leaves the checkpoint out, and only it.
 	sum, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Summary: true, Limit: 3})
 	if err != nil || len(sum) != 3 {
 		t.Fatalf("summary list: %v %v", ids(sum), err)
 	}
 	for i, r := range sum {
+		if i == 0 {
+			continue // other-agent, created after the list above
+		}
+		i--
 		if r.Checkpoint != nil || r.ID != all[i].ID || r.Revision != 1 || r.AgentID != "agent" || r.Status != all[i].Status {
 			t.Fatalf("summary run %+v", r)
 		}
@@ -144,6 +158,11 @@ func testRunListClaims(t *testing.T, bb *bundle) {
 		Now: bb.clock.Now().Add(2 * time.Hour)})
 	if err != nil || len(rs) != 4 {
 		t.Fatalf("idle two hours later = %v %v", ids(rs), err)
+	}
+	cl, err := bb.s.ClaimList(bb.ctx, &store.ClaimListParams{Tenant: "t1", Keys: []string{store.RunClaimKey("c"), "nope",
+		store.RunClaimKey("a"), store.RunClaimKey("b")}})
+	if err != nil || len(cl) != 3 || cl[0].Key != "run:a" || cl[1].Holder != "there:2:x" || cl[2].Key != "run:c" {
+		t.Fatalf("ClaimList = %+v %v", cl, err)
 	}
 	counts, err := bb.s.RunCount(bb.ctx, &store.RunCountParams{Tenant: "t1", Claim: store.ClaimFilter{State: store.ClaimIdle}})
 	if err != nil || len(counts) != 1 || counts[0] != (store.RunCount{Status: store.RunRunning, N: 2}) {

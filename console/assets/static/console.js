@@ -167,6 +167,14 @@
   }
   function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; }
   function renderInbox(data) {
+    var tot = document.getElementById("inbox-totals");
+    if (tot && data.totals) {
+      tot.textContent = data.total + " runs wait" + Object.keys(data.totals).sort().map(function (k) {
+        return " · " + k + " " + data.totals[k];
+      }).join("");
+    }
+    var cut = document.getElementById("inbox-cut-text");
+    if (cut) cut.textContent = data.cut ? data.cut + "." : "";
     inbox.textContent = "";
     if (!data.items.length) { inbox.appendChild(el("li", "empty", "Nothing waits for a person.")); return; }
     data.items.forEach(function (it) {
