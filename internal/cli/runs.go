@@ -43,7 +43,7 @@ func (e *env) runsListCmd() *cobra.Command {
 			"goes away.",
 		Example: "  actoviq runs list --status interrupted\n  actoviq runs list --status interrupted --after CURSOR\n" +
 			"  actoviq runs list --store postgres://user@db/actoviq --tenant acme --json",
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch actoviq.Status(status) {
 			case "", actoviq.StatusQueued, actoviq.StatusRunning, actoviq.StatusStalled, actoviq.StatusCompleted, actoviq.StatusInterrupted, actoviq.StatusFailed, actoviq.StatusCancelled:
