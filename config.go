@@ -22,6 +22,9 @@ func (c *Config) validate() error {
 	case c.CommitTimeout < 0:
 		return fmt.Errorf("actoviq: Config.CommitTimeout is %v; it must be positive (zero means 30s)", c.CommitTimeout)
 	}
+	if err := c.Retention.validate(); err != nil {
+		return err
+	}
 	if err := checkControl("Config.Tenant", c.Tenant); err != nil {
 		return err
 	}
@@ -113,4 +116,8 @@ type Config struct {
 	// context detached from the caller's cancellation. Zero means 30 s;
 	// negative is refused.
 	CommitTimeout time.Duration
+	// Retention removes finished runs after a while (see [Retention] for
+	// what is never removed): [Runtime.Work] sweeps by it, and
+	// [Runtime.Prune] removes on demand. The zero value keeps every run.
+	Retention Retention
 }

@@ -20,18 +20,19 @@ func (rt *Runtime) Holder() string { return rt.holder }
 // many goroutines; several runtimes, in one process or many, may share one
 // store: claims keep two drives of one run apart.
 type Runtime struct {
-	store    store.Store
-	tenant   string
-	holder   string
-	instance string // random per runtime: see driveHolder
-	ttl      time.Duration
-	clock    func() time.Time
-	newID    func() string
-	sinks    []EventSink
-	redactor *redact.Redactor
-	commitTO time.Duration
-	codec    Codec
-	args     *argMemory // unredacted arguments of pending calls that held secrets
+	store     store.Store
+	tenant    string
+	holder    string
+	instance  string // random per runtime: see driveHolder
+	ttl       time.Duration
+	clock     func() time.Time
+	newID     func() string
+	sinks     []EventSink
+	redactor  *redact.Redactor
+	commitTO  time.Duration
+	codec     Codec
+	args      *argMemory // unredacted arguments of pending calls that held secrets
+	retention Retention  // Config.Retention: the worker's sweeper
 
 	reg registry // agents Work can drive
 
@@ -76,7 +77,7 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 	return &Runtime{
 		store: s, tenant: c.Tenant, holder: c.Holder, instance: randomID()[:12], ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
 		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
-		codec: c.Codec, args: &argMemory{},
+		codec: c.Codec, args: &argMemory{}, retention: c.Retention,
 		cancels: map[string]context.CancelCauseFunc{},
 	}, nil
 }

@@ -107,7 +107,8 @@ func (o *WorkOptions) withDefaults() (WorkOptions, error) {
 
 // Work claims queued runs of this runtime's tenant (and running runs whose
 // holder is gone) and drives them, at most Concurrency at a time, until
-// ctx ends. Then it stops claiming, lets in-flight drives finish for the
+// ctx ends. With [Config.Retention] set it also removes finished runs by
+// that policy, in bounded batches, every Retention.Every. Then it stops claiming, lets in-flight drives finish for the
 // grace period, releases the rest back to the queue, and returns nil.
 //
 // Several workers, in one process or on many machines, may work one store:
@@ -130,6 +131,13 @@ func (rt *Runtime) Work(ctx context.Context, opts *WorkOptions) error {
 		filter = append(ids, o.ResolveAgentIDs...)
 	}
 	qn, _ := rt.store.(store.QueueNotifier)
+	if rt.retention.KeepFinished > 0 {
+		// Retention sweeps beside the claims, in bounded batches.
+		var sweeping sync.WaitGroup
+		sweeping.Add(1)
+		go func() { defer sweeping.Done(); rt.sweep(ctx, &o) }()
+		defer sweeping.Wait()
+	}
 
 	// Drives outlive ctx by the grace period: they run on a context of
 	// their own, cancelled with ErrReleased when the grace ends.

@@ -18,7 +18,7 @@ import (
 
 func (e *env) runsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "runs", Short: "List and show runs", RunE: groupRunE}
-	cmd.AddCommand(e.runsListCmd(), e.runsShowCmd())
+	cmd.AddCommand(e.runsListCmd(), e.runsShowCmd(), e.runsPruneCmd())
 	return cmd
 }
 

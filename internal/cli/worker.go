@@ -26,6 +26,7 @@ func (e *env) workerCmd() *cobra.Command {
 	var concurrency int
 	var mcpConfig string
 	var leaseTTL, poll, grace time.Duration
+	var keepFinished string
 	var jsonLog bool
 	var of opsFlags
 	cmd := &cobra.Command{
@@ -38,7 +39,10 @@ func (e *env) workerCmd() *cobra.Command {
 			"SIGTERM or SIGINT drains: no new claims, in-flight runs may finish during --grace, then they go back " +
 			"to the queue. A second signal releases them at once.\n\n" +
 			"--metrics-listen serves Prometheus metrics; --notify-url POSTs a signed JSON item to a webhook for each\n" +
-			"call or run this worker stops for a person (approval, reconciliation, recovery, provider).",
+			"call or run this worker stops for a person (approval, reconciliation, recovery, provider).\n\n" +
+
+			"--keep-finished DURATION also removes, every minute and in bounded batches, the runs that finished longer " +
+			"ago than DURATION (what actoviq runs prune never removes is kept: see its help).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if concurrency < 1 {
@@ -49,6 +53,14 @@ func (e *env) workerCmd() *cobra.Command {
 			}
 			if c.tenant == "" {
 				return usageErr("--tenant must not be empty")
+			}
+			var retention actoviq.Retention
+			if keepFinished != "" {
+				age, err := parseAge(keepFinished)
+				if err != nil || age == 0 {
+					return usageErr("--keep-finished: want a positive duration (such as 720h or 30d)")
+				}
+				retention.KeepFinished = age
 			}
 			ctx := cmd.Context()
 			codec, err := e.codec()
@@ -70,7 +82,7 @@ func (e *env) workerCmd() *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL, Codec: codec, Sinks: op.sinks})
+			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL, Codec: codec, Sinks: op.sinks, Retention: retention})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -101,6 +113,7 @@ func (e *env) workerCmd() *cobra.Command {
 	fl.DurationVar(&leaseTTL, "lease-ttl", 30*time.Second, "claim lifetime without a heartbeat: how long a dead worker's runs wait before another worker takes them over")
 	fl.DurationVar(&poll, "poll", time.Second, "how often an idle worker looks for work (PostgreSQL also wakes it with LISTEN/NOTIFY)")
 	fl.DurationVar(&grace, "grace", 30*time.Second, "after a signal, how long in-flight runs may go on before they go back to the queue")
+	fl.StringVar(&keepFinished, "keep-finished", "", "remove runs finished longer ago than this (such as 720h or 30d); default: keep every run")
 	fl.BoolVar(&jsonLog, "json-log", false, "log JSON lines on stderr")
 	of.register(cmd, false)
 	return cmd
