@@ -16,42 +16,44 @@ import (
 const module = "github.com/actoviq/actoviq-go"
 
 var layers = map[string]int{
-	"item":                    0,
-	"analysis/actoviqvet":     0, // matches on import paths; imports no module package
-	"cmd/actoviq-vet":         11,
-	"llm/transport":           0,
-	"llm":                     1,
-	"tool":                    2,
-	"llm/internal/wire":       2,
-	"llm/internal/wiretest":   3,
-	"store":                   3,
-	"llm/openai":              4,
-	"llm/anthropic":           4,
-	"llm/scripted":            4,
-	"tool/mcptool":            4,
-	"tool/httptool":           4,
-	"store/internal/journal":  3, // the SQL stores' journal row format; imports no module package
-	"internal/killpoint":      3, // kill points inside the stores' writes, for the crash tests; imports no module package
-	"store/storemem":          4,
-	"store/storesqlite":       4,
-	"store/storepg":           4,
-	"store/storetest":         4,
-	"once":                    4,
-	"internal/testutil":       4,
-	"internal/scaletest":      4, // seeds large stores in SQL (tests and scripts/bench-scale)
-	"internal/ledger":         5,
-	"internal/redact":         5,
-	"internal/worker":         7,
-	"":                        8, // root package actoviq
-	"otelsink":                9,
-	"otelmetrics":             9, // OpenTelemetry metrics and the Prometheus endpoint
-	"notify":                  9, // webhook notifier over the root's events
-	"console":                 9,
-	"internal/cli":            10,
-	"cmd/actoviq":             11,
-	"internal/demo":           9,
-	"internal/crashtest":      9,
-	"internal/crashtest/prog": 10,
+	"item":                   0,
+	"analysis/actoviqvet":    0, // matches on import paths; imports no module package
+	"cmd/actoviq-vet":        11,
+	"llm/transport":          0,
+	"llm":                    1,
+	"tool":                   2,
+	"llm/internal/wire":      2,
+	"llm/internal/wiretest":  3,
+	"store":                  3,
+	"llm/openai":             4,
+	"llm/anthropic":          4,
+	"llm/scripted":           4,
+	"tool/mcptool":           4,
+	"tool/httptool":          4,
+	"store/internal/journal": 3, // the SQL stores' journal row format; imports no module package
+	"internal/killpoint":     3, // kill points inside the stores' writes, for the crash tests; imports no module package
+	"store/storemem":         4,
+	"store/storesqlite":      4,
+	"store/storepg":          4,
+	"store/storetest":        4,
+	"once":                   4,
+	"internal/testutil":      4,
+	"internal/scaletest":     4, // seeds large stores in SQL (tests and scripts/bench-scale)
+
+	"internal/scaletest/benchscale": 10, // scripts/bench-scale's program
+	"internal/ledger":               5,
+	"internal/redact":               5,
+	"internal/worker":               7,
+	"":                              8, // root package actoviq
+	"otelsink":                      9,
+	"otelmetrics":                   9, // OpenTelemetry metrics and the Prometheus endpoint
+	"notify":                        9, // webhook notifier over the root's events
+	"console":                       9,
+	"internal/cli":                  10,
+	"cmd/actoviq":                   11,
+	"internal/demo":                 9,
+	"internal/crashtest":            9,
+	"internal/crashtest/prog":       10,
 
 	"llm/internal/providertest": 3, // beside wiretest
 

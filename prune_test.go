@@ -129,7 +129,9 @@ func TestWorkerSweeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- rt.Work(ctx, &actoviq.WorkOptions{PollInterval: 10 * time.Millisecond, Sinks: []actoviq.EventSink{sink}}) }()
+	go func() {
+		done <- rt.Work(ctx, &actoviq.WorkOptions{PollInterval: 10 * time.Millisecond, Sinks: []actoviq.EventSink{sink}})
+	}()
 	var d actoviq.RunsPrunedData
 	select {
 	case d = <-pruned:

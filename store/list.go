@@ -236,3 +236,27 @@ func (p *ClaimListParams) Validate() error {
 	}
 	return needTenant(p.Tenant)
 }
+
+// SubtractCounts returns all minus some, group by group, without the
+// groups that reach zero (for the backends' counts of idle claims).
+func SubtractCounts(all, some []RunCount) []RunCount {
+	type g struct {
+		s RunStatus
+		k string
+	}
+	n := map[g]int64{}
+	for _, c := range all {
+		n[g{c.Status, c.WaitKind}] += c.N
+	}
+	for _, c := range some {
+		n[g{c.Status, c.WaitKind}] -= c.N
+	}
+	out := []RunCount{}
+	for k, v := range n {
+		if v > 0 {
+			out = append(out, RunCount{Status: k.s, WaitKind: k.k, N: v})
+		}
+	}
+	SortCounts(out)
+	return out
+}

@@ -7,6 +7,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,6 +32,8 @@ type Spec struct {
 	Queued int
 	// Base is the time of the first finished run.
 	Base time.Time
+	// Prefix starts every id, so that a store can be seeded twice.
+	Prefix string
 }
 
 // Approval and reconciliation checkpoints of the waiting runs (version 1,
@@ -63,29 +67,29 @@ func SQLite(ctx context.Context, db *sql.DB, s Spec) error {
 		args []any
 	}{
 		{series + `INSERT INTO runs (` + cols + `)
-			SELECT ?, printf('f%08d', n), '', '', 'agent', 'd',
+			SELECT ?, ? || printf('f%08d', n), '', '', 'agent', 'd',
 				CASE n % 3 WHEN 0 THEN 'completed' WHEN 1 THEN 'failed' ELSE 'cancelled' END, '', '{"v":1}', NULL, NULL, 3, 0,
 				? + n * 1000000, ? + n * 1000000 + 500000 FROM g`,
-			[]any{s.Finished, s.Finished, s.Tenant, base, base}},
+			[]any{s.Finished, s.Finished, s.Tenant, s.Prefix, base, base}},
 		{series + `INSERT INTO runs (` + cols + `)
-			SELECT ?, printf('w%08d', n), '', '', 'agent', 'd', 'interrupted',
+			SELECT ?, ? || printf('w%08d', n), '', '', 'agent', 'd', 'interrupted',
 				CASE n % 2 WHEN 1 THEN 'approval' ELSE 'reconciliation' END,
 				CASE n % 2 WHEN 1 THEN ? ELSE ? END, NULL, NULL, 3, 0, ? + n * 1000, ? + n * 1000 FROM g`,
-			[]any{s.Waiting, s.Waiting, s.Tenant, cpApproval, cpReconciliation, base + int64(s.Finished+1)*1e6, base + int64(s.Finished+1)*1e6}},
+			[]any{s.Waiting, s.Waiting, s.Tenant, s.Prefix, cpApproval, cpReconciliation, base + int64(s.Finished+1)*1e6, base + int64(s.Finished+1)*1e6}},
 		{series + `INSERT INTO ledger (tenant, run_id, call_id, turn, idx, tool, effect, state, idempotency_key, attempt,
 				args_digest, args, revision, created_at, updated_at)
-			SELECT ?, printf('w%08d', n), 'c1', 1, 0, 'pay', 'side-effect',
+			SELECT ?, ? || printf('w%08d', n), 'c1', 1, 0, 'pay', 'side-effect',
 				CASE n % 2 WHEN 1 THEN 'awaiting_approval' ELSE 'unknown' END, 'k', n % 2, 'sha256:x', '{"amount":5}', 2,
 				? + n * 1000, ? + n * 1000 FROM g`,
-			[]any{s.Waiting, s.Waiting, s.Tenant, base + int64(s.Finished+1)*1e6, base + int64(s.Finished+1)*1e6}},
+			[]any{s.Waiting, s.Waiting, s.Tenant, s.Prefix, base + int64(s.Finished+1)*1e6, base + int64(s.Finished+1)*1e6}},
 		{series + `INSERT INTO runs (` + cols + `)
-			SELECT ?, printf('s%08d', n), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 2, 0,
+			SELECT ?, ? || printf('s%08d', n), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 2, 0,
 				? - 3600000000 + n, ? - 3600000000 + n FROM g`,
-			[]any{s.Stalled, s.Stalled, s.Tenant, base, base}},
+			[]any{s.Stalled, s.Stalled, s.Tenant, s.Prefix, base, base}},
 		{series + `INSERT INTO runs (` + cols + `)
-			SELECT ?, printf('q%08d', n), '', '', 'agent', 'd', 'queued', '', '{"v":1}', NULL, NULL, 1, 0,
+			SELECT ?, ? || printf('q%08d', n), '', '', 'agent', 'd', 'queued', '', '{"v":1}', NULL, NULL, 1, 0,
 				? + n, ? + n FROM g`,
-			[]any{s.Queued, s.Queued, s.Tenant, base + int64(2*s.Finished+10)*1e6, base + int64(2*s.Finished+10)*1e6}},
+			[]any{s.Queued, s.Queued, s.Tenant, s.Prefix, base + int64(2*s.Finished+10)*1e6, base + int64(2*s.Finished+10)*1e6}},
 	}
 	for i, st := range stmts {
 		if _, err := db.ExecContext(ctx, st.q, st.args...); err != nil {
@@ -100,7 +104,7 @@ func SQLite(ctx context.Context, db *sql.DB, s Spec) error {
 type Exec func(ctx context.Context, q string, args ...any) error
 
 // PostgreSQL fills a storepg schema (quoted: the schema name as an SQL
-// identifier) and analyzes its runs.
+// identifier) and vacuums and analyzes its runs.
 func PostgreSQL(ctx context.Context, exec Exec, quoted string, s Spec) error {
 	const cols = `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind, checkpoint, meta, deadline,
 		revision, event_seq, created_at, updated_at`
@@ -110,34 +114,38 @@ func PostgreSQL(ctx context.Context, exec Exec, quoted string, s Spec) error {
 		args []any
 	}{
 		{`INSERT INTO ` + quoted + `.runs (` + cols + `)
-			SELECT $1, 'f' || lpad(n::text, 8, '0'), '', '', 'agent', 'd',
+			SELECT $1, $P || 'f' || lpad(n::text, 8, '0'), '', '', 'agent', 'd',
 				(ARRAY['completed', 'failed', 'cancelled'])[(n % 3) + 1], '', '{"v":1}', NULL, NULL, 3, 0,
 				$2::timestamptz + n * interval '1 second', $2::timestamptz + n * interval '1 second' + interval '0.5 second'
 			FROM generate_series(1, $3::int) n`, []any{s.Tenant, s.Base, s.Finished}},
 		{`INSERT INTO ` + quoted + `.runs (` + cols + `)
-			SELECT $1, 'w' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'interrupted',
+			SELECT $1, $P || 'w' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'interrupted',
 				CASE n % 2 WHEN 1 THEN 'approval' ELSE 'reconciliation' END,
 				CASE n % 2 WHEN 1 THEN $4 ELSE $5 END, NULL, NULL, 3, 0,
 				$2::timestamptz + n * interval '1 millisecond', $2::timestamptz + n * interval '1 millisecond'
 			FROM generate_series(1, $3::int) n`, []any{s.Tenant, waitBase, s.Waiting, cpApproval, cpReconciliation}},
 		{`INSERT INTO ` + quoted + `.ledger (tenant, run_id, call_id, turn, idx, tool, effect, state, idempotency_key, attempt,
 				args_digest, args, holder, epoch, revision, created_at, updated_at)
-			SELECT $1, 'w' || lpad(n::text, 8, '0'), 'c1', 1, 0, 'pay', 'side-effect',
+			SELECT $1, $P || 'w' || lpad(n::text, 8, '0'), 'c1', 1, 0, 'pay', 'side-effect',
 				CASE n % 2 WHEN 1 THEN 'awaiting_approval' ELSE 'unknown' END, 'k', n % 2, 'sha256:x', '{"amount":5}', '', 0, 2,
 				$2::timestamptz + n * interval '1 millisecond', $2::timestamptz + n * interval '1 millisecond'
 			FROM generate_series(1, $3::int) n`, []any{s.Tenant, waitBase, s.Waiting}},
 		{`INSERT INTO ` + quoted + `.runs (` + cols + `)
-			SELECT $1, 's' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 2, 0,
+			SELECT $1, $P || 's' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 2, 0,
 				$2::timestamptz - interval '1 hour' + n * interval '1 microsecond', $2::timestamptz - interval '1 hour' + n * interval '1 microsecond'
 			FROM generate_series(1, $3::int) n`, []any{s.Tenant, s.Base, s.Stalled}},
 		{`INSERT INTO ` + quoted + `.runs (` + cols + `)
-			SELECT $1, 'q' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'queued', '', '{"v":1}', NULL, NULL, 1, 0,
+			SELECT $1, $P || 'q' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'queued', '', '{"v":1}', NULL, NULL, 1, 0,
 				$2::timestamptz + n * interval '1 microsecond', $2::timestamptz + n * interval '1 microsecond'
 			FROM generate_series(1, $3::int) n`, []any{s.Tenant, s.Base.Add(time.Duration(2*s.Finished+10) * time.Second), s.Queued}},
-		{`ANALYZE ` + quoted + `.runs`, nil},
-		{`ANALYZE ` + quoted + `.ledger`, nil},
+		{`VACUUM ANALYZE ` + quoted + `.runs`, nil},
+		{`VACUUM ANALYZE ` + quoted + `.ledger`, nil},
 	}
 	for i, st := range stmts {
+		if strings.Contains(st.q, "$P") {
+			st.q = strings.ReplaceAll(st.q, "$P", "$"+strconv.Itoa(len(st.args)+1)+"::text")
+			st.args = append(st.args, s.Prefix)
+		}
 		if err := exec(ctx, st.q, st.args...); err != nil {
 			return fmt.Errorf("scaletest: postgres statement %d: %w", i, err)
 		}

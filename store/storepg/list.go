@@ -160,6 +160,27 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
+	if st, ok := waitingStatuses(p); ok {
+		// All waiting runs, minus those a live claim takes out: one
+		// statement (one snapshot), both parts read indexes, and no
+		// waiting run is probed one by one.
+		q := waitingCount
+		rows, err := s.pool.Query(ctx, s.q(q), p.Tenant, st, s.listNow(p.Now))
+		if err != nil {
+			return nil, mapErr("count runs", err)
+		}
+		parts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RunCount, error) {
+			var c store.RunCount
+			var st string
+			err := row.Scan(&st, &c.WaitKind, &c.N)
+			c.Status = store.RunStatus(st)
+			return c, err
+		})
+		if err != nil {
+			return nil, mapErr("count runs", err)
+		}
+		return store.SubtractCounts(parts, nil), nil
+	}
 	q, args := s.countQuery(p)
 	rows, err := s.pool.Query(ctx, s.q(q), args...)
 	if err != nil {
@@ -312,3 +333,32 @@ func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*sto
 	}
 	return out, nil
 }
+
+// waitingStatuses reports whether p counts waiting runs (interrupted or
+// running) whose claim is idle, and which statuses.
+func waitingStatuses(p *store.RunCountParams) ([]string, bool) {
+	if p.Claim.State != store.ClaimIdle || p.Claim.HolderPrefix != "" || p.ParentID != "" || len(p.Statuses) == 0 {
+		return nil, false
+	}
+	var out []string
+	for _, st := range p.Statuses {
+		if st != store.RunInterrupted && st != store.RunRunning {
+			return nil, false
+		}
+		out = append(out, string(st))
+	}
+	return out, true
+}
+
+// waitingCount counts the waiting runs (interrupted or running: $2) whose
+// claim is not live at $3: every one of them by status and wait kind from
+// runs_waiting_kind, with, negated, those a live claim takes out, found
+// from claims_live. The caller sums the two parts.
+const waitingCount = `SELECT r.status, r.wait_kind, count(*) FROM {{schema}}.runs r
+	WHERE r.tenant = $1 AND r.status = ANY($2::text[]) AND ` + waitingCond + `
+	GROUP BY r.status, r.wait_kind
+	UNION ALL
+	SELECT r.status, r.wait_kind, -count(*) FROM {{schema}}.claims c
+	JOIN {{schema}}.runs r ON r.tenant = c.tenant AND r.id = substr(c.key, 5)
+	WHERE c.tenant = $1 AND c.expires_at > $3 AND c.key LIKE 'run:%' AND r.status = ANY($2::text[])
+	GROUP BY r.status, r.wait_kind`

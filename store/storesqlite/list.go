@@ -2,6 +2,7 @@ package storesqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -175,8 +176,32 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 	if err := validate(p); err != nil {
 		return nil, err
 	}
+	if all, live, args, ok := s.waitingCountQueries(p); ok {
+		// All waiting runs, minus those a live claim takes out: both read
+		// indexes only, and no waiting run is probed one by one.
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // one snapshot for both
+		if err != nil {
+			return nil, wrap("count runs", mapErr(ctx, err))
+		}
+		defer tx.Rollback()
+		a, err := scanCounts(ctx, tx, all, args[0])
+		if err != nil {
+			return nil, err
+		}
+		l, err := scanCounts(ctx, tx, live, args[1])
+		if err != nil {
+			return nil, err
+		}
+		return store.SubtractCounts(a, l), nil
+	}
 	q, args := s.countQuery(p)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	return scanCounts(ctx, s.db, q, args)
+}
+
+func scanCounts(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args []any) ([]store.RunCount, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, wrap("count runs", mapErr(ctx, err))
 	}
@@ -196,6 +221,33 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 	}
 	store.SortCounts(out)
 	return out, nil
+}
+
+// waitingCountQueries are the two queries of a count of waiting runs
+// (interrupted or running) whose claim is idle: every such run, from
+// runs_waiting_kind, and those with a live claim, from claims_live.
+func (s *Store) waitingCountQueries(p *store.RunCountParams) (all, live string, args [2][]any, ok bool) {
+	if p.Claim.State != store.ClaimIdle || p.Claim.HolderPrefix != "" || p.ParentID != "" || len(p.Statuses) == 0 {
+		return "", "", args, false
+	}
+	ph := make([]string, len(p.Statuses))
+	var sts []any
+	for i, st := range p.Statuses {
+		if st != store.RunInterrupted && st != store.RunRunning {
+			return "", "", args, false
+		}
+		ph[i] = "?"
+		sts = append(sts, string(st))
+	}
+	in := `r.status IN (` + strings.Join(ph, ", ") + `)`
+	all = `SELECT r.status, r.wait_kind, count(*) FROM runs r INDEXED BY runs_waiting_kind
+		WHERE r.tenant = ? AND ` + in + ` AND ` + waitingCond + ` GROUP BY r.status, r.wait_kind`
+	live = `SELECT r.status, r.wait_kind, count(*) FROM claims c INDEXED BY claims_live CROSS JOIN runs r
+		WHERE c.tenant = ? AND c.expires_at > ? AND r.tenant = c.tenant AND r.id = substr(c.key, 5) AND c.key LIKE 'run:%'
+		AND ` + in + ` GROUP BY r.status, r.wait_kind`
+	args[0] = append([]any{p.Tenant}, sts...)
+	args[1] = append([]any{p.Tenant, micros(s.listNow(p.Now))}, sts...)
+	return all, live, args, true
 }
 
 func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {

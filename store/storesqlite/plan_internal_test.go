@@ -147,12 +147,19 @@ func TestQueryPlans(t *testing.T) {
 			q, args := s.listQuery(&c.p)
 			checkPlan(t, c.name, plan(t, s, q, args...), c.index, c.groupOK)
 		}
-		q, args = s.countQuery(&store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
-			Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
-		lines := plan(t, s, q, args...)
-		checkPlan(t, "inbox totals", lines, []string{"runs_waiting"}, true)
-		if !strings.Contains(strings.Join(lines, "\n"), "COVERING INDEX runs_waiting") {
+		all, live, cargs, ok := s.waitingCountQueries(&store.RunCountParams{Tenant: "t",
+			Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning}, Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
+		if !ok {
+			t.Fatal("the inbox's totals are not counted from the indexes")
+		}
+		lines := plan(t, s, all, cargs[0]...)
+		checkPlan(t, "inbox totals", lines, []string{"runs_waiting_kind"}, false)
+		if !strings.Contains(strings.Join(lines, "\n"), "COVERING INDEX runs_waiting_kind") {
 			t.Errorf("inbox totals read the table, not the index alone:\n%s", strings.Join(lines, "\n"))
+		}
+		lines = plan(t, s, live, cargs[1]...)
+		if j := strings.Join(lines, "\n"); !strings.Contains(j, "claims_live") || !strings.Contains(j, "sqlite_autoindex_runs_1") {
+			t.Errorf("live claims of waiting runs: not from claims_live, or runs not by key:\n%s", j)
 		}
 		lines = plan(t, s, pruneQuery, "t", finished/2, int64(now.UnixMicro()), false, finished/2, 501)
 		checkPlan(t, "prune", lines, []string{"runs_finished"}, false)
