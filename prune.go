@@ -10,22 +10,30 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// Retention: finished runs can be removed by policy, so that the store does
-// not grow forever. A prune works in bounded batches (store.RunPrune: one
-// short transaction each, a few hundred runs), so that writers never wait
-// long behind it, and it never removes what someone may still need (see
-// store.RunPruneParams): a run that is not finished, a finished run with a
-// call whose outcome is unknown (it stays for the record until someone
-// settles it), a parent whose child is not finished or a child whose parent
-// is not, a run whose claim is live, and, unless the policy says so, a run
-// of a session still in use. Session journals are never removed.
-
 // EvRunsPruned is the event of one prune batch. It is not a run's event
 // (RunID is empty, Seq 0: the runs it names are gone); sinks receive it
 // from [Runtime.Prune] and from the sweeper of [Runtime.Work].
 const EvRunsPruned = "runs.pruned"
 
-// Retention is the policy of [Config.Retention].
+// Retention is the policy of [Config.Retention]: finished runs (completed,
+// failed, cancelled) can be removed after a while, so that the store does
+// not grow forever. Removal works in bounded batches (store.RunPrune: one
+// short transaction of a few hundred runs each; on PostgreSQL FOR UPDATE
+// SKIP LOCKED), so writers never wait long behind it, and each batch is
+// emitted as a runs.pruned event ([EvRunsPruned]).
+//
+// Never removed, whatever the policy:
+//   - a run that is not finished (queued, running, interrupted);
+//   - a finished run with a call whose outcome is unknown (ledger state
+//     started or unknown): it stays for the record until someone settles
+//     it with [Runtime.Decide];
+//   - a run with a child that is not finished, and a child whose parent is
+//     not finished;
+//   - a run whose claim is live;
+//   - unless Sessions is set, a run of a session still in use (a session
+//     with a run that is not finished or was written after the cut-off).
+//
+// Session journals are never removed.
 type Retention struct {
 	// KeepFinished is how long finished runs are kept after their last
 	// write. Zero means forever: the worker does not sweep.
@@ -112,8 +120,8 @@ func init() {
 // Prune removes the tenant's finished runs last written before
 // p.FinishedBefore, batch after batch until none is left or ctx ends, and
 // emits one runs.pruned event per batch. What it never removes is listed
-// in the package documentation (Retention). Memory stays bounded: a batch
-// is read, removed and forgotten before the next.
+// at [Retention]. Memory stays bounded: a batch is read, removed and
+// forgotten before the next.
 func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, error) {
 	if p == nil || p.FinishedBefore.IsZero() {
 		return nil, &store.InvalidError{Field: "FinishedBefore", Reason: "zero"}
