@@ -185,3 +185,25 @@ func TestBinaryWorkerMetricsAndNotify(t *testing.T) {
 		t.Error("README.md does not show docs/prometheus-alerts.yml as it is")
 	}
 }
+
+// The console with --metrics-listen serves the gauges over the store and
+// counts the decisions recorded through it.
+func TestConsoleMetrics(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay INV-42")...)
+	out, _, _ := startConsole(t, h, "--metrics-listen", "127.0.0.1:0")
+	m := out.wait(t, regexp.MustCompile(`metrics on (http://127\.0\.0\.1:\d+/metrics)\n`), nil)
+	tok := out.wait(t, regexp.MustCompile(`sign in at (http://127\.0\.0\.1:\d+)/login#token=([0-9a-f]{48})\n`), nil)
+	base, token := tok[1], tok[2]
+	s := scrapeUntil(t, m[1], func(s map[string]float64) bool { _, ok := sample(s, "actoviq_runs"); return ok })
+	if v, ok := sample(s, "actoviq_runs", `status="interrupted"`); !ok || v != 1 {
+		t.Errorf("actoviq_runs{interrupted} = %v (present %v), want 1", v, ok)
+	}
+	if code, v := apiCall(t, "POST", base+"/api/v1/runs/r1/decisions", token, `{"call_id":"call_pay","kind":"approve","by":"alice"}`); code != 200 {
+		t.Fatalf("approve: %d %v", code, v)
+	}
+	s = scrapeUntil(t, m[1], func(s map[string]float64) bool { v, _ := sample(s, "actoviq_approvals_total"); return v > 0 })
+	if v, ok := sample(s, "actoviq_approvals_total", `decision="approved"`); !ok || v != 1 {
+		t.Errorf("approvals{approved} = %v (present %v), want 1", v, ok)
+	}
+}
