@@ -64,3 +64,57 @@ func TestReviewRuntimeSecondRoundGoesToAPerson(t *testing.T) {
 		t.Fatalf("tools/call %d, executions %d; want 3, 1", calls, execs)
 	}
 }
+
+// Two Resumes of one interrupted run at once, each with a person's answer:
+// the run's claim lets one drive it; the continuation of the round is sent
+// once.
+func TestReviewRuntimeConcurrentAnswers(t *testing.T) {
+	s, url := newTwoRoundServer(t)
+	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rt, err := actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	src, err := killSource(url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	agent, err := killAgent(src, "transfer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: "r3", Items: []item.Item{item.UserText("go")}}); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("run %+v, %v", res, err)
+	}
+	type out struct {
+		res *actoviq.RunResult
+		err error
+	}
+	ch := make(chan out, 2)
+	for _, by := range []string{"alice", "bob"} {
+		go func() {
+			res, err := rt.Resume(ctx, agent, "r3", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: by, Answer: json.RawMessage(`{"ok":true}`)})
+			ch <- out{res, err}
+		}()
+	}
+	a, b := <-ch, <-ch
+	calls, execs, answers := s.counts("r3:c1")
+	if calls > 2 || execs != 0 || len(answers) > 1 {
+		t.Fatalf("tools/call %d, executions %d, answers %v after two concurrent answers to round 1 (%+v %v / %+v %v)", calls, execs, answers, a.res, a.err, b.res, b.err)
+	}
+	t.Logf("resume 1: %v %v; resume 2: %v %v; tools/call %d", status(a.res), a.err, status(b.res), b.err, calls)
+}
+
+func status(r *actoviq.RunResult) string {
+	if r == nil {
+		return "-"
+	}
+	return string(r.Status)
+}
