@@ -193,8 +193,13 @@ func ChildRunID(parentID, callID string) string {
 	return b.String()
 }
 
-// ParentClosePolicy says what cancelling a parent does to a background
-// child (foreground children always end with their parent's call).
+// ParentClosePolicy says what a parent's ending cancelled does to a
+// background child that has not ended. It applies however the parent came
+// to end cancelled ([Runtime.Cancel] from any process, the context of Run
+// or Resume, its deadline), also to a child spawned while the parent was
+// being cancelled. A parent that completes or fails leaves its background
+// children as they are. Foreground children (agent tools) always end with
+// their parent's call: a cancelled parent cancels them.
 type ParentClosePolicy string
 
 // Parent-close policies.

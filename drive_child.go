@@ -793,8 +793,10 @@ func (rt *Runtime) routeChildDecisions(ctx context.Context, runID string, decisi
 }
 
 // closeChildren applies the parent-close policy to a cancelled run's
-// children that have not ended. A child held by a drive in another process
-// is left to its lease (Cancel stops only drives of this process).
+// children that have not ended, each cancelled as Runtime.Cancel does
+// (waiting, bounded by ctx, for a drive in another process). A child it
+// misses (written after the list was read, or its canceller died) is
+// cancelled by its first drive (parentClosed) or by Spawn's re-read.
 func (rt *Runtime) closeChildren(ctx context.Context, parentID string) {
 	kids, _ := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant, ParentID: parentID})
 	for _, k := range kids {

@@ -15,8 +15,8 @@ import (
 // SpawnOptions configures [Runtime.Spawn]. A nil *SpawnOptions means
 // defaults.
 type SpawnOptions struct {
-	// ParentClose is what cancelling the parent does to the child; empty
-	// means ParentCloseCancel.
+	// ParentClose is what the parent's ending cancelled does to the child
+	// ([ParentClosePolicy]); empty means ParentCloseCancel.
 	ParentClose ParentClosePolicy
 	// Failure is recorded with the child for whoever waits on it. RetrySafe
 	// is refused, with a [*RetryUnsafeError], for an agent with a tool that

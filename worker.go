@@ -12,10 +12,14 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// Register makes agents available to [Runtime.Work], which runs a queued
-// run only under the agent with the run's agent id and digest. Registering
-// a second version of an agent id keeps the first: runs started under
-// either are driven by the version they started with.
+// Register makes agents available to [Runtime.Work], which drives a run
+// only under the agent with the run's agent id and the digest of the
+// version that drives it now: the version it started with, or the one
+// that took it over since (a Resume with a new version). Registering a
+// second version of an agent id keeps the first, for the runs the first
+// still drives; a worker never takes a run back to an older version. A run
+// no registered version can drive is parked (interrupted, code no_agent
+// or agent_changed), not left for the next claim.
 func (rt *Runtime) Register(agents ...*AgentSpec) error {
 	for _, a := range agents {
 		if err := a.Validate(); err != nil {
