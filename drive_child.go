@@ -417,7 +417,7 @@ func (rt *Runtime) createChild(ctx context.Context, parent *drive, a *AgentSpec,
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	cp := &checkpoint{V: 1, TraceID: parent.cp.TraceID, PolicyVersion: a.Approval.version(), Child: tree,
+	cp := &checkpoint{V: 1, TraceID: parent.cp.TraceID, PolicyVersion: a.Approval.version(), Agent: recordAgent(a), Child: tree,
 		Items: []item.Item{item.UserText(input)}}
 	head, log, err := storedForm(cp)
 	if err != nil {

@@ -234,7 +234,7 @@ func (rt *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, m
 		return nil, err
 	}
 	d := &drive{rt: rt}
-	cp := &checkpoint{V: 1, TraceID: rt.newID(), PolicyVersion: a.Approval.version()}
+	cp := &checkpoint{V: 1, TraceID: rt.newID(), PolicyVersion: a.Approval.version(), Agent: recordAgent(a)}
 	for _, it := range in.Items {
 		cp.Items = append(cp.Items, d.redactItem(it))
 	}

@@ -632,3 +632,32 @@ func TestSealedCallWithoutKeyStops(t *testing.T) {
 		})
 	}
 }
+
+// Found by the takeover scenario of the crash campaign: a queued run (and
+// a child) recorded no per-field agent record, so a new version could not
+// take it over at all (every change was refused as "definition").
+func TestQueuedRunCanBeTakenOver(t *testing.T) {
+	ctx := context.Background()
+	st := storemem.New(nil)
+	rt := newRT(t, st, "A", time.Minute)
+	pay := &payTool{name: "pay"}
+	turns := []scripted.Turn{{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":4}`)}}, {Text: "done"}}
+	v1 := approvalAgent(scripted.New(turns...), pay)
+	v2 := approvalAgent(scripted.New(turns...), pay)
+	v2.Instructions = "pay, version 2"
+	id, err := rt.Enqueue(ctx, v1, &actoviq.Input{RunID: "q1", Items: input("pay").Items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := startWorkers(t, []store.Store{st}, 1, v1, actoviq.WorkOptions{})
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if res, err := rt.Wait(wctx, id); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("v1 under a worker: %+v %v", res, err)
+	}
+	stop()
+	res, err := rt.Resume(ctx, v2, id, actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("v2 taking over a queued run that waits for approval (instructions changed only): %+v %v", res, err)
+	}
+}

@@ -27,6 +27,8 @@ type counts struct {
 	Incomplete  int // runs that did not end completed
 	KeyChanges  int // keys that differ between observations or attempts of one call
 	Errors      int // drives that returned an error instead of a status
+	CancelLost  int // a Cancel that returned nil on a run that did not end cancelled, or that started a call after it
+	Downgrades  int // a model request of a run by an older agent version after a newer one took it over
 }
 
 func (c counts) any() bool { return c != counts{} }
@@ -40,6 +42,8 @@ func (c *counts) add(o counts) {
 	c.Incomplete += o.Incomplete
 	c.KeyChanges += o.KeyChanges
 	c.Errors += o.Errors
+	c.CancelLost += o.CancelLost
+	c.Downgrades += o.Downgrades
 }
 
 // maxDrives bounds the drives of one episode: a run that still is not
@@ -62,6 +66,7 @@ type episode struct {
 	committed map[string]json.RawMessage // run/call → result seen committed
 	keys      map[string]string          // run/call → key seen
 	reexec    map[string]int             // key → re-execute decisions given
+	cancel    *cancelOutcome             // the coordinator's Cancel (cancel scenario)
 }
 
 func (c *cell) violation(format string, args ...any) {
@@ -137,7 +142,19 @@ func (e *episodeEnv) play(ctx context.Context, dir, name string, armed bool) err
 				delay = time.Duration(e.rng.Int64N(int64(max(e.took, time.Millisecond)))) + 1
 			}
 		}
+		if c.scenario.closes && d < maxDrives-5 && e.rng.IntN(2) == 0 {
+			sp.CloseAfter = 1 + e.rng.Int64N(max(e.took.Microseconds(), 1000))
+		}
+		var cancelled <-chan cancelOutcome
+		if c.scenario.cancel && ep.cancel == nil {
+			ep.cancel = &cancelOutcome{}
+			cancelled = e.cancelDuring(ctx, plans[0].ID, time.Duration(e.rng.Int64N(int64(max(e.took, time.Millisecond)))))
+		}
 		res := spawn(e.self, sp, delay)
+		if cancelled != nil {
+			co := <-cancelled
+			ep.cancel = &co
+		}
 		if d > 0 {
 			c.resumes++
 		}
@@ -174,7 +191,18 @@ func (e *episodeEnv) play(ctx context.Context, dir, name string, armed bool) err
 			return fmt.Errorf("%s: drives keep failing: %s", name, res.fail)
 		}
 	}
-	return e.check(ctx, ep, w, name, plans, ids)
+	if err := e.check(ctx, ep, w, name, plans, ids); err != nil {
+		return err
+	}
+	switch {
+	case c.scenario.cancel:
+		return e.checkCancel(ctx, name, ep.cancel)
+	case c.scenario.takeover:
+		return e.checkDowngrades(name, w)
+	case c.scenario.children != nil && c.scenario.closes:
+		return e.checkChildAnswer(ctx, name, plans)
+	}
+	return nil
 }
 
 // operator decides every open question of an interrupted run the way a
@@ -303,7 +331,8 @@ func (e *episodeEnv) check(ctx context.Context, ep *episode, w world, name strin
 			c.c.Unexplained++
 			c.violation("%s: run %s left %s (stored %s) after its last drive", name, id, info.Status, info.StoredStatus)
 		}
-		if info.Status != actoviq.StatusCompleted {
+		byCoordinator := info.Status == actoviq.StatusCancelled && ep.cancel != nil && ep.cancel.run == id // checkCancel
+		if info.Status != actoviq.StatusCompleted && !byCoordinator {
 			c.c.Incomplete++
 			msg := ""
 			if info.Error != nil {

@@ -48,6 +48,9 @@ type childSpec struct {
 	// for the n-th time the child reaches internal/killpoint's point name
 	// (inside a journal write, or inside a log compaction).
 	KillPoint string `json:"kill_point,omitempty"`
+	// CloseAfter, in microseconds after READY, closes the child's runtime
+	// (Runtime.Close: a shutdown, not a kill); 0 means never.
+	CloseAfter int64 `json:"close_after,omitempty"`
 }
 
 // decision is an operator's decision for one call of one run.
@@ -92,6 +95,10 @@ func childMain() error {
 	w := world{dir: sp.Dir, self: self}
 	fmt.Println("READY")
 	start := time.Now()
+	if sp.CloseAfter > 0 {
+		t := time.AfterFunc(time.Duration(sp.CloseAfter)*time.Microsecond, func() { rt.Close() })
+		defer t.Stop()
+	}
 	drive := func(rp runPlan) string {
 		a, closeAgent, err := sc.agent(w, rp)
 		if err != nil {
@@ -112,19 +119,27 @@ func childMain() error {
 			// the runtime reading the truth: typed, nothing changed.
 			return "refused " + oneLine(err)
 		}
+		if errors.Is(err, actoviq.ErrClosed) {
+			return "closed" // a shutdown: the run stays resumable
+		}
 		if err != nil {
 			return "error " + oneLine(err)
 		}
 		return string(res.Status)
 	}
 	out := make([]string, len(sp.Runs))
-	if sc.workers {
+	if sc.takeover {
+		st := takeoverPool(ctx, rt, w, sp)
+		for i, rp := range sp.Runs {
+			out[i] = st[rp.ID]
+		}
+	} else if sc.workers {
 		a, closeAgent, err := sc.agent(w, runPlan{})
 		if err != nil {
 			return err
 		}
 		defer closeAgent()
-		st := workPool(ctx, rt, a, sp)
+		st := workPool(ctx, rt, []*actoviq.AgentSpec{a}, sp)
 		for i, rp := range sp.Runs {
 			out[i] = st[rp.ID]
 		}

@@ -78,6 +78,8 @@ type cell struct {
 	episodes, runs, kills, resumes int
 	inside                         int // kills inside a store write (journal write, compaction)
 	refused                        int // stale decisions the runtime refused (typed, not a violation)
+	cancels, cancelRefused         int // the coordinator's Cancel returned nil / an error (cancel scenario)
+	takeovers                      int // runs v2 took over (takeover scenario)
 	c                              counts
 	details                        []string
 	took                           time.Duration
@@ -155,10 +157,12 @@ func coordinate(n int, seed uint64, stores, only string, jobs int, pgURL string,
 }
 
 func report(cells []*cell, seed uint64, n int, stores string, took time.Duration, work string, keep bool) int {
-	fmt.Printf("\n%-7s %-11s %5s %5s %6s %7s %7s %11s %4s %9s %10s %11s %11s %10s %6s %7s\n",
-		"store", "scenario", "runs", "kills", "resume", "refused", "dup_eff", "lost_result", "dup", "unanswer", "unexplain", "incomplete", "key_change", "errors", "time", "")
+	fmt.Printf("\n%-7s %-11s %5s %5s %6s %7s %7s %11s %4s %9s %10s %11s %11s %10s %11s %9s %6s %7s\n",
+		"store", "scenario", "runs", "kills", "resume", "refused", "dup_eff", "lost_result", "dup", "unanswer", "unexplain", "incomplete", "key_change", "errors",
+		"cancel_lost", "downgrade", "time", "")
 	var total counts
 	kills, resumes, runs, refused, inside := 0, 0, 0, 0, 0
+	cancels, cancelRefused, takeovers := 0, 0, 0
 	bad := 0
 	for _, c := range cells {
 		mark := "ok"
@@ -166,16 +170,19 @@ func report(cells []*cell, seed uint64, n int, stores string, took time.Duration
 			mark = "FAIL"
 			bad++
 		}
-		fmt.Printf("%-7s %-11s %5d %5d %6d %7d %7d %11d %4d %9d %10d %11d %11d %10d %5.1fs %7s\n",
+		fmt.Printf("%-7s %-11s %5d %5d %6d %7d %7d %11d %4d %9d %10d %11d %11d %10d %11d %9d %5.1fs %7s\n",
 			c.store, c.scenario.name, c.runs, c.kills, c.resumes, c.refused, c.c.DupEffects, c.c.Lost, c.c.DupItems, c.c.Unanswered,
-			c.c.Unexplained, c.c.Incomplete, c.c.KeyChanges, c.c.Errors, c.took.Seconds(), mark)
+			c.c.Unexplained, c.c.Incomplete, c.c.KeyChanges, c.c.Errors, c.c.CancelLost, c.c.Downgrades, c.took.Seconds(), mark)
+		cancels, cancelRefused, takeovers = cancels+c.cancels, cancelRefused+c.cancelRefused, takeovers+c.takeovers
 		total.add(c.c)
 		kills, resumes, runs, refused = kills+c.kills, resumes+c.resumes, runs+c.runs, refused+c.refused
 		inside += c.inside
 	}
-	fmt.Printf("%-7s %-11s %5d %5d %6d %7d %7d %11d %4d %9d %10d %11d %11d %10d %5.1fs\n",
+	fmt.Printf("%-7s %-11s %5d %5d %6d %7d %7d %11d %4d %9d %10d %11d %11d %10d %11d %9d %5.1fs\n",
 		"total", "", runs, kills, resumes, refused, total.DupEffects, total.Lost, total.DupItems, total.Unanswered,
-		total.Unexplained, total.Incomplete, total.KeyChanges, total.Errors, took.Seconds())
+		total.Unexplained, total.Incomplete, total.KeyChanges, total.Errors, total.CancelLost, total.Downgrades, took.Seconds())
+	fmt.Printf("cross-process Cancels: %d returned nil, %d returned an error; runs taken over by v2 under workers: %d\n",
+		cancels, cancelRefused, takeovers)
 	if bad == 0 {
 		fmt.Printf("crash campaign: seed %d: %d kills (%d inside a store's journal write or compaction), %d resumes, %d runs, 0 violations in %.0fs\n",
 			seed, kills, inside, resumes, runs, took.Seconds())

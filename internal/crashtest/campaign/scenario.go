@@ -46,6 +46,14 @@ type scenarioDef struct {
 	// workers: the runs are queued and a pool of drives works them
 	// (workers.go), one agent for all.
 	workers bool
+	// cancel: the coordinator cancels the first run during its first drive
+	// (word.go).
+	cancel bool
+	// takeover: the pool has two versions; v2 takes interrupted runs over
+	// (word.go).
+	takeover bool
+	// closes: a drive's runtime may be closed at a random instant.
+	closes bool
 }
 
 var scenarios = []scenarioDef{
@@ -57,6 +65,10 @@ var scenarios = []scenarioDef{
 	{name: "concurrent", runs: concurrentRuns, agent: concurrentAgent},
 	{name: "workers", runs: workerRuns, agent: workersAgent, workers: true},
 	{name: "tree", runs: oneRun, agent: treeAgent, children: func(id string) []string { return []string{actoviq.ChildRunID(id, "c1")} }},
+	{name: "cancel", runs: cancelRuns, agent: cancelAgent, cancel: true},
+	{name: "takeover", runs: takeoverRuns, agent: takeoverAgent, workers: true, takeover: true},
+	{name: "readchild", runs: oneRun, agent: readChildAgent, closes: true,
+		children: func(id string) []string { return []string{actoviq.ChildRunID(id, "c1")} }},
 }
 
 func scenarioByName(name string) (scenarioDef, bool) {

@@ -118,6 +118,7 @@ func (p *probed) Reconcile(_ context.Context, key string, _ json.RawMessage) (to
 // answers.
 type requestLine struct {
 	Agent   string   `json:"agent"`
+	Run     string   `json:"run,omitempty"` // the first user text, when the recorder names runs by input
 	Calls   []string `json:"calls"`
 	Results []string `json:"results"`
 }
@@ -125,14 +126,17 @@ type requestLine struct {
 // recorder is the scripted provider recording every request it gets.
 type recorder struct {
 	*scripted.Provider
-	path  string
-	agent string
+	path    string
+	agent   string
+	byInput bool // the first user text names the run (takeover scenario)
 }
 
 func (r *recorder) record(req *llm.Request) error {
 	rl := requestLine{Agent: r.agent}
 	for _, it := range req.Items {
 		switch {
+		case r.byInput && rl.Run == "" && it.Type == item.TypeText && it.Role == item.RoleUser:
+			rl.Run = it.Text
 		case it.Type == item.TypeToolCall && it.ToolCall != nil:
 			rl.Calls = append(rl.Calls, it.ToolCall.ID)
 		case it.Type == item.TypeToolResult && it.ToolResult != nil:

@@ -39,9 +39,10 @@ func workersAgent(w world, _ runPlan) (*actoviq.AgentSpec, func(), error) {
 // workPool enqueues the runs that do not exist yet, requeues the decided
 // ones, and works the queue until every run is completed, failed,
 // cancelled or interrupted.
-func workPool(ctx context.Context, rt *actoviq.Runtime, a *actoviq.AgentSpec, sp childSpec) map[string]string {
+func workPool(ctx context.Context, rt *actoviq.Runtime, agents []*actoviq.AgentSpec, sp childSpec) map[string]string {
 	out := map[string]string{}
-	if err := rt.Register(a); err != nil {
+	a := agents[0]
+	if err := rt.Register(agents...); err != nil {
 		for _, rp := range sp.Runs {
 			out[rp.ID] = "error " + oneLine(err)
 		}
