@@ -176,10 +176,21 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 		d.release(ctx)
 		rt.wg.Done()
 	}()
-	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(startEvent, "", &RunStartedData{
+	started := d.event(startEvent, "", &RunStartedData{
 		AgentID: d.agent.ID, AgentDigest: d.run.AgentDigest, Model: d.agent.Model, Holder: d.fence.Holder, Epoch: d.fence.Epoch,
 		Session: d.run.SessionID,
-	})}}); err != nil {
+	})
+	var err error
+	if d.run.Status == store.RunRunning {
+		err = d.write(ctx, &store.RunWriteParams{Events: []*store.Event{started}})
+	} else {
+		// A drive of an interrupted or queued run stores it running: if the
+		// process dies before its next write, the run reads stalled and a
+		// worker adopts it, instead of staying interrupted with its
+		// questions already answered, which no worker claims.
+		err = d.saveRun(ctx, store.RunRunning, nil, started)
+	}
+	if err != nil {
 		return nil, err
 	}
 	// A child whose parent closed it (cancelled, or settled the call that

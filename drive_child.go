@@ -132,8 +132,16 @@ func (pc *parentCall) outcome(res tool.Result, err error) (tool.Result, error) {
 	}
 	pc.mu.Lock()
 	if !pc.entered {
+		// The runner gave up before the tool was invoked: nothing started
+		// (the call goes back to prepared, recordOutcome).
 		pc.abandoned = true
 		pc.mu.Unlock()
+		var te *tool.Error
+		if errors.As(err, &te) {
+			nt := *te
+			nt.Started, nt.OutcomeUnknown = false, false
+			return res, &nt
+		}
 		return res, err
 	}
 	pc.mu.Unlock()
