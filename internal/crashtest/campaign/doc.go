@@ -36,7 +36,18 @@
 //   - key_changes: an idempotency key that differs between observations
 //     or attempts of one call, or is not <runID>:<callID>;
 //   - incomplete: a run that did not end completed within 30 drives;
-//   - errors: a drive that returned an error instead of a status.
+//   - errors: a drive that returned an error instead of a status;
+//   - cancel_lost (scenario cancel): the coordinator's Runtime.Cancel, made
+//     from its own process while a child drives the run, returned nil but
+//     the run did not end cancelled, or a call of it started after that;
+//   - downgrade (scenario takeover): a model request of a run by agent
+//     version 1 after version 2 took the run over, under worker pools that
+//     have both versions registered.
+//
+// Scenario readchild (a parent whose child agent only reads; a drive's
+// runtime may also be closed at a random instant, a shutdown rather than a
+// kill) counts as lost a parent's call answered with anything but its
+// child's own answer.
 //
 // A decision refused with ErrDecision is counted (refused), not a
 // violation: on PostgreSQL a killed drive's last statement can still
