@@ -179,8 +179,12 @@ func TestCancelThatGivesUpNeverActsLater(t *testing.T) {
 		m := newGate(0, scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":7}`)}}, scripted.Turn{Text: "done"})
 		a := &actoviq.AgentSpec{ID: "payer", Provider: m, Model: "scripted-1", Tools: []toolT{pay},
 			Approval: actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}}
-		driver := newRT(t, w, "A", 900*time.Millisecond)
-		other := newRT(t, w, "B", 900*time.Millisecond)
+		// A's lease is long, so its heartbeat does not read the request
+		// before it is withdrawn; the later drive is another process's,
+		// with a short lease, whose heartbeats run while it pays.
+		driver := newRT(t, w, "A", time.Minute)
+		other := newRT(t, w, "B", time.Minute)
+		later := newRT(t, w, "C", 900*time.Millisecond)
 		drove := make(chan driveOut, 1)
 		go func() {
 			res, err := driver.Run(ctx, a, &actoviq.Input{RunID: "r1", Items: input("pay").Items})
@@ -203,7 +207,7 @@ func TestCancelThatGivesUpNeverActsLater(t *testing.T) {
 		// heartbeats, and the run completes.
 		resumed := make(chan driveOut, 1)
 		go func() {
-			res, err := driver.Resume(ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
+			res, err := later.Resume(ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
 			resumed <- driveOut{res, err}
 		}()
 		<-pay.started
