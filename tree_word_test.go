@@ -665,3 +665,45 @@ func TestQueuedRunCanBeTakenOver(t *testing.T) {
 		t.Fatalf("v2 taking over a queued run that waits for approval (instructions changed only): %+v %v", res, err)
 	}
 }
+
+// Break 3, the drain: a worker whose grace ends while a read-only child
+// runs hands the parent back to the queue with its call started; the next
+// worker re-enters the child, and the parent's call gets the child's
+// answer, never "outcome unknown".
+func TestReadOnlyChildSurvivesDrain(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		gate := newGate(0, scripted.Turn{Text: "child answer"})
+		child := &actoviq.AgentSpec{ID: "reader", Instructions: "read", Provider: gate, Model: "scripted-1"}
+		parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "reader", `{"input":"look"}`)}},
+			scripted.Turn{Text: "done"}), mustAgentTool(t, child, nil))
+		client := newRT(t, st, "C", time.Minute)
+		if _, err := client.Enqueue(ctx, parent, &actoviq.Input{RunID: "pd", Items: input("go").Items}); err != nil {
+			t.Fatal(err)
+		}
+		w1 := newRT(t, st, "W1", time.Minute)
+		if err := w1.Register(parent); err != nil {
+			t.Fatal(err)
+		}
+		wctx, drain := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- w1.Work(wctx, &actoviq.WorkOptions{PollInterval: 10 * time.Millisecond, Grace: -1}) }()
+		<-gate.entered
+		drain() // no grace: the drives are released at once
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		close(gate.open)
+		startWorkers(t, []store.Store{st}, 1, parent, actoviq.WorkOptions{})
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		res, err := client.Wait(tctx, "pd")
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("parent after the drain: %+v %v", res, err)
+		}
+		info, _ := client.Get(ctx, "pd")
+		if r := toolResults(t, info)["c1"]; r.Content != "child answer" || r.IsError {
+			t.Fatalf("the parent's result for its child call after a drain: %+v, want the child's answer", r)
+		}
+	})
+}
