@@ -131,9 +131,10 @@ func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, err
 		batch = 500
 	}
 	res := &PruneResult{DryRun: p.DryRun}
+	var after *store.RunCursor // each batch starts after the previous one: no walk over what it removed
 	for {
 		b, err := rt.store.RunPrune(ctx, &store.RunPruneParams{Tenant: rt.tenant, FinishedBefore: p.FinishedBefore,
-			Limit: batch, Sessions: p.Sessions, DryRun: p.DryRun})
+			Limit: batch, Sessions: p.Sessions, DryRun: p.DryRun, After: after})
 		if err != nil {
 			return res, fmt.Errorf("actoviq: prune: %w", err)
 		}
@@ -151,6 +152,7 @@ func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, err
 		if !b.More || len(b.RunIDs) == 0 {
 			return res, nil
 		}
+		after = b.Last
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}

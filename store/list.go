@@ -120,6 +120,10 @@ type RunPruneParams struct {
 	Sessions bool
 	// DryRun removes nothing and reports what a prune would remove.
 	DryRun bool
+	// After continues a prune: only runs after this position (UpdatedAt,
+	// then ID) are looked at, so that a batch does not walk again over
+	// what the previous ones removed or kept. Nil starts at the oldest.
+	After *RunCursor
 }
 
 // RunPruneResult is what a [Store.RunPrune] batch removed (or, for a dry
@@ -133,6 +137,9 @@ type RunPruneResult struct {
 	Events int64
 	// More reports that the batch was full: there may be more to prune.
 	More bool
+	// Last is the position of the batch's last run (RunPruneParams.After
+	// of the next batch); nil when the batch was empty.
+	Last *RunCursor
 }
 
 // Validate checks the parameters.

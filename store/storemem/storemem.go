@@ -655,6 +655,9 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		if k.tenant != p.Tenant || !r.Status.Terminal() || !r.UpdatedAt.Before(p.FinishedBefore) {
 			continue
 		}
+		if p.After != nil && cmpRun(r, p.After, store.RunsWaitingLongest) <= 0 {
+			continue
+		}
 		if !p.Sessions && r.SessionID != "" && inUse[r.SessionID] {
 			continue
 		}
@@ -672,6 +675,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 	}
 	for _, r := range cand {
 		k := key{p.Tenant, r.ID}
+		res.Last = store.CursorOf(r, store.RunsWaitingLongest)
 		res.RunIDs = append(res.RunIDs, r.ID)
 		res.LedgerEntries += int64(len(s.ledger[k]))
 		res.Events += int64(len(s.events[k]))

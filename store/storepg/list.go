@@ -235,7 +235,7 @@ func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 // EXISTS, so that the planner keeps it a per-run index probe instead of
 // an anti-join that could hash the whole runs or ledger table.
 const prunePick = `SELECT r.tenant, r.id, r.updated_at FROM {{schema}}.runs r
-	WHERE r.tenant = $1 AND ` + finishedCond + ` AND r.updated_at < $2
+	WHERE r.tenant = $1 AND ` + finishedCond + ` AND r.updated_at < $2 AND (r.updated_at, r.id) > ($6, $7)
 	AND (SELECT 1 FROM {{schema}}.ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id
 		AND l.state IN ('started', 'unknown') LIMIT 1) IS NULL
 	AND (SELECT 1 FROM {{schema}}.events e WHERE e.tenant = r.tenant AND e.run_id = r.id
@@ -261,11 +261,13 @@ const pruneDelete = `WITH v AS (` + prunePick + ` FOR UPDATE OF r SKIP LOCKED),
 	dc AS (DELETE FROM {{schema}}.claims c USING v WHERE c.tenant = v.tenant AND c.key = 'run:' || v.id RETURNING 1),
 	dr AS (DELETE FROM {{schema}}.runs r USING v WHERE r.tenant = v.tenant AND r.id = v.id RETURNING r.id, r.updated_at)
 	SELECT coalesce((SELECT array_agg(id ORDER BY updated_at, id) FROM dr), '{}'),
+		(SELECT max(updated_at) FROM dr),
 		(SELECT count(*) FROM dl), (SELECT count(*) FROM de)`
 
 // pruneDry counts what pruneDelete would remove.
 const pruneDry = `WITH v AS (` + prunePick + `)
 	SELECT coalesce((SELECT array_agg(id ORDER BY updated_at, id) FROM v), '{}'),
+		(SELECT max(updated_at) FROM v),
 		(SELECT count(*) FROM {{schema}}.ledger l JOIN v ON l.tenant = v.tenant AND l.run_id = v.id),
 		(SELECT count(*) FROM {{schema}}.events e JOIN v ON e.tenant = v.tenant AND e.run_id = v.id)`
 
@@ -281,17 +283,25 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 	}
 	res := &store.RunPruneResult{}
 	now := s.clock.Now()
+	afterAt, afterID := time.Unix(0, 0).UTC().AddDate(-100, 0, 0), ""
+	if p.After != nil {
+		afterAt, afterID = p.After.At, p.After.ID
+	}
+	var last *time.Time
 	err := retryable(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q(q), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit)).
-			Scan(&res.RunIDs, &res.LedgerEntries, &res.Events)
+		return s.pool.QueryRow(ctx, s.q(q), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit), afterAt, afterID).
+			Scan(&res.RunIDs, &last, &res.LedgerEntries, &res.Events)
 	})
 	if err != nil {
 		return nil, mapErr("prune runs", err)
 	}
+	if n := len(res.RunIDs); n > 0 && last != nil {
+		res.Last = &store.RunCursor{At: store.Time(*last), ID: res.RunIDs[n-1]}
+	}
 	if len(res.RunIDs) == p.Limit {
 		var more bool
 		err := s.pool.QueryRow(ctx, s.q(`SELECT EXISTS (`+strings.Replace(prunePick, "LIMIT $5", "OFFSET $5 LIMIT 1", 1)+`)`),
-			p.Tenant, p.FinishedBefore, now, p.Sessions, int64(offsetAfter(p))).Scan(&more)
+			p.Tenant, p.FinishedBefore, now, p.Sessions, int64(offsetAfter(p)), afterAt, afterID).Scan(&more)
 		if err != nil {
 			return nil, mapErr("prune runs", err)
 		}

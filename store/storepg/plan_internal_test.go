@@ -200,7 +200,7 @@ func TestQueryPlans(t *testing.T) {
 	checkPG(t, "inbox totals", totals, []string{"runs_waiting_kind", "runs_waiting", "runs_by_status"}, 510)
 	// The prune walks the finished runs oldest first, one batch.
 	pick := prunePick
-	checkPG(t, "prune", explain(t, s, pick, "t", base.Add(100000*time.Second), now, false, int64(500)),
+	checkPG(t, "prune", explain(t, s, pick, "t", base.Add(100000*time.Second), now, false, int64(500), base.Add(100*time.Second), "f00000100"),
 		[]string{"runs_finished"}, 0)
 
 	// And the queries answer right.

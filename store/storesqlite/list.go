@@ -281,9 +281,9 @@ func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 // store.RunPruneParams for the rules).
 const pruneQuery = `SELECT r.id,
 		(SELECT count(*) FROM ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id),
-		(SELECT count(*) FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id)
+		(SELECT count(*) FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id), r.updated_at
 	FROM runs r INDEXED BY runs_finished
-	WHERE r.tenant = ? AND ` + finishedCond + ` AND r.updated_at < ?
+	WHERE r.tenant = ? AND ` + finishedCond + ` AND r.updated_at < ? AND (r.updated_at, r.id) > (?, ?)
 	AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id AND l.state IN ('started', 'unknown'))
 	AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id AND e.state IN ('started', 'unknown')
 		AND NOT EXISTS (SELECT 1 FROM events s WHERE s.tenant = e.tenant AND s.run_id = e.run_id AND s.call_id = e.call_id AND s.state = 'committed'))
@@ -306,21 +306,26 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 	pick := func(q querier) error {
 		res = &store.RunPruneResult{RunIDs: []string{}}
 		cut := micros(p.FinishedBefore)
-		rows, err := q.QueryContext(ctx, pruneQuery, p.Tenant, cut, micros(s.now()), p.Sessions, cut, p.Limit+1)
+		afterAt, afterID := int64(-1<<62), ""
+		if p.After != nil {
+			afterAt, afterID = micros(p.After.At), p.After.ID
+		}
+		rows, err := q.QueryContext(ctx, pruneQuery, p.Tenant, cut, afterAt, afterID, micros(s.now()), p.Sessions, cut, p.Limit+1)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var id string
-			var nl, ne int64
-			if err := rows.Scan(&id, &nl, &ne); err != nil {
+			var nl, ne, at int64
+			if err := rows.Scan(&id, &nl, &ne, &at); err != nil {
 				return err
 			}
 			if len(res.RunIDs) == p.Limit {
 				res.More = true
 				break
 			}
+			res.Last = &store.RunCursor{At: fromMicros(at), ID: id}
 			res.RunIDs = append(res.RunIDs, id)
 			res.LedgerEntries += nl
 			res.Events += ne

@@ -161,7 +161,7 @@ func TestQueryPlans(t *testing.T) {
 		if j := strings.Join(lines, "\n"); !strings.Contains(j, "claims_live") || !strings.Contains(j, "sqlite_autoindex_runs_1") {
 			t.Errorf("live claims of waiting runs: not from claims_live, or runs not by key:\n%s", j)
 		}
-		lines = plan(t, s, pruneQuery, "t", finished/2, int64(now.UnixMicro()), false, finished/2, 501)
+		lines = plan(t, s, pruneQuery, "t", finished/2, 1000, "f00000100", int64(now.UnixMicro()), false, finished/2, 501)
 		checkPlan(t, "prune", lines, []string{"runs_finished"}, false)
 		for _, l := range lines {
 			if strings.Contains(l, "SEARCH k ") && !strings.Contains(l, "runs_by_parent") ||

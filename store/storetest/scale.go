@@ -317,6 +317,18 @@ func testRunPrune(t *testing.T, bb *bundle) {
 	if _, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: "done"}); err != nil {
 		t.Fatalf("a dry run removed a run: %v", err)
 	}
+	// After: a batch continues after the previous batch's last run.
+	if dry.Last == nil || dry.Last.ID != dry.RunIDs[len(dry.RunIDs)-1] {
+		t.Fatalf("dry run's Last = %+v, want the last of %v", dry.Last, dry.RunIDs)
+	}
+	first, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: cut, Limit: 1, DryRun: true})
+	if err != nil || len(first.RunIDs) != 1 || !first.More {
+		t.Fatalf("first batch of one: %+v %v", first, err)
+	}
+	rest, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: cut, Limit: 100, DryRun: true, After: first.Last})
+	if err != nil || len(rest.RunIDs) != len(prunable)-1 || slices.Contains(rest.RunIDs, first.RunIDs[0]) {
+		t.Fatalf("after %+v: %+v %v", first.Last, rest, err)
+	}
 	// Batches of two: More until the last.
 	var removed []string
 	var events, ledger int64
