@@ -8,10 +8,6 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// SourceScan bounds how many waiting runs [StoreSource] reads, oldest
-// first, to find the oldest item of each inbox kind.
-const SourceScan = 1000
-
 // StoreSource reads the gauges from a store with bounded queries, each
 // served by an index over the runs that are not finished (never a scan of
 // finished runs):
@@ -22,10 +18,9 @@ const SourceScan = 1000
 //   - inbox items by kind: the interrupted runs' counts by wait kind (a run
 //     whose engine recorded no wait kind counts as "interrupted"), plus the
 //     stalled runs;
-//   - the oldest of each kind: interrupted runs in waiting order, one page
-//     of up to 200 at a time, until every kind is found or [SourceScan]
-//     runs were read. A kind not found within them is older than none of
-//     those runs: its age is given as the last run's, an upper bound.
+//   - the oldest of each kind: one [store.Store.RunList] per kind that has
+//     items, filtered by wait kind, in waiting order, limit 1 (an ordered
+//     index lookup).
 //
 // now is the clock stalled claims are judged at; nil means the store's.
 func StoreSource(st store.Store, tenant string, now func() time.Time) Source {
@@ -88,38 +83,21 @@ func kindOf(waitKind string) string {
 }
 
 func oldestByKind(ctx context.Context, st store.Store, tenant string, s *Snapshot) error {
-	missing := 0
 	for k, ik := range s.Inbox {
-		if k != "stalled" && ik.Items > 0 {
-			missing++
+		if k == "stalled" || ik.Items == 0 {
+			continue
 		}
-	}
-	var after *store.RunCursor
-	var last time.Time
-	for read := 0; missing > 0 && read < SourceScan; {
-		page, err := st.RunList(ctx, &store.RunListParams{Tenant: tenant, Status: store.RunInterrupted,
-			Order: store.RunsWaitingLongest, Summary: true, After: after, Limit: min(200, SourceScan-read)})
+		p := &store.RunListParams{Tenant: tenant, Status: store.RunInterrupted, WaitKind: k,
+			Order: store.RunsWaitingLongest, Summary: true, Limit: 1}
+		if k == "interrupted" { // no wait kind recorded: the oldest interrupted run of any kind
+			p.WaitKind = ""
+		}
+		runs, err := st.RunList(ctx, p)
 		if err != nil {
-			return fmt.Errorf("oldest waiting runs: %w", err)
+			return fmt.Errorf("oldest %s item: %w", k, err)
 		}
-		for _, r := range page {
-			k := kindOf(r.WaitKind)
-			if ik, ok := s.Inbox[k]; ok && ik.Oldest.IsZero() && ik.Items > 0 {
-				ik.Oldest = r.UpdatedAt
-				s.Inbox[k] = ik
-				missing--
-			}
-			last = r.UpdatedAt
-		}
-		read += len(page)
-		if len(page) == 0 {
-			break
-		}
-		after = store.CursorOf(page[len(page)-1], store.RunsWaitingLongest)
-	}
-	for k, ik := range s.Inbox {
-		if ik.Items > 0 && ik.Oldest.IsZero() {
-			ik.Oldest = last
+		if len(runs) == 1 {
+			ik.Oldest = runs[0].UpdatedAt
 			s.Inbox[k] = ik
 		}
 	}
