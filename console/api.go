@@ -215,9 +215,10 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 		Unsettled: info.Unsettled, AgentChanges: info.AgentChanges, Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
 		Transcript: info.Transcript, Output: info.Output, Usage: info.Usage, Error: info.Error, Ledger: callsOf(info),
 		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
-		Resume: c.resumeInfo(info.ID), CancelTask: c.cfg.CancelTask != nil}
+		Resume: c.resumeInfo(info.ID), CancelTask: c.cfg.CancelTask != nil, Undecided: undecided(info.Interruptions)}
 	v.Tasks = tasksOf(v.Ledger, evs)
 	v.Attempts = actoviq.AttemptsFromEvents(evs)
+	v.LastDriver = lastDriver(evs, info.Holder)
 	if v.Transcript == nil {
 		v.Transcript = []item.Item{}
 	}
@@ -439,10 +440,13 @@ func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
 	for _, d := range decs {
 		resp.Recorded = append(resp.Recorded, d.CallID)
 	}
-	if resp.Resume.Available {
-		resp.Next = "Recorded. Nothing runs until the run is resumed: resume it here when every open question is answered."
-	} else {
-		resp.Next = "Recorded. Nothing runs until the run is resumed: " + resp.Resume.Command
+	switch {
+	case info.Status == actoviq.StatusCompleted || info.Status == actoviq.StatusFailed || info.Status == actoviq.StatusCancelled:
+		resp.Next = fmt.Sprintf("The run is %s and does not continue; the outcome is kept in its audit trail.", info.Status)
+	case resp.Resume.Available:
+		resp.Next = "Nothing runs until the run is resumed: resume it here when every open question is answered."
+	default:
+		resp.Next = "Nothing runs until the run is resumed: " + resp.Resume.Command
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

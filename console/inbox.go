@@ -36,6 +36,10 @@ type InboxItem struct {
 	AgeSeconds int64     `json:"age_seconds"`
 	// Reason is one line: why it waits.
 	Reason string `json:"reason"`
+	// Summary is one line of the call's arguments as stored (secrets
+	// redacted), e.g. "to: ada · amount: 42": what is to be approved or
+	// settled. Empty when the call has no arguments.
+	Summary string `json:"summary,omitempty"`
 }
 
 // Inbox is GET /api/v1/inbox.
@@ -103,7 +107,7 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 		case actoviq.StatusInterrupted:
 			for _, in := range ir.Interruptions {
 				items = append(items, InboxItem{Kind: string(in.Kind), RunID: r.ID, AgentID: r.AgentID, CallID: in.CallID,
-					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: r.UpdatedAt, Reason: oneLine(in.Reason)})
+					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: r.UpdatedAt, Reason: oneLine(in.Reason), Summary: argsSummary(in.Args)})
 			}
 			if len(ir.Interruptions) == 0 {
 				// Every question is answered: the run waits to be resumed.

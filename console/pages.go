@@ -41,6 +41,7 @@ func parseTemplates() (map[string]*template.Template, error) {
 			in.Kind = "unsettled"
 			return in
 		},
+		"holder": func(h string) string { return actoviq.ParseHolder(h).String() },
 		"terminal": func(status string) bool {
 			return status == "completed" || status == "failed" || status == "cancelled"
 		},

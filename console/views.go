@@ -1,7 +1,9 @@
 package console
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -37,8 +39,18 @@ type Run struct {
 	// from it and the claim (running while a live worker holds it, stalled
 	// when the worker that held it is gone).
 	StoredStatus string `json:"stored_status"`
-	// Holder is the worker driving the run, or that drove it last.
+	// Holder is the run's claim as found: the worker driving the run, or
+	// the last process that held it, which may be one that only recorded a
+	// decision (a decision takes the claim for its write).
 	Holder *actoviq.RunClaim `json:"holder,omitempty"`
+	// LastDriver is the process that drove the run last (from its latest
+	// run.started or run.resumed event), with that drive's epoch; nil when
+	// no drive was recorded. Unlike Holder, recording a decision does not
+	// change it.
+	LastDriver *Driver `json:"last_driver,omitempty"`
+	// Undecided counts the open interruptions that wait for a decision;
+	// resuming before they are answered only stops the run again.
+	Undecided int `json:"undecided"`
 	// Revision is the run's CAS revision.
 	Revision int64 `json:"revision"`
 	// Turn counts the committed model responses.
@@ -128,6 +140,56 @@ type AuditEntry struct {
 	// Tool is the called tool's name.
 	Tool string `json:"tool"`
 	store.Decision
+}
+
+// Driver is a process that drove a run: its holder name, read as
+// [actoviq.ParseHolder] reads it, and the epoch of that drive.
+type Driver struct {
+	actoviq.HolderInfo
+	// Epoch is the claim epoch of the drive.
+	Epoch int64 `json:"epoch"`
+	// At is when the drive started.
+	At time.Time `json:"at"`
+	// Live is true while that drive holds the run's claim.
+	Live bool `json:"live"`
+	// Dead reports that its process is gone (a process on this host).
+	Dead bool `json:"dead,omitempty"`
+}
+
+// lastDriver finds the latest drive in a run's events, and whether the
+// claim found is still that drive's.
+func lastDriver(evs []actoviq.Event, claim *actoviq.RunClaim) *Driver {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type != actoviq.EvRunStarted && evs[i].Type != actoviq.EvRunResumed {
+			continue
+		}
+		data, err := evs[i].Payload()
+		if err != nil {
+			continue
+		}
+		st, ok := data.(*actoviq.RunStartedData)
+		if !ok || st.Holder == "" {
+			continue
+		}
+		d := &Driver{HolderInfo: actoviq.ParseHolder(st.Holder), Epoch: st.Epoch, At: evs[i].Time}
+		if claim != nil && claim.Holder == st.Holder && claim.Epoch == st.Epoch {
+			d.Live, d.Dead = claim.Live, claim.Dead
+		}
+		return d
+	}
+	return nil
+}
+
+// undecided counts the open interruptions that need a decision (a provider
+// interruption needs none: resuming is the answer).
+func undecided(ins []actoviq.Interruption) int {
+	n := 0
+	for _, in := range ins {
+		if in.CallID != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // ChildRun is a node of a run's child tree.
@@ -221,6 +283,44 @@ func childTree(root string, runs []*actoviq.RunInfo) []*ChildRun {
 		return out
 	}
 	return build(root)
+}
+
+// argsSummary is one line of a call's stored (redacted) arguments: the
+// top-level fields of an object as "name: value", joined by " · ", in the
+// order the model gave them; other JSON as it is. Cut at 160 characters.
+func argsSummary(args json.RawMessage) string {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) || bytes.Equal(args, []byte("{}")) {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return oneLine(string(args))
+	}
+	var parts []string
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return oneLine(string(args))
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return oneLine(string(args))
+		}
+		val := string(v)
+		var str string
+		if json.Unmarshal(v, &str) == nil {
+			val = str
+		} else {
+			var buf bytes.Buffer
+			if json.Compact(&buf, v) == nil {
+				val = buf.String()
+			}
+		}
+		parts = append(parts, fmt.Sprint(k)+": "+val)
+	}
+	return oneLine(strings.Join(parts, " · "))
 }
 
 // oneLine shortens a reason to one line for the inbox.

@@ -51,7 +51,7 @@ func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
 		fmt.Fprintf(e.stdout, "the run is %s and does not continue; the outcome is recorded for the audit trail (actoviq runs show %s%s)\n",
 			info.Status, d.RunID(), storeFlags(c))
 	default:
-		fmt.Fprintf(e.stdout, "continue with: actoviq resume %s%s\n", d.RunID(), storeFlags(c))
+		fmt.Fprintln(e.stdout, continueLine(info, storeFlags(c), e.served(info)))
 	}
 	return nil
 }
@@ -109,10 +109,11 @@ func (e *env) resolveCmd() *cobra.Command {
 	var committed, failed, reexecute bool
 	var result, message, answer string
 	cmd := &cobra.Command{
-		Use:   "resolve RUN CALL (--committed --result JSON | --failed --message TEXT | --reexecute | --answer JSON)",
+		Use:   "resolve RUN CALL (--committed --result TEXT|JSON | --failed --message TEXT | --reexecute | --answer JSON)",
 		Short: "Settle a call whose outcome is unknown",
 		Long: "resolve records what happened to a started call whose outcome the runtime cannot know:\n" +
-			"  --committed --result JSON  it happened; JSON is its result (a JSON string is the text the model sees)\n" +
+			"  --committed --result R     it happened; R is its result: plain text (or a JSON string) is the text the model sees,\n" +
+			"                             other JSON is kept as structured data\n" +
 			"  --failed --message TEXT    it did not happen; the model sees TEXT as an error result\n" +
 			"  --reexecute                run it again, with the same idempotency key and the next attempt number\n" +
 			"  --answer JSON              answer the question of an input interruption (a JSON object); the call\n" +
@@ -133,16 +134,16 @@ func (e *env) resolveCmd() *cobra.Command {
 			switch {
 			case committed:
 				if result == "" {
-					return usageErr("--committed needs --result JSON")
-				}
-				if !json.Valid([]byte(result)) {
-					return usageErr("--result is not valid JSON (quote text as a JSON string: '\"done\"')")
+					return usageErr("--committed needs --result TEXT or JSON")
 				}
 				d.Kind = actoviq.DecideCommitted
 				var s string
-				if json.Unmarshal([]byte(result), &s) == nil {
+				switch {
+				case !json.Valid([]byte(result)):
+					d.Result = result // plain text: what the model sees
+				case json.Unmarshal([]byte(result), &s) == nil:
 					d.Result = s
-				} else {
+				default:
 					d.Result, d.ResultData = result, json.RawMessage(result)
 				}
 			case failed:
@@ -168,7 +169,7 @@ func (e *env) resolveCmd() *cobra.Command {
 	df.register(cmd)
 	fl := cmd.Flags()
 	fl.BoolVar(&committed, "committed", false, "the call happened")
-	fl.StringVar(&result, "result", "", "with --committed: the call's result as JSON")
+	fl.StringVar(&result, "result", "", "with --committed: the call's result, plain text or JSON")
 	fl.BoolVar(&failed, "failed", false, "the call did not happen")
 	fl.StringVar(&message, "message", "", "with --failed: what the model sees")
 	fl.BoolVar(&reexecute, "reexecute", false, "run the call again with the same idempotency key")

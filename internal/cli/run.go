@@ -217,7 +217,7 @@ func (e *env) finish(out *printer, c *common, res *actoviq.RunResult, err error,
 		fmt.Fprintf(w, "run %s completed (%d input, %d output tokens)\n", res.RunID, res.Usage.InputTokens, res.Usage.OutputTokens)
 	case actoviq.StatusInterrupted:
 		fmt.Fprintf(w, "run %s is interrupted and needs a decision:\n", res.RunID)
-		printOpenQuestions(w, res.RunID, res.Interruptions, storeFlags(c))
+		printOpenQuestions(w, res.RunID, res.Interruptions, storeFlags(c), "")
 	default:
 		msg := ""
 		if res.Error != nil {
@@ -271,7 +271,7 @@ func shellQuote(s string) string {
 
 // printOpenQuestions prints each interruption with the commands that answer
 // it, then the command that continues the run.
-func printOpenQuestions(w io.Writer, runID string, ins []actoviq.Interruption, flags string) {
+func printOpenQuestions(w io.Writer, runID string, ins []actoviq.Interruption, flags, then string) {
 	for _, in := range ins {
 		printInterruption(w, &in)
 		if in.Kind == actoviq.InterruptProvider {
@@ -289,7 +289,10 @@ func printOpenQuestions(w io.Writer, runID string, ins []actoviq.Interruption, f
 			fmt.Fprintf(w, "    actoviq resolve %s %s --reexecute%s\n", runID, in.CallID, flags)
 		}
 	}
-	fmt.Fprintf(w, "  then: actoviq resume %s%s\n", runID, flags)
+	if then == "" {
+		then = fmt.Sprintf("actoviq resume %s%s", runID, flags)
+	}
+	fmt.Fprintf(w, "  then: %s\n", then)
 }
 
 func printInterruption(w io.Writer, in *actoviq.Interruption) {

@@ -252,7 +252,8 @@ func showRun(e *env, info *actoviq.RunInfo, c *common) {
 				printInterruption(w, &in)
 			}
 		} else {
-			printOpenQuestions(w, info.ID, info.Interruptions, storeFlags(c))
+			printOpenQuestions(w, info.ID, info.Interruptions, storeFlags(c),
+				strings.TrimPrefix(continueLine(info, storeFlags(c), e.served(info)), "continue with: "))
 		}
 	}
 	if len(info.Unsettled) > 0 {
@@ -348,6 +349,14 @@ func resultIsError(result json.RawMessage) bool {
 // holderText is the worker driving a run, or why none is.
 func holderText(r *actoviq.RunInfo) string {
 	h := r.Holder
+	switch r.Status {
+	case actoviq.StatusRunning, actoviq.StatusStalled, actoviq.StatusQueued:
+	default:
+		// Nobody should be driving a run that waits for a person or has
+		// ended: its last claim (which may be a process that only recorded
+		// a decision) is no news.
+		return "-"
+	}
 	switch {
 	case h == nil && r.Status == actoviq.StatusStalled:
 		return "none (no claim)"

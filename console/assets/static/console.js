@@ -32,7 +32,18 @@
   var flashEl = document.getElementById("flash");
   try {
     var f = sessionStorage.getItem("actoviq-flash");
-    if (f && flashEl) { show(flashEl, f, "ok"); sessionStorage.removeItem("actoviq-flash"); }
+    // A decision's confirmation lands beside the Resume button (the next
+    // step), or at the top of a page without one; the page is scrolled to
+    // it rather than left where the form was before the reload.
+    var target = document.getElementById("decided") || flashEl;
+    if (f && target) {
+      sessionStorage.removeItem("actoviq-flash");
+      if ("scrollRestoration" in history) history.scrollRestoration = "manual";
+      show(target, f, "ok");
+      target.setAttribute("tabindex", "-1");
+      target.scrollIntoView({ block: "center" });
+      target.focus({ preventScroll: true });
+    }
   } catch (e) {}
 
   // Login: a login URL carries the token in its fragment, which never
@@ -65,18 +76,16 @@
         }
       }
       if (form.elements.result) {
-        try { d.result = JSON.parse(form.elements.result.value); } catch (e) {
-          show(out, "The result is not valid JSON: " + e.message + '. Quote text as a JSON string, e.g. "payment p-77 sent".', "error");
-          form.elements.result.focus();
-          return;
-        }
+        // JSON is kept as it is; anything else is the text the model sees.
+        var raw = form.elements.result.value;
+        try { d.result = JSON.parse(raw); } catch (e) { d.result = raw.trim(); }
       }
       var button = form.querySelector("button[type=submit]");
       button.disabled = true;
       api("POST", "/api/v1/runs/" + encodeURIComponent(runID) + "/decisions", d).then(function (r) {
         button.disabled = false;
         if (r.ok) {
-          flash("Recorded " + d.kind + " for call " + d.call_id + " as " + r.data.by + ". " + r.data.next);
+          flash("Recorded " + d.kind + " for call " + d.call_id + " as " + r.data.by + ". " + (r.data.next || ""));
           location.reload();
           return;
         }
@@ -190,6 +199,7 @@
       what.appendChild(el("code", "", it.run_id));
       what.appendChild(document.createTextNode(" · " + it.agent_id));
       a.appendChild(what);
+      if (it.summary) { var sm = el("span", "summary"); sm.appendChild(el("code", "", it.summary)); a.appendChild(sm); }
       a.appendChild(el("span", "reason", it.reason));
       li.appendChild(a);
       inbox.appendChild(li);
