@@ -102,7 +102,9 @@ type Directory interface {
 type DirectoryFunc func(ctx context.Context, name string) ([]string, error)
 
 // Groups calls f.
-func (f DirectoryFunc) Groups(ctx context.Context, name string) ([]string, error) { return f(ctx, name) }
+func (f DirectoryFunc) Groups(ctx context.Context, name string) ([]string, error) {
+	return f(ctx, name)
+}
 
 // ErrRefused matches (with errors.Is) every [*RefusedError].
 var ErrRefused = errors.New("approvals: decision refused by the approvals policy")

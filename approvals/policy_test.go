@@ -121,14 +121,14 @@ func TestDirectoryHook(t *testing.T) {
 
 func TestParseRefusesBadPolicies(t *testing.T) {
 	cases := map[string]string{
-		`{"rules": [{"approve": ["*"], "aprovers": 2}]}`:                                 `unknown field "aprovers"`,
-		`{"rules": []}`:                                                                  "no rules",
-		`{"rules": [{"approve": ["group:finance"]}]}`:                                    `names group "finance", which the policy does not define`,
-		`{"rules": [{"effects": ["write"], "approve": ["*"]}]}`:                          `effect "write"`,
-		`{"rules": [{"approve": ["alice"], "approvers": 2}]}`:                            "needs 2 distinct approvers, but approve names only 1 people",
-		`{"rules": [{"approve": ["*"], "approval_ttl": "3 days"}]}`:                      `duration "3 days"`,
+		`{"rules": [{"approve": ["*"], "aprovers": 2}]}`: `unknown field "aprovers"`,
+		`{"rules": []}`: "no rules",
+		`{"rules": [{"approve": ["group:finance"]}]}`:                                   `names group "finance", which the policy does not define`,
+		`{"rules": [{"effects": ["write"], "approve": ["*"]}]}`:                         `effect "write"`,
+		`{"rules": [{"approve": ["alice"], "approvers": 2}]}`:                           "needs 2 distinct approvers, but approve names only 1 people",
+		`{"rules": [{"approve": ["*"], "approval_ttl": "3 days"}]}`:                     `duration "3 days"`,
 		`{"rules": [{"name": "a", "approve": ["*"]}, {"name": "a", "approve": ["*"]}]}`: "another rule has that name",
-		"{\"rules\": [\n{\"approve\": [\"*\"],}\n]}":                                     "line 2",
+		"{\"rules\": [\n{\"approve\": [\"*\"],}\n]}":                                    "line 2",
 	}
 	for text, want := range cases {
 		_, err := approvals.Parse([]byte(text))
