@@ -2,6 +2,8 @@ package actoviq
 
 import (
 	"fmt"
+
+	"github.com/actoviq/actoviq-go/approvals"
 	"strings"
 	"time"
 )
@@ -120,4 +122,16 @@ type Config struct {
 	// what is never removed): [Runtime.Work] sweeps by it, and
 	// [Runtime.Prune] removes on demand. The zero value keeps every run.
 	Retention Retention
+	// Approvers says who may decide what (approve, reject, settle) about
+	// which calls, how many distinct people must approve a call, how long
+	// an approval stays good before its call starts, and when a call that
+	// waits for approval escalates. Every decision ([Runtime.Decide],
+	// decisions given to Resume, the console's and the CLI's) is checked
+	// against it, and a refused one returns an error matching
+	// [approvals.ErrRefused] that says why. Nil means anyone named may make
+	// any decision, one approval suffices and approvals do not expire.
+	// [approvals.Load] reads a policy file; a team with an identity
+	// provider sets [approvals.Policy].Directory or implements
+	// [approvals.Authorizer].
+	Approvers approvals.Authorizer
 }

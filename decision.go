@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Decide records decisions on an interrupted run without continuing it.
@@ -62,6 +63,21 @@ type Decision struct {
 	// Answer is a person's answer with answer: a JSON object, as the
 	// question's schema asks. It is stored redacted like arguments.
 	Answer json.RawMessage `json:"answer,omitempty"`
+	// ShownAt is when the decider was shown the call (the page or the
+	// command output); zero means the decision's time. It is recorded,
+	// with the arguments' rendering, its digest and the agent version, in
+	// the decision's store.Seen.
+	ShownAt time.Time `json:"shown_at,omitzero"`
+	// ShownDigest, when set, is the digest of the arguments' rendering the
+	// decider was shown ([ArgsRenderingDigest] of the interruption's
+	// Args). A decision whose digest is not the call's is refused: the
+	// person decided on something else.
+	ShownDigest string `json:"shown_digest,omitempty"`
+
+	// byRuntime marks decisions the runtime makes under an explicit policy
+	// of its own (retry-safe children): the approvals policy, which is
+	// about people, does not apply to them.
+	byRuntime bool
 }
 
 // Validate checks that a decision is well formed.

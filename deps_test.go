@@ -22,6 +22,7 @@ var layers = map[string]int{
 	"llm/transport":          0,
 	"llm":                    1,
 	"tool":                   2,
+	"approvals":              2, // the approvals policy; imports no module package
 	"llm/internal/wire":      2,
 	"llm/internal/wiretest":  3,
 	"store":                  3,

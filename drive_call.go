@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
 	"github.com/actoviq/actoviq-go/store"
@@ -78,10 +79,24 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 		switch te.Kind {
 		case tool.KindApprovalRequired:
 			next := cloneEntry(en)
-			if err := d.transition(ctx, en, next, ledger.AskApproval, EvToolAwaiting); err != nil {
+			reason := "the call needs approval before it starts"
+			var extra []*store.Event
+			if a := d.expiredApproval(en, d.rt.clock()); a != nil {
+				// An approval given too long ago for a call that has not
+				// started is void: recorded as expired, and asked again.
+				now := d.rt.clock()
+				exp := *a
+				exp.ExpiredAt = now
+				next.Approval = &exp
+				extra = append(extra, d.event(EvToolApprovalExpired, en.CallID, &ApprovalExpiredData{CallID: en.CallID, Tool: en.Tool,
+					Approvers: approverNames(a), ApprovedAt: approvedAt(a), ExpiresAt: a.ExpiresAt, ExpiredAt: now}))
+				reason = fmt.Sprintf("the approval by %s expired at %s before the call started; the call needs approval again",
+					strings.Join(approverNames(a), " and "), a.ExpiresAt.UTC().Format(time.RFC3339))
+			}
+			if err := d.transition(ctx, en, next, ledger.AskApproval, EvToolAwaiting, extra...); err != nil {
 				return nil, err
 			}
-			in := d.interruption(InterruptApproval, d.entry(en.CallID), "the call needs approval before it starts", nil)
+			in := d.interruption(InterruptApproval, d.entry(en.CallID), reason, nil)
 			return &in, nil
 		default: // not found, validation, denied: the model sees why; nothing ran
 			return nil, d.commitResult(ctx, en, ledger.Skip, EvToolSkipped, tool.Result{IsError: true, Content: te.Error()},
@@ -199,7 +214,16 @@ func mustJSON(v any) json.RawMessage {
 func (d *drive) approvalValid(en *store.LedgerEntry) bool {
 	a := en.Approval
 	return a != nil && (a.Kind == string(DecideApprove) || a.Kind == string(DecideReexecute)) &&
-		a.ArgsDigest == en.ArgsDigest && a.PolicyVersion == d.pv && a.Attempt == en.Attempt+1
+		a.ArgsDigest == en.ArgsDigest && a.PolicyVersion == d.pv && a.Attempt == en.Attempt+1 &&
+		(a.Required <= 1 || len(a.Approvers) >= a.Required) && a.ExpiredAt.IsZero() && !expired(a, d.rt.clock())
+}
+
+// approverNames lists who gave an approval.
+func approverNames(a *store.Decision) []string {
+	if len(a.Approvers) > 0 {
+		return signers(a)
+	}
+	return []string{a.By}
 }
 
 // reconcile asks the tool's probe, if it has one, about a started or

@@ -320,7 +320,7 @@ func (t *agentTool) reexecute(ctx context.Context, rt *Runtime, childID string, 
 	for _, in := range ins {
 		if in.Kind == InterruptRecovery && in.RunID == "" {
 			ds = append(ds, Decision{CallID: in.CallID, Kind: DecideReexecute, By: "retry-safe:" + t.spec.Name,
-				Reason: "the child's tools are all read or idempotent-write: a new attempt with the same key is safe"})
+				Reason: "the child's tools are all read or idempotent-write: a new attempt with the same key is safe", byRuntime: true})
 		}
 	}
 	if len(ds) == 0 {

@@ -109,8 +109,21 @@ func fits(dec *Decision, en *store.LedgerEntry) error {
 // record writes one decision.
 func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry) error {
 	in := d.openInterruption(en.CallID)
+	if err := d.authorize(ctx, &dec, en); err != nil {
+		return err
+	}
 	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.rt.clock(), Reason: dec.Reason, Note: dec.Note,
 		ArgsDigest: en.ArgsDigest, PolicyVersion: d.policyVersion(), Evidence: mustJSON(in)}
+	if d.rt.approvers != nil && !dec.byRuntime {
+		rec.Rule, rec.ApproversVersion = d.requirement(ctx, en).Rule, d.rt.approvers.Version()
+	}
+	if !dec.byRuntime {
+		seen, err := d.seen(&dec, en, rec.At)
+		if err != nil {
+			return err
+		}
+		rec.Seen = seen
+	}
 	if in == nil {
 		// No open interruption (a run that ended cancelled): the evidence is
 		// the entry as the decider saw it.
@@ -119,10 +132,13 @@ func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry)
 	next := cloneEntry(en)
 	switch dec.Kind {
 	case DecideApprove:
-		rec.Attempt = en.Attempt + 1
-		next.Approval = rec
-		return d.transition(ctx, en, next, ledger.Approve, EvToolApproved)
+		return d.approve(ctx, dec, en, rec)
 	case DecideReject:
+		rec.Earlier = earlier(en, nil)
+		rec.WaitingSince = waitingSince(en)
+		if p := d.partial(en, rec.At); p != nil {
+			rec.Approvers = p.Approvers // who had approved before the rejection
+		}
 		next.Approval = rec
 		msg := fmt.Sprintf("The call was rejected by %s and did not run.", dec.By)
 		if dec.Reason != "" {

@@ -99,7 +99,7 @@ func (d *drive) retryInPlace(ctx context.Context) (*RunResult, error, bool) {
 	for _, in := range ins {
 		if in.Kind == InterruptRecovery && in.RunID == "" {
 			ds = append(ds, Decision{CallID: in.CallID, Kind: DecideReexecute, By: "retry-safe",
-				Reason: "a retry-safe child: its tools are all read or idempotent-write, so a new attempt with the same key is safe"})
+				Reason: "a retry-safe child: its tools are all read or idempotent-write, so a new attempt with the same key is safe", byRuntime: true})
 		}
 	}
 	if err := d.applyDecisions(ctx, ds); err != nil {

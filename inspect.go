@@ -195,6 +195,13 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 				}
 			}
 			if interruptionOpen(in, ledger) {
+				if en := ledger[in.CallID]; in.Kind == InterruptApproval && en != nil {
+					childRun := run
+					if in.RunID != "" {
+						childRun = &store.Run{ID: in.RunID, AgentID: run.AgentID}
+					}
+					in.Approval = rt.approvalStatus(ctx, childRun, en)
+				}
 				info.Interruptions = append(info.Interruptions, in)
 			}
 		}

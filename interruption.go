@@ -130,6 +130,11 @@ type Interruption struct {
 	// for the run's own calls.
 	RunID string `json:"run_id,omitempty"`
 
+	// Approval is where the call's approval stands (approval
+	// interruptions, read by Get): who approved so far, how many are
+	// needed, who may approve, and when the wait escalates.
+	Approval *ApprovalStatus `json:"approval,omitempty"`
+
 	// nested are a child run's interruptions, shown in its parent's place.
 	nested []Interruption
 }

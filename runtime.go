@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/actoviq/actoviq-go/approvals"
 	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -31,8 +32,9 @@ type Runtime struct {
 	redactor  *redact.Redactor
 	commitTO  time.Duration
 	codec     Codec
-	args      *argMemory // unredacted arguments of pending calls that held secrets
-	retention Retention  // Config.Retention: the worker's sweeper
+	args      *argMemory           // unredacted arguments of pending calls that held secrets
+	retention Retention            // Config.Retention: the worker's sweeper
+	approvers approvals.Authorizer // nil: anyone named decides anything
 
 	reg registry // agents Work can drive
 
@@ -77,7 +79,7 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 	return &Runtime{
 		store: s, tenant: c.Tenant, holder: c.Holder, instance: randomID()[:12], ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
 		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
-		codec: c.Codec, args: &argMemory{}, retention: c.Retention,
+		codec: c.Codec, args: &argMemory{}, retention: c.Retention, approvers: c.Approvers,
 		cancels: map[string]context.CancelCauseFunc{},
 	}, nil
 }

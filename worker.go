@@ -81,6 +81,10 @@ type WorkOptions struct {
 	Logger *slog.Logger
 	// OnDrive, when set, is called after each drive with its outcome.
 	OnDrive func(runID string, res *RunResult, err error)
+	// EscalateEvery is how often the worker runs
+	// [Runtime.EscalateApprovals] (with [Config].Approvers set). Zero
+	// means 30 s; negative means never.
+	EscalateEvery time.Duration
 }
 
 func (o *WorkOptions) withDefaults() (WorkOptions, error) {
@@ -102,6 +106,9 @@ func (o *WorkOptions) withDefaults() (WorkOptions, error) {
 	}
 	if c.Grace == 0 {
 		c.Grace = 30 * time.Second
+	}
+	if c.EscalateEvery == 0 {
+		c.EscalateEvery = 30 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -142,6 +149,8 @@ func (rt *Runtime) Work(ctx context.Context, opts *WorkOptions) error {
 		go func() { defer sweeping.Done(); rt.sweep(ctx, &o) }()
 		defer sweeping.Wait()
 	}
+	stopPresence := rt.advertise(ctx, filter, &o)
+	defer stopPresence()
 
 	// Drives outlive ctx by the grace period: they run on a context of
 	// their own, cancelled with ErrReleased when the grace ends.

@@ -188,6 +188,66 @@ type Decision struct {
 	Message string `json:"message,omitempty"`
 	// Evidence is what the decider was shown (attempts, probe answer...).
 	Evidence json.RawMessage `json:"evidence,omitempty"`
+	// Seen is what the decider saw of the call: the rendering of its
+	// (redacted) arguments with its digest, the agent version and the
+	// time it was shown. Nil for decisions no person made.
+	Seen *Seen `json:"seen,omitempty"`
+	// Approvers are the distinct people who approved, in order, when an
+	// approvals policy asks for more than one; the approval lets the call
+	// start once there are Required of them. Each carries what its
+	// approver saw.
+	Approvers []Signoff `json:"approvers,omitempty"`
+	// Required is how many distinct approvers the approvals policy asked
+	// for; 0 or 1 means one (By).
+	Required int `json:"required,omitempty"`
+	// ExpiresAt is when an approval stops being good for a call that has
+	// not started; zero means it does not expire.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// ExpiredAt is set when the runtime found the approval expired before
+	// the call started: it was void, and the call asked again.
+	ExpiredAt time.Time `json:"expired_at,omitzero"`
+	// Rule and ApproversVersion name the approvals policy rule and version
+	// the decision was checked against; empty when no policy was set.
+	Rule string `json:"rule,omitempty"`
+	// ApproversVersion is the version of the approvals policy.
+	ApproversVersion string `json:"approvers_version,omitempty"`
+	// WaitingSince is when the call started waiting for this approval;
+	// it is kept across partial approvals and an escalation.
+	WaitingSince time.Time `json:"waiting_since,omitzero"`
+	// EscalatedAt is when the wait for this approval was escalated (the
+	// approvals policy's escalate_after passed); zero until then.
+	EscalatedAt time.Time `json:"escalated_at,omitzero"`
+	// Earlier are the approvals of this call that went void (expired, or
+	// a partial approval whose binding no longer held) before this one,
+	// oldest first, kept for the record.
+	Earlier []Decision `json:"earlier,omitempty"`
+}
+
+// Seen is what a person was shown when deciding.
+type Seen struct {
+	// Args is the rendering of the call's arguments that was shown
+	// (secrets redacted, exactly as stored).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Digest is "sha256:" and the hex SHA-256 of Args.
+	Digest string `json:"digest"`
+	// AgentVersion is the digest of the agent definition the run was
+	// driven with last.
+	AgentVersion string `json:"agent_version,omitempty"`
+	// At is when it was shown; the decision's time when the surface did
+	// not say.
+	At time.Time `json:"at"`
+}
+
+// Signoff is one person's approval of a call that needs several.
+type Signoff struct {
+	// By names the approver.
+	By string `json:"by"`
+	// At is when the approval was recorded.
+	At time.Time `json:"at"`
+	// Note is the approver's note.
+	Note string `json:"note,omitempty"`
+	// Seen is what the approver saw.
+	Seen *Seen `json:"seen,omitempty"`
 }
 
 // Event is one run event in the stable envelope of SPEC §9. Seq is assigned

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/approvals"
 	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/store/storepg"
 	"github.com/actoviq/actoviq-go/store/storesqlite"
@@ -25,6 +26,9 @@ import (
 type common struct {
 	store  string
 	tenant string
+	// approvals is the approvals policy file (--approvals, else
+	// $ACTOVIQ_APPROVALS): who may decide what.
+	approvals string
 	// mustExist: the command reads existing runs, so a SQLite file that
 	// does not exist is an error, not a new store.
 	mustExist bool
@@ -33,6 +37,24 @@ type common struct {
 func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.store, "store", "", "store URL: sqlite:PATH or postgres://... (default $ACTOVIQ_STORE, else sqlite:actoviq.db)")
 	cmd.Flags().StringVar(&c.tenant, "tenant", "default", "tenant name")
+	cmd.Flags().StringVar(&c.approvals, "approvals", "", "approvals policy file: who may approve, reject or settle which calls (default $ACTOVIQ_APPROVALS; none: anyone named)")
+}
+
+// approvers loads the approvals policy the command's runtime checks
+// decisions against; nil when none is configured.
+func (e *env) approvers(c *common) (approvals.Authorizer, error) {
+	path := c.approvals
+	if path == "" {
+		path = e.getenv("ACTOVIQ_APPROVALS")
+	}
+	if path == "" {
+		return nil, nil
+	}
+	p, err := approvals.Load(path)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return p, nil
 }
 
 func (e *env) storeURL(c *common) string {
@@ -113,11 +135,15 @@ func (e *env) runtime(ctx context.Context, c *common, sinks ...actoviq.EventSink
 	if err != nil {
 		return nil, nil, err
 	}
+	pol, err := e.approvers(c)
+	if err != nil {
+		return nil, nil, err
+	}
 	st, err := e.openStore(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, Sinks: sinks, Codec: codec})
+	rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, Sinks: sinks, Codec: codec, Approvers: pol})
 	if err != nil {
 		st.Close()
 		return nil, nil, err

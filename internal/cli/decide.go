@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/approvals"
 )
 
 type decideFlags struct {
@@ -35,6 +36,9 @@ func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
 		return e.lookupErr(c, d.RunID(), err)
 	}
 	if err := rt.Decide(ctx, d.RunID(), d.Decision); err != nil {
+		if errors.Is(err, approvals.ErrRefused) {
+			return usageErr("refused: %v; nothing was recorded", err)
+		}
 		if errors.Is(err, actoviq.ErrDecision) || errors.Is(err, actoviq.ErrRunFinished) {
 			return usageErr("%v; see the run's calls and open questions with: actoviq runs show %s%s", err, shellQuote(d.RunID()), storeFlags(c))
 		}
@@ -51,7 +55,7 @@ func (e *env) decide(cmd *cobra.Command, c *common, d runDecision) error {
 		fmt.Fprintf(e.stdout, "the run is %s and does not continue; the outcome is recorded for the audit trail (actoviq runs show %s%s)\n",
 			info.Status, d.RunID(), storeFlags(c))
 	default:
-		fmt.Fprintln(e.stdout, continueLine(info, storeFlags(c), e.served(info)))
+		fmt.Fprintln(e.stdout, continueLine(info, storeFlags(c), served(ctx, rt, info)))
 	}
 	return nil
 }

@@ -319,7 +319,7 @@ func (e *env) demo(ctx context.Context, o demoOpts) error {
 	n.step_("the result",
 		fmt.Sprintf("The run completed. The bank has %d payment; the ledger has the payment %s at", len(entries), pay.State),
 		fmt.Sprintf("attempt %d (outcome: %s). No payment was made twice.", pay.Attempt, outcome(pay)))
-	showRun(&env{stdout: indent(e.stdout)}, info, nil)
+	showRun(&env{stdout: indent(e.stdout)}, info, nil, false)
 	if len(entries) != 1 || pay.State != store.LedgerCommitted {
 		return fail("expected exactly one payment, committed")
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	actoviq "github.com/actoviq/actoviq-go"
@@ -33,7 +34,9 @@ func continueLine(info *actoviq.RunInfo, flags string, served bool) string {
 }
 
 // served reports whether a live worker serves the run's agent, so that
-// handing the run to the queue gets it driven.
-func (e *env) served(info *actoviq.RunInfo) bool {
-	return false // wired to the runtime's worker presence once the engine records it
+// handing the run to the queue gets it driven. A store that cannot say
+// counts as no.
+func served(ctx context.Context, rt *actoviq.Runtime, info *actoviq.RunInfo) bool {
+	c, err := rt.AgentServed(ctx, info.AgentID)
+	return err == nil && c != nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -326,5 +327,36 @@ func printInterruption(w io.Writer, in *actoviq.Interruption) {
 	}
 	if len(in.LastError) > 0 {
 		fmt.Fprintf(w, "  last error: %s\n", in.LastError)
+	}
+	printApprovalStatus(w, in.Approval)
+}
+
+// printApprovalStatus says who approved a waiting call so far, who is
+// still needed, and whether the wait escalated.
+func printApprovalStatus(w io.Writer, st *actoviq.ApprovalStatus) {
+	if st == nil {
+		return
+	}
+	if st.Required > 1 || len(st.Approvers) > 0 {
+		who := "nobody yet"
+		if len(st.Approvers) > 0 {
+			who = strings.Join(st.Approvers, ", ")
+		}
+		fmt.Fprintf(w, "  approvals: %d of %d distinct approvers (approved by %s)", len(st.Approvers), st.Required, who)
+		if n := st.Required - len(st.Approvers); n > 0 && len(st.MayApprove) > 0 {
+			fmt.Fprintf(w, "; still needed: %d more from %s", n, strings.Join(st.MayApprove, ", "))
+		}
+		fmt.Fprintln(w)
+	} else if len(st.MayApprove) > 0 {
+		fmt.Fprintf(w, "  may approve: %s\n", strings.Join(st.MayApprove, ", "))
+	}
+	switch {
+	case !st.EscalatedAt.IsZero():
+		fmt.Fprintf(w, "  escalated at %s: it waited longer than the approvals policy allows\n", st.EscalatedAt.UTC().Format(time.RFC3339))
+	case !st.DecideBy.IsZero():
+		fmt.Fprintf(w, "  decide by %s, or it is escalated\n", st.DecideBy.UTC().Format(time.RFC3339))
+	}
+	if st.Expired > 0 {
+		fmt.Fprintf(w, "  %d earlier approval(s) expired before the call started\n", st.Expired)
 	}
 }

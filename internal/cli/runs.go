@@ -154,7 +154,7 @@ func (e *env) runsShowCmd() *cobra.Command {
 				v.Attempts = attempts
 				return writeJSON(e, v)
 			}
-			showRun(e, info, &c)
+			showRun(e, info, &c, served(cmd.Context(), rt, info))
 			printAttempts(e.stdout, attempts)
 			if holder != nil {
 				state := "held by"
@@ -198,7 +198,7 @@ func printAttempts(w io.Writer, atts []actoviq.Attempt) {
 
 // showRun prints a run for a person. With c, open interruptions come with
 // the commands that answer them (c gives the store flags to repeat).
-func showRun(e *env, info *actoviq.RunInfo, c *common) {
+func showRun(e *env, info *actoviq.RunInfo, c *common, servedNow bool) {
 	w := e.stdout
 	fmt.Fprintf(w, "run %s  status %s  agent %s  turn %d  revision %d\n", info.ID, info.Status, info.AgentID, info.Turn, info.Revision)
 	switch {
@@ -253,7 +253,7 @@ func showRun(e *env, info *actoviq.RunInfo, c *common) {
 			}
 		} else {
 			printOpenQuestions(w, info.ID, info.Interruptions, storeFlags(c),
-				strings.TrimPrefix(continueLine(info, storeFlags(c), e.served(info)), "continue with: "))
+				strings.TrimPrefix(continueLine(info, storeFlags(c), servedNow), "continue with: "))
 		}
 	}
 	if len(info.Unsettled) > 0 {

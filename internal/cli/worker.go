@@ -77,12 +77,16 @@ func (e *env) workerCmd() *cobra.Command {
 				return err
 			}
 			defer op.close()
+			pol, err := e.approvers(&c)
+			if err != nil {
+				return err
+			}
 			st, err := e.openStore(ctx, &c)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL, Codec: codec, Sinks: op.sinks, Retention: retention})
+			rt, err := actoviq.New(st, &actoviq.Config{Tenant: c.tenant, LeaseTTL: leaseTTL, Codec: codec, Sinks: op.sinks, Retention: retention, Approvers: pol})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}

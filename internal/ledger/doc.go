@@ -14,6 +14,7 @@
 //
 //	prepared ──ask_approval──> awaiting_approval ──approve──> prepared
 //	awaiting_approval ──reject──> committed      (error result; the tool never ran)
+//	awaiting_approval ──sign──> awaiting_approval (one approval of several needed)
 //	prepared ──skip──> committed                 (error result; the tool never ran)
 //	prepared ──start──> started ──commit──> committed
 //	started  ──lose──> unknown                   (crash, transport failure, timeout of running work)

@@ -20,6 +20,10 @@ const (
 	AskApproval Event = "ask_approval"
 	// Approve: awaiting_approval → prepared.
 	Approve Event = "approve"
+	// Sign: awaiting_approval → awaiting_approval. One approval of several
+	// an approvals policy asks for was recorded; the call still waits for
+	// the others.
+	Sign Event = "sign"
 	// Reject: awaiting_approval → committed, with an error result; the tool
 	// never ran.
 	Reject Event = "reject"
@@ -86,6 +90,7 @@ var transitions = map[edge]State{
 	{store.LedgerPrepared, Withhold}:        store.LedgerUnknown,
 	{store.LedgerAwaitingApproval, Approve}: store.LedgerPrepared,
 	{store.LedgerAwaitingApproval, Reject}:  store.LedgerCommitted,
+	{store.LedgerAwaitingApproval, Sign}:    store.LedgerAwaitingApproval,
 	{store.LedgerStarted, Commit}:           store.LedgerCommitted,
 	{store.LedgerStarted, Lose}:             store.LedgerUnknown,
 	{store.LedgerStarted, Settle}:           store.LedgerCommitted,

@@ -18,7 +18,7 @@ var (
 		store.LedgerCommitted,
 	}
 	allEvents = []ledger.Event{
-		ledger.AskApproval, ledger.Approve, ledger.Reject, ledger.Skip,
+		ledger.AskApproval, ledger.Approve, ledger.Sign, ledger.Reject, ledger.Skip,
 		ledger.Start, ledger.Commit, ledger.Lose, ledger.Settle, ledger.Reexecute, ledger.Withhold,
 	}
 )
@@ -32,6 +32,7 @@ var allowed = map[string]ledger.State{
 	"prepared/withhold":         store.LedgerUnknown,
 	"awaiting_approval/approve": store.LedgerPrepared,
 	"awaiting_approval/reject":  store.LedgerCommitted,
+	"awaiting_approval/sign":    store.LedgerAwaitingApproval,
 	"started/commit":            store.LedgerCommitted,
 	"started/lose":              store.LedgerUnknown,
 	"started/settle":            store.LedgerCommitted,

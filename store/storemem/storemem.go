@@ -133,6 +133,17 @@ func cloneDecision(d *store.Decision) *store.Decision {
 	c := *d
 	c.Result = cloneJSON(d.Result)
 	c.Evidence = cloneJSON(d.Evidence)
+	if d.Seen != nil || len(d.Approvers) > 0 || len(d.Earlier) > 0 {
+		// The nested records (what approvers saw, earlier approvals) are
+		// copied whole, so a caller's later change cannot reach the store.
+		b, _ := json.Marshal(d)
+		var deep store.Decision
+		if json.Unmarshal(b, &deep) == nil {
+			// Times keep their monotonic readings, as the shallow copy does.
+			deep.At, deep.ExpiresAt, deep.ExpiredAt, deep.WaitingSince, deep.EscalatedAt = d.At, d.ExpiresAt, d.ExpiredAt, d.WaitingSince, d.EscalatedAt
+			return &deep
+		}
+	}
 	return &c
 }
 
