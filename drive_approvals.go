@@ -162,7 +162,11 @@ func (d *drive) approve(ctx context.Context, dec Decision, en *store.LedgerEntry
 	rec.Attempt = en.Attempt + 1
 	rec.Required = req.Approvers
 	rec.WaitingSince = waitingSince(en)
-	sign := store.Signoff{By: dec.By, At: now, Note: dec.Note, Seen: rec.Seen}
+	note := dec.Note
+	if note == "" {
+		note = dec.Reason // an approval's why (the CLI's --note)
+	}
+	sign := store.Signoff{By: dec.By, At: now, Note: note, Seen: rec.Seen}
 	if p := d.partial(en, now); p != nil {
 		rec.Approvers = append(append([]store.Signoff(nil), p.Approvers...), sign)
 		rec.Earlier = p.Earlier

@@ -244,7 +244,7 @@ type Signoff struct {
 	By string `json:"by"`
 	// At is when the approval was recorded.
 	At time.Time `json:"at"`
-	// Note is the approver's note.
+	// Note is the approver's note (or reason).
 	Note string `json:"note,omitempty"`
 	// Seen is what the approver saw.
 	Seen *Seen `json:"seen,omitempty"`

@@ -110,7 +110,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(e.versionCmd())
 	root.AddCommand(e.mcpCmd())
 	root.AddCommand(e.runCmd(), e.resumeCmd(), e.runsCmd(), e.approveCmd(), e.rejectCmd(), e.resolveCmd(),
-		e.demoCmd(), e.demoChildCmd(), e.consoleCmd(), e.workerCmd())
+		e.demoCmd(), e.demoChildCmd(), e.consoleCmd(), e.workerCmd(), e.auditCmd())
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,4 +112,83 @@ func TestResolveCommittedPlainText(t *testing.T) {
 	if err := json.Unmarshal(v.Ledger[0].Result, &r); err != nil || r.Content != "payment p-77 sent" || r.Data != nil {
 		t.Fatalf("result %s (%v)", v.Ledger[0].Result, err)
 	}
+}
+
+// The approvals policy through the command line: a refused approval says
+// why; two distinct approvers; runs show says who approved and who is
+// still needed; audit export writes the trail as JSON lines.
+func TestApprovalsPolicyAndAuditExport(t *testing.T) {
+	h := newHarness(t)
+	pol := filepath.Join(h.dir, "approvals.json")
+	if err := os.WriteFile(pol, []byte(`{"version": "p1", "groups": {"finance": ["alice", "bob"]},
+	  "rules": [{"name": "payments", "tools": ["pay_invoice"], "approve": ["group:finance"], "reject": ["group:finance"],
+	             "settle": ["group:finance"], "approvers": 2},
+	            {"name": "rest", "approve": ["*"], "reject": ["*"], "settle": ["*"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.envs["ACTOVIQ_APPROVALS"] = pol
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay INV-42")...)
+	h.want(ExitUsage, "approve", "r1", "call_pay", "--store", h.store, "--by", "carol")
+	if s := h.stderr.String(); !strings.Contains(s, "refused: carol may not approve call call_pay of pay_invoice") || !strings.Contains(s, "nothing was recorded") {
+		t.Fatalf("refusal:\n%s", s)
+	}
+	h.want(ExitCompleted, "approve", "r1", "call_pay", "--store", h.store, "--by", "alice", "--note", "invoice checked")
+	h.want(ExitCompleted, "runs", "show", "r1", "--store", h.store)
+	if s := h.stdout.String(); !strings.Contains(s, "approvals: 1 of 2 distinct approvers (approved by alice); still needed: 1 more from group:finance") {
+		t.Fatalf("runs show:\n%s", s)
+	}
+	h.want(ExitUsage, "approve", "r1", "call_pay", "--store", h.store, "--by", "alice")
+	h.want(ExitCompleted, "approve", "r1", "call_pay", "--store", h.store, "--by", "bob")
+	h.want(ExitCompleted, "resume", "r1", "--store", h.store)
+	if h.bankLines() != 1 {
+		t.Fatalf("%d payments", h.bankLines())
+	}
+	// --approvals names another file than the environment: it wins.
+	h.want(ExitUsage, "approve", "r1", "call_pay", "--store", h.store, "--approvals", filepath.Join(h.dir, "missing.json"))
+
+	for _, args := range [][]string{{"--run", "r1"}, {"--since", "1h"}} {
+		h.want(ExitCompleted, append([]string{"audit", "export", "--store", h.store}, args...)...)
+		lines := strings.Split(strings.TrimSpace(h.stdout.String()), "\n")
+		if len(lines) != 1 {
+			t.Fatalf("audit export %v: %d lines:\n%s", args, len(lines), h.stdout)
+		}
+		var rec struct {
+			Schema   int    `json:"schema"`
+			RunID    string `json:"run_id"`
+			CallID   string `json:"call_id"`
+			Kind     string `json:"kind"`
+			By       string `json:"by"`
+			Decision struct {
+				Required         int    `json:"required"`
+				ApproversVersion string `json:"approvers_version"`
+				Approvers        []struct {
+					By   string `json:"by"`
+					Note string `json:"note"`
+					Seen struct {
+						Args         json.RawMessage `json:"args"`
+						Digest       string          `json:"digest"`
+						AgentVersion string          `json:"agent_version"`
+					} `json:"seen"`
+				} `json:"approvers"`
+			} `json:"decision"`
+		}
+		if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+			t.Fatal(err)
+		}
+		d := rec.Decision
+		if rec.Schema != 1 || rec.RunID != "r1" || rec.CallID != "call_pay" || rec.Kind != "approve" || rec.By != "bob" ||
+			d.Required != 2 || d.ApproversVersion != "p1" || len(d.Approvers) != 2 || d.Approvers[0].By != "alice" || d.Approvers[0].Note != "invoice checked" {
+			t.Fatalf("audit record: %s", lines[0])
+		}
+		for _, a := range d.Approvers {
+			if a.Seen.Digest != actoviq.ArgsRenderingDigest(a.Seen.Args) || len(a.Seen.Args) == 0 || a.Seen.AgentVersion == "" {
+				t.Fatalf("what %s saw: %+v", a.By, a.Seen)
+			}
+		}
+	}
+	h.want(ExitCompleted, "audit", "export", "--store", h.store, "--since", "2000-01-01T00:00:00Z", "--until", "2000-01-02T00:00:00Z")
+	if h.stdout.Len() != 0 {
+		t.Fatalf("a window with no decisions: %s", h.stdout)
+	}
+	h.want(ExitUsage, "audit", "export", "--store", h.store)
 }
