@@ -220,6 +220,11 @@ func (rt *Runtime) inboxRuns(ctx context.Context, runs []*store.Run) (out []*Inb
 					ledger = ledgers[in.RunID]
 				}
 				if interruptionOpen(in, ledger) {
+					if en := ledger[in.CallID]; in.Kind == InterruptApproval && en != nil {
+						// Where the approval stands (approvers so far,
+						// escalation): in memory, from the entry read.
+						in.Approval = rt.approvalStatus(ctx, &store.Run{ID: en.RunID, AgentID: r.AgentID}, en)
+					}
 					it.Interruptions = append(it.Interruptions, in)
 				}
 			}

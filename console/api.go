@@ -11,6 +11,7 @@ import (
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/approvals"
 	"github.com/actoviq/actoviq-go/item"
 )
 
@@ -19,7 +20,8 @@ type Error struct {
 	// Code is stable and meant for programs: unauthorized, csrf,
 	// too_many_failures, bad_request, bad_json, operator_required,
 	// operator_mismatch, not_found, unknown_call, decision_conflict,
-	// run_finished, run_held, agent_changed, resume_elsewhere, internal.
+	// run_finished, run_held, agent_changed, resume_elsewhere, not_allowed
+	// (the approvals policy refused the decision), internal.
 	Code string `json:"code"`
 	// Message is for people: what was looked at and what to do next.
 	Message string `json:"message"`
@@ -215,7 +217,7 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 		Unsettled: info.Unsettled, AgentChanges: info.AgentChanges, Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
 		Transcript: info.Transcript, Output: info.Output, Usage: info.Usage, Error: info.Error, Ledger: callsOf(info),
 		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
-		Resume: c.resumeInfo(info.ID), CancelTask: c.cfg.CancelTask != nil, Undecided: undecided(info.Interruptions)}
+		Resume: c.resumeInfo(ctx, info), CancelTask: c.cfg.CancelTask != nil, Undecided: undecided(info.Interruptions)}
 	v.Tasks = tasksOf(v.Ledger, evs)
 	v.Attempts = actoviq.AttemptsFromEvents(evs)
 	v.LastDriver = lastDriver(evs, info.Holder)
@@ -266,6 +268,13 @@ type DecisionRequest struct {
 	// By names the operator. Only for a bearer token bound to no name;
 	// otherwise the session's or the token's name is recorded.
 	By string `json:"by,omitempty"`
+	// ShownAt is when the operator was shown the call (the page's time);
+	// recorded with what was shown. Optional.
+	ShownAt time.Time `json:"shown_at,omitzero"`
+	// ShownDigest is the digest of the arguments shown
+	// (actoviq.ArgsRenderingDigest); a decision on other arguments than
+	// the call's is refused. Optional.
+	ShownDigest string `json:"shown_digest,omitempty"`
 }
 
 type decisionsBody struct {
@@ -288,7 +297,7 @@ type DecisionsResponse struct {
 }
 
 func toDecision(d *DecisionRequest, by string) (actoviq.Decision, error) {
-	out := actoviq.Decision{CallID: d.CallID, By: by, Note: d.Note}
+	out := actoviq.Decision{CallID: d.CallID, By: by, Note: d.Note, ShownAt: d.ShownAt, ShownDigest: d.ShownDigest}
 	if d.CallID == "" {
 		return out, errors.New("call_id is required")
 	}
@@ -423,7 +432,11 @@ func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := c.rt.Decide(r.Context(), id, decs...); err != nil {
 		var de *actoviq.DecisionError
+		var refused *approvals.RefusedError
 		switch {
+		case errors.As(err, &refused):
+			writeJSON(w, http.StatusForbidden, &Error{Code: "not_allowed", CallID: refused.Call.CallID,
+				Message: "Not recorded: " + refused.Error() + ". Ask someone the approvals policy names."})
 		case errors.As(err, &de):
 			writeJSON(w, http.StatusConflict, &Error{Code: "decision_conflict", CallID: de.CallID,
 				Message: "this decision no longer fits the run (someone may have decided first): " + de.Reason + "; reload the run to see its ledger now"})
@@ -436,7 +449,7 @@ func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	resp := DecisionsResponse{RunID: id, By: op, Resume: c.resumeInfo(id)}
+	resp := DecisionsResponse{RunID: id, By: op, Resume: c.resumeInfo(r.Context(), info)}
 	for _, d := range decs {
 		resp.Recorded = append(resp.Recorded, d.CallID)
 	}
@@ -445,8 +458,10 @@ func (c *Console) apiDecisions(w http.ResponseWriter, r *http.Request) {
 		resp.Next = fmt.Sprintf("The run is %s and does not continue; the outcome is kept in its audit trail.", info.Status)
 	case resp.Resume.Available:
 		resp.Next = "Nothing runs until the run is resumed: resume it here when every open question is answered."
-	default:
+	case resp.Resume.Command != "":
 		resp.Next = "Nothing runs until the run is resumed: " + resp.Resume.Command
+	default:
+		resp.Next = "Nothing runs until the run is resumed. " + resp.Resume.Description
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -480,9 +495,28 @@ func (c *Console) apiResume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "run_finished", fmt.Sprintf("run %s is %s; it cannot be resumed", id, s))
 		return
 	}
-	if c.cfg.Resume == nil {
-		writeJSON(w, http.StatusNotImplemented, &Error{Code: "resume_elsewhere", Command: c.cfg.ResumeCommand(id),
-			Message: "this console does not resume runs itself; resume it with: " + c.cfg.ResumeCommand(id)})
+	offer := c.resumeInfo(r.Context(), info)
+	switch offer.Via {
+	case "queue":
+		if err := c.rt.Requeue(r.Context(), id); err != nil {
+			switch {
+			case errors.Is(err, actoviq.ErrRunHeld):
+				writeError(w, http.StatusConflict, "run_held", err.Error()+": wait for that worker, or cancel the run")
+			case errors.Is(err, actoviq.ErrRunFinished):
+				writeError(w, http.StatusConflict, "run_finished", err.Error())
+			default:
+				c.storeError(w, id, err)
+			}
+			return
+		}
+		writeJSON(w, http.StatusOK, &ResumeResponse{RunID: id, Status: string(actoviq.StatusQueued)})
+		return
+	case "command":
+		writeJSON(w, http.StatusNotImplemented, &Error{Code: "resume_elsewhere", Command: offer.Command,
+			Message: "this console does not resume this run itself; resume it with: " + offer.Command})
+		return
+	case "program":
+		writeJSON(w, http.StatusNotImplemented, &Error{Code: "resume_elsewhere", Message: offer.Description})
 		return
 	}
 	done, started := c.startResume(id)
@@ -559,12 +593,29 @@ func (c *Console) startResume(id string) (<-chan resumeResult, bool) {
 
 func errorsIsNotFound(err error) bool { return errors.Is(err, actoviq.ErrNotFound) }
 
-func (c *Console) resumeInfo(id string) ResumeInfo {
-	ri := ResumeInfo{Available: c.cfg.Resume != nil, Command: c.cfg.ResumeCommand(id)}
-	if ri.Available {
-		ri.Description = c.cfg.ResumeDescription
+// resumeInfo offers only what works for the run: this console's Resume
+// when it can drive the run, else the workers' queue when a worker serves
+// its agent, else the command, else its own program.
+func (c *Console) resumeInfo(ctx context.Context, info *actoviq.RunInfo) ResumeInfo {
+	why := ""
+	if c.cfg.Resume != nil {
+		if c.cfg.CanResume == nil {
+			return ResumeInfo{Available: true, Via: "here", Description: c.cfg.ResumeDescription, Command: c.cfg.ResumeCommand(info.ID)}
+		}
+		err := c.cfg.CanResume(ctx, info)
+		if err == nil {
+			return ResumeInfo{Available: true, Via: "here", Description: c.cfg.ResumeDescription, Command: c.cfg.ResumeCommand(info.ID)}
+		}
+		why = "This console cannot resume it (" + err.Error() + "). "
 	}
-	return ri
+	if w, err := c.rt.AgentServed(ctx, info.AgentID); err == nil && w != nil {
+		return ResumeInfo{Available: true, Via: "queue", Command: c.cfg.ResumeCommand(info.ID),
+			Description: fmt.Sprintf("Resuming hands the run to the workers' queue: a worker serving agent %s (%s) continues it, applying the recorded decisions and the recovery rules; nothing committed runs again.", info.AgentID, w.HolderInfo)}
+	}
+	if cmd := c.cfg.ResumeCommand(info.ID); cmd != "" {
+		return ResumeInfo{Via: "command", Command: cmd, Description: why + "After deciding, continue the run with:"}
+	}
+	return ResumeInfo{Via: "program", Description: fmt.Sprintf("%sRun %s was started by a program with agent %s, and no worker serving that agent is running: that program resumes it (Runtime.Resume), or a worker that registers the agent takes it from the queue.", why, info.ID, info.AgentID)}
 }
 
 // CancelTaskResponse answers a cancel of an MCP task.

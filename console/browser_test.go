@@ -184,7 +184,11 @@ type browserFixture struct {
 	agentMu sync.Mutex
 }
 
-func newBrowserFixture(t *testing.T) *browserFixture {
+func newBrowserFixture(t *testing.T) *browserFixture { return newBrowserFixtureWith(t, nil, nil) }
+
+// newBrowserFixtureWith builds the fixture with a runtime Config and a
+// change to the console's Config.
+func newBrowserFixtureWith(t *testing.T, rcfg *actoviq.Config, change func(*console.Config)) *browserFixture {
 	exe := chromium(t)
 	dir := t.TempDir()
 	f := &browserFixture{t: t, dbPath: filepath.Join(dir, "actoviq.db"), shots: screenshotDir(t), token: "browser-test-token-0123456789",
@@ -194,12 +198,12 @@ func newBrowserFixture(t *testing.T) *browserFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	f.rt, err = actoviq.New(st, nil)
+	f.rt, err = actoviq.New(st, rcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.rt.Close() })
-	con, err := console.New(f.rt, &console.Config{
+	ccfg := &console.Config{
 		Tokens:       []console.Token{{Secret: f.token}},
 		PollInterval: 200 * time.Millisecond,
 		Resume: func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
@@ -212,7 +216,11 @@ func newBrowserFixture(t *testing.T) *browserFixture {
 			f.agentMu.Unlock()
 			return f.rt.Resume(ctx, a, runID)
 		},
-	})
+	}
+	if change != nil {
+		change(ccfg)
+	}
+	con, err := console.New(f.rt, ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}

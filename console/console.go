@@ -51,13 +51,28 @@ type Config struct {
 	// never resumes runs itself: it shows ResumeCommand instead. A returned
 	// error matching [ErrCannotResume] shows ResumeCommand too.
 	Resume func(ctx context.Context, runID string) (*actoviq.RunResult, error)
+	// CanResume, when set, says whether Resume can drive a given run in
+	// this process: an error (say, the run's provider key is not in this
+	// environment, or the run was started by a Go program whose agent
+	// this console cannot build) means no, with the reason. The page then
+	// offers only what works for that run: the workers' queue when a
+	// worker serves its agent ([actoviq.Runtime.AgentServed]), otherwise
+	// ResumeCommand, otherwise the sentence that its own program resumes
+	// it. Nil means Resume can drive every run.
+	CanResume func(ctx context.Context, run *actoviq.RunInfo) error
+	// EscalateEvery is how often the console runs
+	// [actoviq.Runtime.EscalateApprovals] (for a runtime with an
+	// approvals policy): calls that waited too long for approval are
+	// escalated even when no worker runs. Zero means 30 s; negative means
+	// never.
+	EscalateEvery time.Duration
 	// ResumeDescription is the sentence beside the Resume button saying
 	// what resuming does here; empty means it continues the run in this
 	// process. A Resume that hands runs to a worker queue says so.
 	ResumeDescription string
 	// ResumeCommand says how to resume a run outside the console, e.g.
-	// "actoviq resume RUN --store URL". Nil means a sentence naming
-	// Runtime.Resume.
+	// "actoviq resume RUN --store URL"; "" for a run no command resumes
+	// (its program does). Nil means a sentence naming Runtime.Resume.
 	ResumeCommand func(runID string) string
 	// CancelTask sends tasks/cancel for an MCP task a call left running
 	// (mcptool's Source.CancelTask, with the servers' configuration). Nil
@@ -183,6 +198,9 @@ func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
 	if c.InboxLimit == 0 {
 		c.InboxLimit = 100
 	}
+	if c.EscalateEvery == 0 {
+		c.EscalateEvery = 30 * time.Second
+	}
 	if c.ResumeDescription == "" {
 		c.ResumeDescription = "Resuming applies the recorded decisions and the recovery rules, then continues from the last checkpoint: nothing committed runs again, and a call whose outcome is unknown is never re-run without a decision."
 	}
@@ -202,7 +220,27 @@ func New(rt *actoviq.Runtime, cfg *Config) (*Console, error) {
 		con.hosts[hostName(h)] = true
 	}
 	con.routes()
+	if c.EscalateEvery > 0 {
+		con.wg.Add(1)
+		go con.escalate()
+	}
 	return con, nil
+}
+
+// escalate runs the runtime's approvals escalation until the console
+// closes; a runtime without an approvals policy escalates nothing.
+func (c *Console) escalate() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.EscalateEvery)
+	defer t.Stop()
+	for {
+		_, _ = c.rt.EscalateApprovals(c.ctx) // the inbox shows what it could not do; the next tick tries again
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Close stops the live streams and waits for the resumes this console

@@ -40,6 +40,9 @@ type InboxItem struct {
 	// redacted), e.g. "to: ada · amount: 42": what is to be approved or
 	// settled. Empty when the call has no arguments.
 	Summary string `json:"summary,omitempty"`
+	// Approval is where an approval stands: who approved so far, how many
+	// are needed, and whether the wait was escalated.
+	Approval *actoviq.ApprovalStatus `json:"approval,omitempty"`
 }
 
 // Inbox is GET /api/v1/inbox.
@@ -107,7 +110,7 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 		case actoviq.StatusInterrupted:
 			for _, in := range ir.Interruptions {
 				items = append(items, InboxItem{Kind: string(in.Kind), RunID: r.ID, AgentID: r.AgentID, CallID: in.CallID,
-					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: r.UpdatedAt, Reason: oneLine(in.Reason), Summary: argsSummary(in.Args)})
+					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: r.UpdatedAt, Reason: oneLine(in.Reason), Summary: argsSummary(in.Args), Approval: in.Approval})
 			}
 			if len(ir.Interruptions) == 0 {
 				// Every question is answered: the run waits to be resumed.

@@ -42,6 +42,15 @@ func parseTemplates() (map[string]*template.Template, error) {
 			return in
 		},
 		"holder": func(h string) string { return actoviq.ParseHolder(h).String() },
+		"digest": func(args json.RawMessage) string {
+			if len(args) == 0 {
+				return ""
+			}
+			return actoviq.ArgsRenderingDigest(args)
+		},
+		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		"join":    func(s []string) string { return strings.Join(s, ", ") },
+		"minus":   func(a, b int) int { return a - b },
 		"terminal": func(status string) bool {
 			return status == "completed" || status == "failed" || status == "cancelled"
 		},

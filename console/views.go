@@ -199,14 +199,21 @@ type ChildRun struct {
 	Children []*ChildRun `json:"children,omitempty"`
 }
 
-// ResumeInfo tells how the run can be continued.
+// ResumeInfo tells how the run can be continued: only what works for it.
 type ResumeInfo struct {
-	// Available: POST /api/v1/runs/{id}/resume continues the run here.
+	// Available: POST /api/v1/runs/{id}/resume continues the run (Via
+	// "here" or "queue").
 	Available bool `json:"available"`
-	// Description says what resuming here does.
+	// Via says how: "here" (this console drives it), "queue" (handed to
+	// the workers' queue: a worker serving the run's agent is running),
+	// "command" (Command resumes it outside the console), "program" (the
+	// program that started it resumes it: Runtime.Resume).
+	Via string `json:"via"`
+	// Description says what resuming does, or who resumes the run.
 	Description string `json:"description,omitempty"`
-	// Command resumes the run outside the console.
-	Command string `json:"command"`
+	// Command resumes the run outside the console; empty when no command
+	// does.
+	Command string `json:"command,omitempty"`
 }
 
 func summary(r *actoviq.RunInfo) RunSummary {

@@ -188,21 +188,32 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	cfg := &console.Config{
 		Tokens:        []console.Token{{Secret: secret, Operator: f.operator}},
 		Hosts:         hosts,
-		ResumeCommand: func(runID string) string { return "actoviq resume " + shellQuote(runID) + storeFlags(c) },
+		// actoviq resume rebuilds only the runs this command started; a
+		// run a Go program started is resumed by that program (or a
+		// worker that serves its agent, which the console offers itself).
+		ResumeCommand: func(runID string) string {
+			info, err := rt.Get(ctx, runID)
+			if err == nil && !startedByCLI(info) {
+				return ""
+			}
+			return "actoviq resume " + shellQuote(runID) + storeFlags(c)
+		},
 	}
 	switch f.resume {
 	case "here":
 		cfg.Resume = func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
 			return e.consoleResume(ctx, rt, f, runID)
 		}
-	case "queue":
-		cfg.Resume = func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
-			if err := rt.Requeue(ctx, runID); err != nil {
-				return nil, err
+		cfg.CanResume = func(ctx context.Context, info *actoviq.RunInfo) error {
+			rc, err := configFromMeta(info.ID, info.Meta)
+			if err != nil {
+				return errors.New("it was not started by the actoviq command")
 			}
-			return &actoviq.RunResult{RunID: runID, Status: actoviq.StatusQueued}, nil
+			return e.providerReady(rc)
 		}
-		cfg.ResumeDescription = "Resuming hands the run to the workers' queue: an actoviq worker of this store and tenant continues it, applying the recorded decisions and the recovery rules; nothing committed runs again."
+	case "queue":
+		// The console offers the queue for a run whose agent a worker
+		// serves, and otherwise says who resumes it.
 	}
 	if f.mcpConfig != "" {
 		// "Cancel the task" on the run page: tasks/cancel through these

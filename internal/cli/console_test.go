@@ -201,20 +201,16 @@ func TestConsoleCommandHandsResumeToTheWorkers(t *testing.T) {
 		t.Errorf("output does not say how to start a worker: %s", out)
 	}
 	tok := "env-token-0123456789abcdef"
-	if code, v := apiCall(t, "GET", base+"/api/v1/runs/r1", tok, ""); code != 200 || !strings.Contains(v["resume"].(map[string]any)["description"].(string), "workers' queue") {
-		t.Fatalf("run: %d %v", code, v["resume"])
+	// No worker serves the run's agent yet: the queue is not offered (it
+	// would not get the run driven); the command that resumes it is.
+	if code, v := apiCall(t, "GET", base+"/api/v1/runs/r1", tok, ""); code != 200 || v["resume"].(map[string]any)["via"] != "command" ||
+		v["resume"].(map[string]any)["command"] != "actoviq resume r1 --store "+h.store {
+		t.Fatalf("run without a worker: %d %v", code, v["resume"])
 	}
 	if code, v := apiCall(t, "POST", base+"/api/v1/runs/r1/decisions", tok, `{"call_id":"call_pay","kind":"approve","by":"alice"}`); code != 200 {
 		t.Fatalf("approve: %d %v", code, v)
 	}
-	code, v := apiCall(t, "POST", base+"/api/v1/runs/r1/resume", tok, "")
-	if code != 200 || v["status"] != "queued" {
-		t.Fatalf("resume: %d %v", code, v)
-	}
-	if h.bankLines() != 0 {
-		t.Fatal("the console paid; the workers should")
-	}
-	// A worker picks it up and completes it.
+	// A worker starts: now the queue is offered and takes the run.
 	we := &env{stdout: &syncBuffer{ch: make(chan struct{}, 1)}, stderr: &syncBuffer{ch: make(chan struct{}, 1)},
 		getenv: func(k string) string { return h.envs[k] }, executable: os.Executable}
 	wctx, wcancel := context.WithCancel(context.Background())
@@ -230,6 +226,28 @@ func TestConsoleCommandHandsResumeToTheWorkers(t *testing.T) {
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	for {
+		c, err := rt.AgentServed(ctx, cliAgentID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the worker never said it serves the command's agent")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if code, v := apiCall(t, "GET", base+"/api/v1/runs/r1", tok, ""); code != 200 || v["resume"].(map[string]any)["via"] != "queue" ||
+		!strings.Contains(v["resume"].(map[string]any)["description"].(string), "workers' queue") {
+		t.Fatalf("run with a worker: %d %v", code, v["resume"])
+	}
+	code, v := apiCall(t, "POST", base+"/api/v1/runs/r1/resume", tok, "")
+	if code != 200 || v["status"] != "queued" {
+		t.Fatalf("resume: %d %v", code, v)
+	}
 	res, err := rt.Wait(ctx, "r1")
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("wait: %v %+v", err, res)

@@ -64,6 +64,9 @@
       ev.preventDefault();
       var out = form.closest("article").querySelector(".decide-result");
       var d = { call_id: form.getAttribute("data-call"), kind: form.getAttribute("data-kind") };
+      // What the operator was shown, recorded with the decision.
+      if (form.getAttribute("data-shown-digest")) d.shown_digest = form.getAttribute("data-shown-digest");
+      if (run && run.getAttribute("data-shown-at")) d.shown_at = run.getAttribute("data-shown-at");
       ["note", "reason", "message"].forEach(function (k) {
         var f = form.elements[k];
         if (f && f.value.trim() !== "") d[k] = f.value;
@@ -200,6 +203,16 @@
       what.appendChild(document.createTextNode(" · " + it.agent_id));
       a.appendChild(what);
       if (it.summary) { var sm = el("span", "summary"); sm.appendChild(el("code", "", it.summary)); a.appendChild(sm); }
+      var ap = it.approval;
+      if (ap && (ap.required > 1 || ap.escalated_at)) {
+        var line = el("span", "approval-line");
+        if (ap.required > 1) {
+          var who = ap.approvers && ap.approvers.length ? " (" + ap.approvers.join(", ") + ")" : "";
+          line.appendChild(document.createTextNode((ap.approvers ? ap.approvers.length : 0) + " of " + ap.required + " approvers" + who));
+        }
+        if (ap.escalated_at) { line.appendChild(document.createTextNode(" ")); line.appendChild(el("span", "badge escalated", "escalated")); }
+        a.appendChild(line);
+      }
       a.appendChild(el("span", "reason", it.reason));
       li.appendChild(a);
       inbox.appendChild(li);
