@@ -200,7 +200,7 @@ func (d *drive) moveWith(ctx context.Context, en, next *store.LedgerEntry, ev le
 	}
 	next.State = to
 	d.redactEntry(next)
-	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next)}, Events: []*store.Event{event}})
+	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next, event)}})
 }
 
 // waitingSince is when en started waiting for its approval.

@@ -23,8 +23,10 @@
 //     awaiting approval, reconciliations (side effects of unknown outcome),
 //     recoveries, provider interruptions, runs whose questions are all
 //     answered and that wait to be resumed, and stalled runs (stored as
-//     running, but the worker that held them is gone). Each shows its age, tool, effect and a one-line
-//     reason; it filters by kind, agent and tool and updates itself over
+//     running, but the worker that held them is gone). Each shows its age, tool, effect, a one-line
+//     reason and, for a call, a one-line summary of its (redacted)
+//     arguments; an approval shows its approvers so far and whether its
+//     wait was escalated; it filters by kind, agent and tool and updates itself over
 //     server-sent events.
 //   - /runs/{id}: the run page: open interruptions with their evidence and
 //     the decision forms, the ledger (state, effect, idempotency key,
@@ -88,7 +90,9 @@
 //
 // with the codes listed at [Error]. 401 means no valid token or session,
 // 403 a missing or wrong CSRF token (or a "by" that is not the signed-in
-// operator), 404 an unknown run or call, 409 a decision that no longer
+// operator), or a decision the runtime's approvals policy
+// (actoviq.Config.Approvers) refuses (code not_allowed, the message says
+// why), 404 an unknown run or call, 409 a decision that no longer
 // fits the ledger (someone decided first), a run that already ended, or a
 // run another worker drives right now.
 //
@@ -116,16 +120,28 @@
 //	{"call_id": "call_1", "kind": "reexecute", "note": "bank dedupes on the key"}
 //
 // or several, {"decisions": [...]}, which are checked together against the
-// ledger, under the run's claim, before any is written. A committed
+// ledger, under the run's claim, before any is written. A decision may
+// say what the operator was shown ("shown_at", and "shown_digest", the
+// actoviq.ArgsRenderingDigest of the arguments shown): it is recorded with
+// the decision, and one made on other arguments than the call's is
+// refused. With an approvals policy that asks for two approvers, the first
+// approval leaves the call waiting: the run's interruption then says who
+// approved and who is still needed (Interruption.Approval). A committed
 // result is a JSON value: a string is the text the model sees; anything
 // else is shown to the model as JSON and kept as structured data. The
 // answer is a [DecisionsResponse] naming what happens next.
 //
-// POST /api/v1/runs/{id}/resume continues the run through [Config.Resume]
-// (the decisions recorded, then the recovery rules): 200 with a
-// [ResumeResponse] when the drive stopped within [Config.ResumeWait] (or,
-// for a Resume that hands runs to a worker queue, with status queued), 202
-// while it goes on. Without a Resume function, or when it returns
-// [ErrCannotResume], it answers 501 with code resume_elsewhere and the
-// command that resumes the run.
+// POST /api/v1/runs/{id}/resume does what the run's [ResumeInfo] offers
+// (only what works for that run): "here", through [Config.Resume] (the
+// decisions recorded, then the recovery rules): 200 with a
+// [ResumeResponse] when the drive stopped within [Config.ResumeWait], 202
+// while it goes on; "queue", when this console cannot drive the run but a
+// worker serving its agent runs: the run is handed to the queue, 200 with
+// status queued. Otherwise, or when Resume returns [ErrCannotResume], it
+// answers 501 with code resume_elsewhere and the command that resumes the
+// run, or the sentence that its own program does.
+//
+// The console also runs the runtime's approvals escalation every
+// [Config.EscalateEvery], so a call that waits too long for approval is
+// escalated (and shown so in the inbox) even when no worker runs.
 package console

@@ -8,6 +8,7 @@
 //	actoviq run --model openai:gpt-4.1 --mcp-config mcp.json "..."
 //	actoviq runs list --status interrupted
 //	actoviq approve RUN CALL; actoviq resume RUN
+//	actoviq audit export --since 24h > audit.jsonl
 //
 // Exit codes: 0 completed, 3 interrupted (a decision is needed), 1 failed
 // or cancelled, 2 usage or configuration error, 4 another live process

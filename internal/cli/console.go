@@ -186,8 +186,8 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 		return err
 	}
 	cfg := &console.Config{
-		Tokens:        []console.Token{{Secret: secret, Operator: f.operator}},
-		Hosts:         hosts,
+		Tokens: []console.Token{{Secret: secret, Operator: f.operator}},
+		Hosts:  hosts,
 		// actoviq resume rebuilds only the runs this command started; a
 		// run a Go program started is resumed by that program (or a
 		// worker that serves its agent, which the console offers itself).

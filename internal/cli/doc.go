@@ -11,6 +11,12 @@
 // An MCP server's request for input (elicitation) is asked on the terminal,
 // and declined, with a message, when there is none.
 //
+// Every command that opens a store reads the approvals policy from
+// --approvals FILE or $ACTOVIQ_APPROVALS (package approvals): approve,
+// reject and resolve are checked against it and a refused decision exits 2
+// saying why; `actoviq audit export` writes the audit trail of runs or of a
+// time window as JSON lines.
+//
 // Exit codes are the same for every command that drives a run: 0 completed,
 // 3 interrupted (it needs a decision), 1 failed or cancelled, 2 a usage or
 // configuration error (which leaves the store untouched), 4 another live
