@@ -24,7 +24,8 @@ const (
 	// Reject ends a call that awaits approval without running it.
 	Reject Action = "reject"
 	// Settle records what happened to a started call whose outcome is
-	// unknown (committed or failed), or runs it again (re-execute).
+	// unknown (committed or failed), runs it again (re-execute), or
+	// answers a tool's question (answer).
 	Settle Action = "settle"
 )
 

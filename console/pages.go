@@ -13,6 +13,7 @@ import (
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
 )
 
 var pageNames = []string{"login.html", "inbox.html", "runs.html", "run.html"}
@@ -51,6 +52,8 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 		"join":    func(s []string) string { return strings.Join(s, ", ") },
 		"minus":   func(a, b int) int { return a - b },
+		"signers": signersText,
+		"decided": decidedText,
 		"terminal": func(status string) bool {
 			return status == "completed" || status == "failed" || status == "cancelled"
 		},
@@ -225,6 +228,31 @@ func itemSummary(it item.Item) string {
 	return string(b)
 }
 
+// signersText names the approvers of an approval, in order.
+func signersText(ss []store.Signoff) string {
+	names := make([]string, 0, len(ss))
+	for _, s := range ss {
+		names = append(names, s.By)
+	}
+	return strings.Join(names, ", ")
+}
+
+// decidedText is the ledger table's "Decided" cell for an approval record.
+func decidedText(d *store.Decision) string {
+	by := d.By
+	if len(d.Approvers) > 0 {
+		by = signersText(d.Approvers)
+	}
+	s := d.Kind + " by " + by
+	if d.Required > 1 {
+		s += fmt.Sprintf(" (%d of %d)", len(d.Approvers), d.Required)
+	}
+	if !d.ExpiredAt.IsZero() {
+		s += ", expired"
+	}
+	return s
+}
+
 // eventLine says in one line what an event recorded, from its typed
 // payload; an event this build does not know gets its type alone.
 func eventLine(ev actoviq.Event) string {
@@ -248,6 +276,16 @@ func eventLine(ev actoviq.Event) string {
 		return fmt.Sprintf("turn %d, %d item(s), stop %s, %d in / %d out tokens", d.Turn, len(d.Items), d.StopReason, d.Usage.InputTokens, d.Usage.OutputTokens)
 	case *actoviq.ToolCallData:
 		return fmt.Sprintf("%s %s (%s) → %s, attempt %d, key %s", d.Tool, d.CallID, d.Effect, d.State, d.Attempt, d.IdempotencyKey)
+	case *actoviq.ApprovalSignedData:
+		return fmt.Sprintf("%s approved %s %s: %d of %d approvers (%s)", d.By, d.Tool, d.CallID, len(d.Approvers), d.Required, strings.Join(d.Approvers, ", "))
+	case *actoviq.ApprovalExpiredData:
+		return fmt.Sprintf("the approval of %s %s by %s expired at %s before the call started; it asks again", d.Tool, d.CallID, strings.Join(d.Approvers, ", "), stamp(d.ExpiresAt))
+	case *actoviq.ApprovalEscalatedData:
+		s := fmt.Sprintf("%s %s waited for approval since %s (decide by %s)", d.Tool, d.CallID, stamp(d.WaitingSince), stamp(d.DecideBy))
+		if len(d.EscalateTo) > 0 {
+			s += "; escalated to " + strings.Join(d.EscalateTo, ", ")
+		}
+		return s
 	case *actoviq.ToolProbedData:
 		s := fmt.Sprintf("probe of %s answered %s", d.CallID, d.Outcome)
 		if d.Evidence != "" {

@@ -249,6 +249,9 @@ func auditOf(info *actoviq.RunInfo) []AuditEntry {
 	for _, en := range info.Ledger {
 		for _, d := range []*store.Decision{en.Approval, en.Resolution} {
 			if d != nil {
+				for _, e := range d.Earlier { // approvals that went void (expired) before this one
+					out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, Decision: e})
+				}
 				out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, Decision: *d})
 			}
 		}
