@@ -65,13 +65,11 @@ type watchStore struct {
 	store.Store
 	recorded chan struct{}
 	once     sync.Once
-	mu       sync.Mutex
-	renewals map[string]int
 	renewed  chan string
 }
 
 func watch(st store.Store) *watchStore {
-	return &watchStore{Store: st, recorded: make(chan struct{}), renewals: map[string]int{}, renewed: make(chan string, 64)}
+	return &watchStore{Store: st, recorded: make(chan struct{}), renewed: make(chan string, 64)}
 }
 
 func (w *watchStore) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (*store.Claim, error) {

@@ -77,10 +77,6 @@ func filterFrom(r *http.Request) inboxFilter {
 	return inboxFilter{q.Get("kind"), q.Get("agent"), q.Get("tool"), q.Get("after")}
 }
 
-func (f inboxFilter) keep(it *InboxItem) bool {
-	return (f.kind == "" || it.Kind == f.kind) && (f.agent == "" || it.AgentID == f.agent) && (f.tool == "" || it.Tool == f.tool)
-}
-
 // inbox is one page of what waits for a person, oldest first: a fixed
 // number of store queries (Runtime.Inbox), whatever the store holds. The
 // kind and agent filters are applied by the store; the tool filter (and

@@ -179,8 +179,8 @@ func TestGenAIAttributeSets(t *testing.T) {
 	}
 	for _, s := range spans {
 		for _, kv := range s.Attributes {
-			if strings.Contains(kv.Value.Emit(), "TOPSECRET") {
-				t.Errorf("%s: %s carries content without opt-in: %s", s.Name, kv.Key, kv.Value.Emit())
+			if strings.Contains(kv.Value.String(), "TOPSECRET") {
+				t.Errorf("%s: %s carries content without opt-in: %s", s.Name, kv.Key, kv.Value.String())
 			}
 		}
 	}
