@@ -396,6 +396,14 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 		case run.ParentID != parent.run.ID:
 			return nil, "", fmt.Errorf("actoviq: run %s exists and is not a child of %s", childID, parent.run.ID)
 		}
+		// A run with this id under this parent that is not this call's
+		// child (a background child Spawn wrote under the id) is never
+		// taken as the call's answer: two callers would share one child.
+		if cp, err := decodeCheckpoint(run); err == nil {
+			if ci := cp.Child; ci == nil || ci.Mode == "background" || (ci.CallID != "" && ci.CallID != pc.callID) {
+				return nil, "", fmt.Errorf("actoviq: run %s exists and is not the child of call %s of %s", childID, pc.callID, parent.run.ID)
+			}
+		}
 		left, why, err := e.budgetLeft(ctx, &tree)
 		if err != nil {
 			return nil, "", err

@@ -113,6 +113,15 @@ func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in 
 	if err := checkRunID("Input.RunID", child.RunID); err != nil {
 		return "", err
 	}
+	// What makes the write fail is checked before a place of the tree's
+	// MaxChildren is taken for good: a Spawn that writes no child spends
+	// no place.
+	if err := a.Validate(); err != nil {
+		return "", err
+	}
+	if r, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: child.RunID}); err == nil && r.ParentID != parentID {
+		return "", fmt.Errorf("actoviq: Spawn: run %s exists and is not a child of %s: %w", child.RunID, parentID, ErrRunExists)
+	}
 	if why, err := rt.budgetRefusal(ctx, tree, child.RunID); err != nil || why != "" {
 		if err == nil {
 			err = errors.New("actoviq: Spawn refused: " + why)
