@@ -124,16 +124,16 @@ func (p ApprovalPolicy) version() string {
 func (p ApprovalPolicy) Decide(ctx context.Context, spec tool.Spec, args json.RawMessage) tool.Verdict {
 	if spec.RequireApproval || slices.Contains(p.Effects, spec.Effect) {
 		if p.Policy != nil {
-			if v := p.Policy.Decide(ctx, spec, args); v.Decision == tool.Deny {
+			if v := p.Policy.Decide(ctx, spec, args); v.Permission == tool.Deny {
 				return v
 			}
 		}
-		return tool.Verdict{Decision: tool.Ask, Reason: fmt.Sprintf("%s calls need approval", spec.Effect)}
+		return tool.Verdict{Permission: tool.Ask, Reason: fmt.Sprintf("%s calls need approval", spec.Effect)}
 	}
 	if p.Policy != nil {
 		return p.Policy.Decide(ctx, spec, args)
 	}
-	return tool.Verdict{Decision: tool.Allow}
+	return tool.Verdict{Permission: tool.Allow}
 }
 
 // RecoveryPolicy is the explicit permission to run again, after a crash, a

@@ -55,7 +55,7 @@ func TestAgentUpgradeWhileAwaitingApproval(t *testing.T) {
 			changed = append(changed, ev)
 		}
 	})
-	res, err = s.rt.ResumeWithOptions(s.ctx, v2, "r1", &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{sink},
+	res, err = s.rt.Resume(s.ctx, v2, "r1", &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{sink},
 		Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestAgentUpgradeRefusedWithDiff(t *testing.T) {
 		s.InputSchema = json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number"}}}`)
 	}))
 	v2.Limits.MaxTurns = 64
-	_, err := s.rt.Resume(s.ctx, v2, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	_, err := s.rt.Resume(s.ctx, v2, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	var ce *actoviq.AgentChangeError
 	if !errors.As(err, &ce) || !errors.Is(err, actoviq.ErrAgentChanged) {
 		t.Fatalf("resume: %v, want an *AgentChangeError", err)
@@ -159,13 +159,13 @@ func TestAgentChangeOverrideVoidsApproval(t *testing.T) {
 	v2 := approvalAgent(p, variant(pay, func(s *tool.Spec) {
 		s.InputSchema = json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer","maximum":100}},"required":["amount"]}`)
 	}))
-	if _, err := s.rt.Resume(s.ctx, v2, "r1"); !errors.Is(err, actoviq.ErrAgentChanged) {
+	if _, err := s.rt.Resume(s.ctx, v2, "r1", nil); !errors.Is(err, actoviq.ErrAgentChanged) {
 		t.Fatalf("without override: %v", err)
 	}
-	if _, err := s.rt.ResumeWithOptions(s.ctx, v2, "r1", &actoviq.ResumeOptions{AcceptAgentChange: &actoviq.AcceptAgentChange{}}); err == nil {
+	if _, err := s.rt.Resume(s.ctx, v2, "r1", &actoviq.ResumeOptions{AcceptAgentChange: &actoviq.AcceptAgentChange{}}); err == nil {
 		t.Fatal("an override without By was taken")
 	}
-	res, err := s.rt.ResumeWithOptions(s.ctx, v2, "r1", &actoviq.ResumeOptions{
+	res, err := s.rt.Resume(s.ctx, v2, "r1", &actoviq.ResumeOptions{
 		AcceptAgentChange: &actoviq.AcceptAgentChange{By: "bob", Note: "schema now caps the amount"}})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestAgentChangeOverrideVoidsApproval(t *testing.T) {
 		t.Fatalf("entry = %+v approval %+v", en, en.Approval)
 	}
 	// A new approval, bound to the new version, lets it run.
-	res, err = s.rt.Resume(s.ctx, v2, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err = s.rt.Resume(s.ctx, v2, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 {
 		t.Fatalf("second approval: %+v %v, %d runs", res, err, pay.count())
 	}
@@ -206,7 +206,7 @@ func TestConservativeEffectChangeIsTaken(t *testing.T) {
 	note.set(func(p *payTool) { p.fail = nil })
 	v2 := agent(p, variant(note, func(s *tool.Spec) { s.Effect = tool.SideEffect }))
 	v2.Recovery = v1.Recovery
-	res, err = s.rt.Resume(s.ctx, v2, "r1")
+	res, err = s.rt.Resume(s.ctx, v2, "r1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestConservativeEffectChangeIsTaken(t *testing.T) {
 		t.Fatalf("record = %+v", rec)
 	}
 	// Under the old version (effect down again) the resume is refused.
-	if _, err := s.rt.Resume(s.ctx, v1, "r1"); !errors.Is(err, actoviq.ErrAgentChanged) {
+	if _, err := s.rt.Resume(s.ctx, v1, "r1", nil); !errors.Is(err, actoviq.ErrAgentChanged) {
 		t.Fatalf("effect lowered again: %v", err)
 	}
 }
@@ -247,7 +247,7 @@ func TestWorkerDrivesRunTakenOverByNewVersion(t *testing.T) {
 		t.Fatalf("run: %+v %v", res, err)
 	}
 	// v2 takes it over (a free change) and it still waits for approval.
-	if res, err = rt.Resume(ctx, v2, "r1"); err != nil || res.Status != actoviq.StatusInterrupted {
+	if res, err = rt.Resume(ctx, v2, "r1", nil); err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("takeover: %+v %v", res, err)
 	}
 	if err := rt.Requeue(ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}); err != nil {
@@ -278,10 +278,10 @@ func TestResumeReplacesMeta(t *testing.T) {
 			got = append(got, ev)
 		}
 	})
-	if _, err := s.rt.ResumeWithOptions(s.ctx, a, "r1", &actoviq.ResumeOptions{Meta: json.RawMessage(`{`)}); err == nil {
+	if _, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Meta: json.RawMessage(`{`)}); err == nil {
 		t.Fatal("invalid Meta taken")
 	}
-	_, err := s.rt.ResumeWithOptions(s.ctx, a, "r1", &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{sink},
+	_, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{sink},
 		Meta: json.RawMessage(`{"base_url":"http://new","api_key":"sk-live-123456789"}`)})
 	if err != nil {
 		t.Fatal(err)

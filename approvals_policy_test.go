@@ -113,7 +113,7 @@ func TestApproversRefuseWithReason(t *testing.T) {
 	}
 	// Resume with the refused decision refuses the same way, before
 	// anything runs.
-	if _, err := s.rt.Resume(s.ctx, s.agent, "r1", s.approve("carol")); !errors.Is(err, approvals.ErrRefused) {
+	if _, err := s.rt.Resume(s.ctx, s.agent, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{s.approve("carol")}}); !errors.Is(err, approvals.ErrRefused) {
 		t.Fatalf("resume with carol's approval: %v", err)
 	}
 	// oncall may reject.
@@ -149,7 +149,7 @@ func TestApproversTwoPeople(t *testing.T) {
 	if st.Required != 2 || !slices.Equal(st.Approvers, []string{"alice"}) || st.Rule != "payments" || !slices.Equal(st.MayApprove, []string{"group:finance"}) {
 		t.Fatalf("approval status %+v", st)
 	}
-	res, err := s.rt.Resume(s.ctx, s.agent, "r1")
+	res, err := s.rt.Resume(s.ctx, s.agent, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusInterrupted || s.pay.count() != 0 {
 		t.Fatalf("resume after one of two approvals: %v %+v, %d payments", err, res, s.pay.count())
 	}
@@ -159,7 +159,7 @@ func TestApproversTwoPeople(t *testing.T) {
 	if err := s.rt.Decide(s.ctx, "r1", s.approve("bob")); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.rt.Resume(s.ctx, s.agent, "r1")
+	res, err = s.rt.Resume(s.ctx, s.agent, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted || s.pay.count() != 1 {
 		t.Fatalf("resume after two approvals: %v %+v, %d payments", err, res, s.pay.count())
 	}
@@ -199,7 +199,7 @@ func TestApproversApprovalExpires(t *testing.T) {
 		}
 	}
 	s.clock.Advance(3 * 24 * time.Hour)
-	res, err := s.rt.Resume(s.ctx, s.agent, "r1")
+	res, err := s.rt.Resume(s.ctx, s.agent, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusInterrupted || s.pay.count() != 0 {
 		t.Fatalf("resume three days later: %v %+v, %d payments", err, res, s.pay.count())
 	}
@@ -219,7 +219,7 @@ func TestApproversApprovalExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err = s.rt.Resume(s.ctx, s.agent, "r1")
+	res, err = s.rt.Resume(s.ctx, s.agent, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted || s.pay.count() != 1 {
 		t.Fatalf("resume after new approvals: %v %+v", err, res)
 	}
@@ -275,7 +275,7 @@ func TestApproversEscalation(t *testing.T) {
 	if err := s.rt.Decide(s.ctx, "r1", s.approve("bob")); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := s.rt.Resume(s.ctx, s.agent, "r1"); err != nil || res.Status != actoviq.StatusCompleted || s.pay.count() != 1 {
+	if res, err := s.rt.Resume(s.ctx, s.agent, "r1", nil); err != nil || res.Status != actoviq.StatusCompleted || s.pay.count() != 1 {
 		t.Fatalf("resume: %v %+v", err, res)
 	}
 }

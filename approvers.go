@@ -14,7 +14,7 @@ const (
 	// Payload [ApprovalSignedData].
 	EvToolApprovalSigned = "tool.approval_signed"
 	// EvToolApprovalExpired: an approval was found expired before its call
-	// started. It is void, kept in the record ([store.Decision].ExpiredAt)
+	// started. It is void, kept in the record ([store.DecisionRecord].ExpiredAt)
 	// and the call waits for approval again. Payload [ApprovalExpiredData].
 	EvToolApprovalExpired = "tool.approval_expired"
 	// EvApprovalEscalated: a call waited for approval longer than the

@@ -44,12 +44,12 @@ func TestAttemptHistoryAcrossACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = second.Close() })
-	res, err := second.Resume(ctx, a, "h1")
+	res, err := second.Resume(ctx, a, "h1", nil)
 	if err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("resume after the crash: %+v %v", res, err)
 	}
 	pay.block = nil
-	res, err = second.Resume(ctx, a, "h1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "op", Reason: "the bank has no trace"})
+	res, err = second.Resume(ctx, a, "h1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReexecute, By: "op", Reason: "the bank has no trace"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume with re-execute: %+v %v", res, err)
 	}

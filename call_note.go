@@ -40,6 +40,6 @@ func (rt *Runtime) NoteCall(ctx context.Context, runID, callID string, note Call
 	if _, ok := d.ledger[callID]; !ok {
 		return fmt.Errorf("actoviq: run %s has no call %q: %w", runID, callID, ErrNotFound)
 	}
-	return d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolNote, callID,
+	return d.write(ctx, &store.RunWriteParams{Events: []*store.EventRecord{d.event(EvToolNote, callID,
 		&ToolNoteData{CallID: callID, By: note.By, Text: d.redactText(callID, note.Text)})}})
 }

@@ -58,7 +58,7 @@ func TestGetChildInterruptionSettledOnTheChild(t *testing.T) {
 	if len(info.Interruptions) != 0 {
 		t.Fatalf("the parent still lists %+v as open after k1 was settled on the child", info.Interruptions)
 	}
-	res, err = rt.Resume(ctx, parent, "p")
+	res, err = rt.Resume(ctx, parent, "p", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume: %+v %v", res, err)
 	}

@@ -142,7 +142,7 @@ func TestChildApprovalSurfacesOnParent(t *testing.T) {
 	}
 	keysBefore := ledgerKeys(t, s, "p2.c1")
 	// Decide on the parent, with the child's call id.
-	res, err = s.rt.Resume(s.ctx, parent, "p2", actoviq.Decision{CallID: "k1", Kind: actoviq.DecideApprove, By: "op"})
+	res, err = s.rt.Resume(s.ctx, parent, "p2", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "k1", Kind: actoviq.DecideApprove, By: "op"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume parent: %+v %v", res, err)
 	}
@@ -179,7 +179,7 @@ func TestChildFailurePolicies(t *testing.T) {
 					t.Fatalf("fail-fast parent: %+v", res)
 				}
 				// A resume of the failed parent does not go on.
-				again, err := s.rt.Resume(s.ctx, parent, "p3")
+				again, err := s.rt.Resume(s.ctx, parent, "p3", nil)
 				if err != nil || again.Status != actoviq.StatusFailed {
 					t.Fatalf("resume after fail-fast: %+v %v", again, err)
 				}

@@ -38,7 +38,7 @@ func TestHolderUniqueWhateverNewIDReturns(t *testing.T) {
 		done <- err
 	}()
 	<-pay.started
-	_, err = rt.Resume(context.Background(), a, "r1")
+	_, err = rt.Resume(context.Background(), a, "r1", nil)
 	// A second runtime configured with the same holder name is another
 	// holder too.
 	rt2, err2 := actoviq.New(st, &actoviq.Config{Holder: "w", NewID: func() string { return "sameprefix-x" }})
@@ -46,7 +46,7 @@ func TestHolderUniqueWhateverNewIDReturns(t *testing.T) {
 		t.Fatal(err2)
 	}
 	defer rt2.Close()
-	_, errSecond := rt2.Resume(context.Background(), a, "r1")
+	_, errSecond := rt2.Resume(context.Background(), a, "r1", nil)
 	close(pay.block)
 	if derr := <-done; derr != nil {
 		t.Fatal(derr)

@@ -6,6 +6,8 @@ import (
 	"github.com/actoviq/actoviq-go/approvals"
 	"strings"
 	"time"
+
+	"github.com/actoviq/actoviq-go/store"
 )
 
 // minLeaseTTL is the shortest lease a runtime accepts: heartbeats run
@@ -85,7 +87,7 @@ func checkControl(field, id string) error {
 
 // Config configures an [Runtime]. A nil *Config means defaults.
 type Config struct {
-	// Tenant scopes every record; empty means "default".
+	// Tenant scopes every record; empty means [store.DefaultTenant].
 	Tenant string
 	// Holder identifies this worker in claims; empty means
 	// "<hostname>:<pid>:<process start>.<random>" (see [ParseHolder]).
@@ -98,8 +100,9 @@ type Config struct {
 	// Clock gives the time; nil means time.Now. Get and List compare
 	// claim expiries, which the store stamps with its own clock, against
 	// it: a Clock that runs behind the store's shows a released claim as
-	// live (a stopped run as running) until it catches up.
-	Clock func() time.Time
+	// live (a stopped run as running) until it catches up. It is the
+	// same type the store backends take as their clock.
+	Clock store.Clock
 	// NewID makes run ids and event ids; nil means 16 random hex bytes.
 	// It must be safe for concurrent use.
 	NewID func() string

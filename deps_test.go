@@ -16,51 +16,44 @@ import (
 const module = "github.com/actoviq/actoviq-go"
 
 var layers = map[string]int{
-	"item":                   0,
-	"analysis/actoviqvet":    0, // matches on import paths; imports no module package
-	"cmd/actoviq-vet":        11,
-	"llm/transport":          0,
-	"llm":                    1,
-	"tool":                   2,
-	"approvals":              2, // the approvals policy; imports no module package
-	"llm/internal/wire":      2,
-	"llm/internal/wiretest":  3,
-	"store":                  3,
-	"llm/openai":             4,
-	"llm/anthropic":          4,
-	"llm/scripted":           4,
-	"tool/mcptool":           4,
-	"tool/httptool":          4,
-	"store/internal/journal": 3, // the SQL stores' journal row format; imports no module package
-	"internal/killpoint":     3, // kill points inside the stores' writes, for the crash tests; imports no module package
-	"store/storemem":         4,
-	"store/storesqlite":      4,
-	"store/storepg":          4,
-	"store/storetest":        4,
-	"once":                   4,
-	"internal/testutil":      4,
-	"internal/scaletest":     4, // seeds large stores in SQL (tests and scripts/bench-scale)
-
-	"internal/scaletest/benchscale": 10, // scripts/bench-scale's program
-	"internal/ledger":               5,
-	"internal/redact":               5,
-	"internal/worker":               7,
-	"":                              8, // root package actoviq
-	"otelsink":                      9,
-	"otelmetrics":                   9, // OpenTelemetry metrics and the Prometheus endpoint
-	"notify":                        9, // webhook notifier over the root's events
-	"console":                       9,
-	"internal/cli":                  10,
-	"cmd/actoviq":                   11,
-	"internal/demo":                 9,
-	"internal/crashtest":            9,
-	"internal/crashtest/prog":       10,
-
-	"llm/internal/providertest": 3, // beside wiretest
-
-	"internal/crashtest/campaign": 10, // the crash campaign's program (scripts/crash-campaign)
-
+	"item":                              0,
+	"analysis/actoviqvet":               0, // matches on import paths; imports no module package
+	"llm":                               1,
+	"llm/transport":                     2, // reports with llm.Attempt and llm.StreamInterruptedError
+	"tool":                              2,
+	"approvals":                         2, // the approvals policy; imports no module package
+	"llm/internal/wire":                 3,
+	"store":                             3,
+	"store/internal":                    4, // the SQL stores' shared parts: group commit, migrations
+	"store/internal/journal":            3, // the SQL stores' journal row format; imports no module package
+	"internal/killpoint":                3, // kill points inside the stores' writes, for the crash tests; imports no module package
+	"llm/internal/wiretest":             4,
+	"llm/internal/providertest":         4, // beside wiretest
+	"llm/openai":                        5,
+	"llm/anthropic":                     5,
+	"llm/scripted":                      5,
+	"tool/mcptool":                      5,
+	"tool/httptool":                     5,
+	"store/storemem":                    5,
+	"store/storesqlite":                 5,
+	"store/storepg":                     5,
+	"store/storetest":                   5,
+	"once":                              5,
+	"internal/ledger":                   6,
+	"internal/scaletest":                6,  // seeds large stores in SQL (tests and scripts/bench-scale)
+	"internal/scaletest/benchscale":     10, // scripts/bench-scale's program
+	"internal/redact":                   6,
+	"":                                  8, // root package actoviq
+	"otelsink":                          9,
+	"otelmetrics":                       9, // OpenTelemetry metrics and the Prometheus endpoint
+	"notify":                            9, // webhook notifier over the root's events
+	"console":                           9,
+	"internal/crashtest":                9,
 	"tool/mcptool/internal/conformance": 9, // a command over mcptool and the root package
+	"internal/cli":                      10,
+	"internal/crashtest/campaign":       10, // the crash campaign's program (scripts/crash-campaign)
+	"cmd/actoviq":                       11,
+	"cmd/actoviq-vet":                   11,
 }
 
 // thirdParty says which module packages may import a third-party module:
@@ -76,24 +69,24 @@ var thirdParty = map[string][]string{
 	"github.com/santhosh-tekuri/jsonschema/v6": {"tool"},
 	"github.com/google/jsonschema-go":          {"tool"},
 	"pgregory.net/rapid":                       {"store/storetest"},
-	"go.uber.org/goleak":                       {"internal/testutil"},
 	"golang.org/x/tools":                       {"analysis/actoviqvet"},
 }
 
-// testOnlyThirdParty are libraries only tests use, each in one package's
-// tests; no production package may import them.
+// testOnlyThirdParty are libraries only tests use, in the tests of the
+// packages listed (nil: any package's tests); no production package may
+// import them.
 var testOnlyThirdParty = map[string][]string{
 	"github.com/chromedp/": {"console"}, // chromedp and its cdproto: the console's browser test
+	"go.uber.org/goleak":   nil,         // any package's tests
 }
 
 // testOnly packages are helpers that production code never imports, with the
-// exceptions listed (the demo and the crash-test program drive the scripted
-// model on purpose).
+// exceptions listed (the CLI's demo and the crash campaign drive the
+// scripted model on purpose).
 var testOnly = map[string][]string{
 	"store/storetest":       nil,
 	"llm/internal/wiretest": nil,
-	"internal/testutil":     nil,
-	"llm/scripted":          {"internal/demo", "internal/cli", "internal/crashtest/prog", "internal/crashtest/campaign"},
+	"llm/scripted":          {"internal/cli", "internal/crashtest/campaign"},
 
 	"llm/internal/providertest": nil,
 }
@@ -149,6 +142,41 @@ func TestLayering(t *testing.T) {
 	if len(pkgs) < 5 {
 		t.Fatalf("go list found only %d packages", len(pkgs))
 	}
+	// Every package these rules name exists: a rule about a package that
+	// is gone guards nothing.
+	real := map[string]bool{}
+	for _, p := range pkgs {
+		r, _ := rel(p.ImportPath)
+		real[r] = true
+	}
+	named := map[string]bool{}
+	for p := range layers {
+		named[p] = true
+	}
+	for p, allowed := range testOnly {
+		named[p] = true
+		for _, a := range allowed {
+			named[a] = true
+		}
+	}
+	for _, homes := range thirdParty {
+		for _, h := range homes {
+			named[h] = true
+		}
+	}
+	for _, homes := range testOnlyThirdParty {
+		for _, h := range homes {
+			named[h] = true
+		}
+	}
+	for _, p := range concrete {
+		named[p] = true
+	}
+	for p := range named {
+		if !real[p] && p != "store/internal" {
+			t.Errorf("deps_test.go names package %q, which does not exist: remove or rename it", p)
+		}
+	}
 	for _, p := range pkgs {
 		from, _ := rel(p.ImportPath)
 		fromLayer, ok := layers[from]
@@ -158,7 +186,7 @@ func TestLayering(t *testing.T) {
 		}
 		for _, imp := range append(p.TestImports, p.XTestImports...) {
 			for lib, homes := range testOnlyThirdParty {
-				if strings.HasPrefix(imp, lib) && !contains(homes, from) {
+				if strings.HasPrefix(imp, lib) && homes != nil && !contains(homes, from) {
 					t.Errorf("the tests of %q import %q: that test library lives only in the tests of %v", from, imp, homes)
 				}
 			}
@@ -180,10 +208,10 @@ func TestLayering(t *testing.T) {
 				if allowed, isTestOnly := testOnly[to]; isTestOnly && !contains(allowed, from) {
 					t.Errorf("production package %q imports test helper %q", from, to)
 				}
-				if (from == "internal/ledger" || from == "internal/worker" || from == "") && contains(concrete, to) {
+				if (from == "internal/ledger" || from == "") && contains(concrete, to) {
 					t.Errorf("%q imports concrete implementation %q: it must see interfaces only", from, to)
 				}
-				if (from == "console" || from == "internal/cli") && strings.HasPrefix(to, "internal/") && to != "internal/demo" {
+				if (from == "console" || from == "internal/cli") && strings.HasPrefix(to, "internal/") {
 					t.Errorf("%q imports %q: operator surfaces use the public API only", from, to)
 				}
 				continue

@@ -182,7 +182,7 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 	})
 	var err error
 	if d.run.Status == store.RunRunning {
-		err = d.write(ctx, &store.RunWriteParams{Events: []*store.Event{started}})
+		err = d.write(ctx, &store.RunWriteParams{Events: []*store.EventRecord{started}})
 	} else {
 		// A drive of an interrupted or queued run stores it running: if the
 		// process dies before its next write, the run reads stalled and a

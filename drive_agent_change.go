@@ -334,7 +334,7 @@ func (d *drive) adopt(ctx context.Context, opts *ResumeOptions) error {
 		rec.By, rec.Note = accept.By, accept.Note
 	}
 	var writes []store.LedgerWrite
-	var events []*store.Event
+	var events []*store.EventRecord
 	for _, en := range d.unsettled() {
 		nt, has := cur.Tools[en.Tool]
 		next := cloneEntry(en)
@@ -354,7 +354,7 @@ func (d *drive) adopt(ctx context.Context, opts *ResumeOptions) error {
 		}
 		if void && liveApproval(en) {
 			rec.Voided = append(rec.Voided, en.CallID)
-			next.Approval = &store.Decision{Kind: "void", By: voidBy(accept), At: now,
+			next.Approval = &store.DecisionRecord{Kind: "void", By: voidBy(accept), At: now,
 				Reason: "the agent changed what this call depends on; the call asks again", Evidence: mustJSON(en.Approval)}
 			if en.State == store.LedgerPrepared {
 				to, err := ledger.Next(en.State, ledger.AskApproval)

@@ -102,27 +102,27 @@ func (d *drive) seen(dec *Decision, en *store.LedgerEntry, now time.Time) (*stor
 
 // bound reports whether an approval record is for en as it is now: its
 // arguments, the approval policy version and its next attempt.
-func (d *drive) bound(a *store.Decision, en *store.LedgerEntry) bool {
+func (d *drive) bound(a *store.DecisionRecord, en *store.LedgerEntry) bool {
 	return a != nil && a.Kind == string(DecideApprove) && a.ArgsDigest == en.ArgsDigest &&
 		a.PolicyVersion == d.policyVersion() && a.Attempt == en.Attempt+1
 }
 
 // approvedAt is when an approval was first given: its first approver's
 // time. Its lifetime runs from there.
-func approvedAt(a *store.Decision) time.Time {
+func approvedAt(a *store.DecisionRecord) time.Time {
 	if len(a.Approvers) > 0 {
 		return a.Approvers[0].At
 	}
 	return a.At
 }
 
-func expired(a *store.Decision, now time.Time) bool {
+func expired(a *store.DecisionRecord, now time.Time) bool {
 	return !a.ExpiresAt.IsZero() && !now.Before(a.ExpiresAt)
 }
 
 // partial returns en's approval when it is an incomplete set of approvals
 // still good for the call (bound to it, not expired), nil otherwise.
-func (d *drive) partial(en *store.LedgerEntry, now time.Time) *store.Decision {
+func (d *drive) partial(en *store.LedgerEntry, now time.Time) *store.DecisionRecord {
 	a := en.Approval
 	if en.State != store.LedgerAwaitingApproval || !d.bound(a, en) || len(a.Approvers) == 0 || len(a.Approvers) >= a.Required || expired(a, now) {
 		return nil
@@ -130,7 +130,7 @@ func (d *drive) partial(en *store.LedgerEntry, now time.Time) *store.Decision {
 	return a
 }
 
-func signers(a *store.Decision) []string {
+func signers(a *store.DecisionRecord) []string {
 	out := make([]string, 0, len(a.Approvers))
 	for _, s := range a.Approvers {
 		out = append(out, s.By)
@@ -140,7 +140,7 @@ func signers(a *store.Decision) []string {
 
 // earlier carries the approvals of en that went void into the record of
 // a new decision.
-func earlier(en *store.LedgerEntry, keep *store.Decision) []store.Decision {
+func earlier(en *store.LedgerEntry, keep *store.DecisionRecord) []store.DecisionRecord {
 	a := en.Approval
 	if a == nil || a == keep || (a.ExpiredAt.IsZero() && len(a.Approvers) == 0) {
 		if a != nil && a != keep {
@@ -150,13 +150,13 @@ func earlier(en *store.LedgerEntry, keep *store.Decision) []store.Decision {
 	}
 	prev := *a
 	prev.Earlier = nil
-	return append(append([]store.Decision(nil), a.Earlier...), prev)
+	return append(append([]store.DecisionRecord(nil), a.Earlier...), prev)
 }
 
 // approve records an approval. When the policy asks for more approvers
 // than have signed, the call keeps waiting (ledger Sign) with this
 // approval added; the last one lets it start (ledger Approve).
-func (d *drive) approve(ctx context.Context, dec Decision, en *store.LedgerEntry, rec *store.Decision) error {
+func (d *drive) approve(ctx context.Context, dec Decision, en *store.LedgerEntry, rec *store.DecisionRecord) error {
 	now := rec.At
 	req := d.requirement(ctx, en)
 	rec.Attempt = en.Attempt + 1
@@ -193,7 +193,7 @@ func (d *drive) approve(ctx context.Context, dec Decision, en *store.LedgerEntry
 }
 
 // moveWith moves en to next through the ledger with one typed event.
-func (d *drive) moveWith(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Event, event *store.Event) error {
+func (d *drive) moveWith(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Event, event *store.EventRecord) error {
 	to, err := ledger.Next(en.State, ev)
 	if err != nil {
 		return fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, err)
@@ -213,7 +213,7 @@ func waitingSince(en *store.LedgerEntry) time.Time {
 
 // expiredApproval returns en's approval when it is bound to the call but
 // its lifetime ended before the call started.
-func (d *drive) expiredApproval(en *store.LedgerEntry, now time.Time) *store.Decision {
+func (d *drive) expiredApproval(en *store.LedgerEntry, now time.Time) *store.DecisionRecord {
 	a := en.Approval
 	if !d.bound(a, en) || !expired(a, now) || !a.ExpiredAt.IsZero() {
 		return nil
@@ -238,7 +238,7 @@ func (rt *Runtime) approvalStatus(ctx context.Context, run *store.Run, en *store
 		if a.ExpiredAt.IsZero() && (a.Kind == "escalated" || len(a.Approvers) > 0) {
 			st.EscalatedAt = a.EscalatedAt
 		}
-		for _, e := range append(append([]store.Decision(nil), a.Earlier...), *a) {
+		for _, e := range append(append([]store.DecisionRecord(nil), a.Earlier...), *a) {
 			if !e.ExpiredAt.IsZero() {
 				st.Expired++
 			}
@@ -323,7 +323,7 @@ func (rt *Runtime) escalateRun(ctx context.Context, runID string) ([]ApprovalEsc
 			a.EscalatedAt, a.WaitingSince = now, since
 			next.Approval = &a
 		} else {
-			next.Approval = &store.Decision{Kind: "escalated", By: "runtime", At: now, WaitingSince: since, EscalatedAt: now,
+			next.Approval = &store.DecisionRecord{Kind: "escalated", By: "runtime", At: now, WaitingSince: since, EscalatedAt: now,
 				Reason: fmt.Sprintf("waited for approval longer than %s (approvals policy rule %q)", req.EscalateAfter, req.Rule),
 				Rule:   req.Rule, ApproversVersion: rt.approvers.Version(), Earlier: earlier(en, nil)}
 		}

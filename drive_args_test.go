@@ -70,7 +70,7 @@ func TestSecretArgsRunAfterApprovalInOneProcess(t *testing.T) {
 	if res, _ := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"}); res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("status %s", res.Status)
 	}
-	res, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -92,17 +92,17 @@ func TestSecretArgsAcrossRestartWithoutCodec(t *testing.T) {
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", secretArgs)}}, scripted.Turn{Text: "done"})
 	a := approvalAgent(p, pay)
 	s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err := s.runtime(t).Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || pay.count() != 0 {
 		t.Fatalf("%+v %v calls %d", res, err, pay.count())
 	}
 	in := res.Interruptions[0]
-	if in.Kind != actoviq.InterruptApproval || in.State != string(store.LedgerAwaitingApproval) ||
+	if in.Kind != actoviq.InterruptApproval || in.State != store.LedgerAwaitingApproval ||
 		!strings.Contains(in.Reason, "no codec") || !strings.Contains(in.Reason, "reject") {
 		t.Fatalf("interruption %+v", in)
 	}
 	// The runtime that received the call still can.
-	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err = s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 || !strings.Contains(pay.calls[0], "sk-live-123") {
 		t.Fatalf("%+v %v calls %v", res, err, pay.calls)
 	}
@@ -127,14 +127,14 @@ func TestNeverStartedSecretCallStopsWithInterruption(t *testing.T) {
 	defer close(first)
 	s.clock.Advance(2 * time.Minute) // the first worker "died" during c1; c2 never started
 	rt2 := s.runtime(t)
-	res, err := rt2.Resume(s.ctx, a, "r1")
+	res, err := rt2.Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusInterrupted || pay.count() != 0 || len(res.Interruptions) != 1 {
 		t.Fatalf("%+v %v calls %d", res, err, pay.count())
 	}
 	if in := res.Interruptions[0]; in.CallID != "c2" || in.Kind != actoviq.InterruptApproval || !strings.Contains(in.Reason, "no codec") {
 		t.Fatalf("interruption %+v", in)
 	}
-	res, err = rt2.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideReject, By: "op", Reason: "its secret is gone"})
+	res, err = rt2.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c2", Kind: actoviq.DecideReject, By: "op", Reason: "its secret is gone"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 0 {
 		t.Fatalf("%+v %v calls %d", res, err, pay.count())
 	}
@@ -162,13 +162,13 @@ func TestSealedSecretArgsAcrossRestart(t *testing.T) {
 		t.Fatal("want the arguments sealed in the run, and never in clear")
 	}
 	// A wrong key does not open them: the interruption names the key id.
-	res, err := s.codecRuntime(t, sealCodec(t, 2)).Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err := s.codecRuntime(t, sealCodec(t, 2)).Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusInterrupted || pay.count() != 0 || !strings.Contains(res.Interruptions[0].Reason, codec.KeyID()) {
 		t.Fatalf("wrong key: %+v %v", res, err)
 	}
 	// After a rotation (a new key first, the old one kept) it opens.
 	rotated := sealCodec(t, 3, 1)
-	res, err = s.codecRuntime(t, rotated).Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err = s.codecRuntime(t, rotated).Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -203,7 +203,7 @@ func TestReexecuteSecretSideEffectKeepsKey(t *testing.T) {
 			if err := rt2.Decide(s.ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"}); err != nil {
 				t.Fatal(err)
 			}
-			res, err := s.codecRuntime(t, codec).Resume(s.ctx, a, "r1")
+			res, err := s.codecRuntime(t, codec).Resume(s.ctx, a, "r1", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +221,7 @@ func TestReexecuteSecretSideEffectKeepsKey(t *testing.T) {
 				t.Fatalf("%+v calls %v", res, pay.calls)
 			}
 			in := res.Interruptions[0]
-			if in.Kind != actoviq.InterruptReconciliation || in.State != string(store.LedgerUnknown) || in.Attempt != 1 ||
+			if in.Kind != actoviq.InterruptReconciliation || in.State != store.LedgerUnknown || in.Attempt != 1 ||
 				in.IdempotencyKey != "r1:c1" || !strings.Contains(in.Reason, "no codec") {
 				t.Fatalf("interruption %+v", in)
 			}
@@ -229,7 +229,7 @@ func TestReexecuteSecretSideEffectKeepsKey(t *testing.T) {
 				t.Fatal("the model got a result for a call whose outcome is unknown")
 			}
 			// The operator can still record the truth.
-			res, err = rt2.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideFailed, By: "ops", Message: "checked: not charged"})
+			res, err = rt2.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideFailed, By: "ops", Message: "checked: not charged"}}})
 			if err != nil || res.Status != actoviq.StatusCompleted {
 				t.Fatalf("%+v %v", res, err)
 			}

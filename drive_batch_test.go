@@ -37,7 +37,7 @@ func TestBatchWaitsForApprovalOfEarlierCall(t *testing.T) {
 	if info.Ledger[1].State != store.LedgerPrepared || info.Ledger[1].Attempt != 0 {
 		t.Fatalf("ship entry %+v, want prepared and never started", info.Ledger[1])
 	}
-	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReject, By: "bob", Reason: "no"})
+	res, err = s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReject, By: "bob", Reason: "no"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -64,7 +64,7 @@ func TestBatchWaitsForReconciliationOfEarlierCall(t *testing.T) {
 	if ship.count() != 0 {
 		t.Fatal("ship ran while the charge's outcome was unknown")
 	}
-	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideFailed, By: "bob", Message: "the charge did not happen"})
+	res, err = s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideFailed, By: "bob", Message: "the charge did not happen"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted || ship.count() != 1 || charge.count() != 1 {
 		t.Fatalf("%+v %v charge %d ship %d", res, err, charge.count(), ship.count())
 	}

@@ -28,7 +28,7 @@ func entryData(en *store.LedgerEntry) *ToolCallData {
 
 // transition moves en to next (a copy with the new fields) through the
 // ledger state machine, as one fenced CAS write.
-func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Event, evType string, extra ...*store.Event) error {
+func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Event, evType string, extra ...*store.EventRecord) error {
 	to, err := ledger.Next(en.State, ev)
 	if err != nil {
 		return fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, err)
@@ -80,7 +80,7 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 		case tool.KindApprovalRequired:
 			next := cloneEntry(en)
 			reason := "the call needs approval before it starts"
-			var extra []*store.Event
+			var extra []*store.EventRecord
 			if a := d.expiredApproval(en, d.rt.clock()); a != nil {
 				// An approval given too long ago for a call that has not
 				// started is void: recorded as expired, and asked again.
@@ -150,7 +150,7 @@ func (d *drive) recordOutcome(ctx context.Context, en *store.LedgerEntry, res to
 			next := cloneEntry(en)
 			next.Attempt--
 			next.Error = mustJSON(te)
-			next.Resolution = &store.Decision{Kind: "not-started", By: "runtime", At: d.rt.clock(), Reason: te.Error()}
+			next.Resolution = &store.DecisionRecord{Kind: "not-started", By: "runtime", At: d.rt.clock(), Reason: te.Error()}
 			return nil, d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
 		}
 		// The policy changed its mind (or the tool vanished): the model
@@ -190,7 +190,7 @@ func (d *drive) recordOutcome(ctx context.Context, en *store.LedgerEntry, res to
 		return nil, d.commitResult(ctx, en, ledger.Settle, EvToolSettled, tool.Result{IsError: true, Content: fmt.Sprintf(
 			"The outcome of this call is unknown (%v). It was not retried.", te)},
 			func(n *store.LedgerEntry) {
-				n.Resolution = &store.Decision{Kind: string(DecideFailed), By: "runtime", At: d.rt.clock(), Reason: "read with unknown outcome"}
+				n.Resolution = &store.DecisionRecord{Kind: string(DecideFailed), By: "runtime", At: d.rt.clock(), Reason: "read with unknown outcome"}
 			})
 	}
 	kind, reason := InterruptReconciliation, "the side effect may or may not have happened; it is never run again without a decision"
@@ -219,7 +219,7 @@ func (d *drive) approvalValid(en *store.LedgerEntry) bool {
 }
 
 // approverNames lists who gave an approval.
-func approverNames(a *store.Decision) []string {
+func approverNames(a *store.DecisionRecord) []string {
 	if len(a.Approvers) > 0 {
 		return signers(a)
 	}
@@ -248,9 +248,9 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	probe, err := safeReconcile(tool.WithCallStarted(tool.WithIdempotencyKey(pctx, en.IdempotencyKey), en.StartedAt), rec, en.IdempotencyKey, args)
 	cancel()
-	ans := &ProbeAnswer{Outcome: probe.Outcome.String(), Evidence: probe.Evidence}
+	ans := &ProbeAnswer{Outcome: probe.Outcome, Evidence: probe.Evidence}
 	if err != nil {
-		ans.Outcome, ans.Error = tool.ProbeUnknown.String(), err.Error()
+		ans.Outcome, ans.Error = tool.ProbeUnknown, err.Error()
 	}
 	ans = d.redactProbe(en.CallID, ans)
 	if err == nil && probe.Outcome == tool.ProbeCommitted {
@@ -259,16 +259,16 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 			r = *probe.Result
 		}
 		err := d.commitResult(ctx, en, ledger.Settle, EvToolSettled, r, func(n *store.LedgerEntry) {
-			n.Resolution = &store.Decision{Kind: "probe", By: "probe:" + en.Tool, At: d.rt.clock(), Reason: "the probe found the effect committed",
+			n.Resolution = &store.DecisionRecord{Kind: "probe", By: "probe:" + en.Tool, At: d.rt.clock(), Reason: "the probe found the effect committed",
 				Result: mustJSON(r), Evidence: mustJSON(ans)}
 		})
 		return nil, err
 	}
-	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolProbed, en.CallID, &ToolProbedData{CallID: en.CallID, Outcome: ans.Outcome, Evidence: ans.Evidence, Error: ans.Error})}}); err != nil {
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.EventRecord{d.event(EvToolProbed, en.CallID, &ToolProbedData{CallID: en.CallID, Outcome: ans.Outcome, Evidence: ans.Evidence, Error: ans.Error})}}); err != nil {
 		return nil, err
 	}
 	why := "; the probe could not confirm it"
-	if ans.Outcome == tool.ProbeNotExecuted.String() {
+	if ans.Outcome == tool.ProbeNotExecuted {
 		// Finding nothing is not proof: a request sent just before the
 		// crash may still land. Only a person can take that risk.
 		why = "; the probe found no trace of it, which does not prove it will not still land (a request may be in flight), so a person decides"
@@ -278,7 +278,7 @@ func (d *drive) reconcile(ctx context.Context, en *store.LedgerEntry, spec tool.
 }
 
 func (d *drive) interruption(kind InterruptionKind, en *store.LedgerEntry, reason string, probe *ProbeAnswer) Interruption {
-	return Interruption{Kind: kind, CallID: en.CallID, Tool: en.Tool, Effect: en.Effect, State: string(en.State),
+	return Interruption{Kind: kind, CallID: en.CallID, Tool: en.Tool, Effect: en.Effect, State: en.State,
 		IdempotencyKey: en.IdempotencyKey, Args: en.Args, ArgsDigest: en.ArgsDigest, Attempt: en.Attempt, StartedAt: en.StartedAt,
 		Holder: en.Holder, Epoch: en.Epoch, Reason: d.redactText(en.CallID, reason), Probe: d.redactProbe(en.CallID, probe), LastError: d.redactErrJSON(en.Error)}
 }

@@ -110,7 +110,7 @@ func (rt *Runtime) cancelUnheld(ctx context.Context, runID string, requests *[]s
 	if d.run.Status.Terminal() {
 		return false, nil // the caller's next look reports it
 	}
-	d.cp.Error = &RunError{Code: "cancelled", Message: "cancelled by request"}
+	d.cp.Error = &RunError{Code: CodeCancelled, Message: "cancelled by request"}
 	return true, d.finish(ctx, store.RunCancelled, EvRunCancelled)
 }
 

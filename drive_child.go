@@ -282,7 +282,7 @@ func (t *agentTool) call(ctx context.Context, pc *parentCall, args json.RawMessa
 		}
 		if retry && attempt >= t.o.MaxAttempts {
 			return tool.Result{}, &ChildFailedError{RunID: childID, Status: StatusFailed,
-				Err: &RunError{Code: "retries_exhausted", Message: fmt.Sprintf("%d attempts; last: %v", attempt, err)}}
+				Err: &RunError{Code: CodeRetriesExhausted, Message: fmt.Sprintf("%d attempts; last: %v", attempt, err)}}
 		}
 		timer := time.NewTimer(backoff)
 		select {
@@ -411,7 +411,7 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 		if why != "" {
 			left = &budgetLeft{} // an existing child: spent, it fails with code budget when it would go on
 		}
-		// The parent drive's own sinks (a Stream, a ResumeWith) see the
+		// The parent drive's own sinks (a Stream, a Resume with sinks) see the
 		// child's events too; each carries the child's run id and its parent's.
 		res, err := e.driveChildRun(withBudget(ctx, left), agent, childID, parent.sinks[len(e.sinks):])
 		var held *RunHeldError
@@ -477,7 +477,7 @@ func (rt *Runtime) driveChildRun(ctx context.Context, a *AgentSpec, runID string
 func (rt *Runtime) waitUnheld(ctx context.Context, runID string) error {
 	delay := 20 * time.Millisecond
 	for {
-		h, err := rt.RunHolder(ctx, runID)
+		h, err := rt.runHolder(ctx, runID)
 		if err != nil {
 			return err
 		}
@@ -637,7 +637,7 @@ func (d *drive) overBudget(ctx context.Context) (*RunResult, error, bool) {
 		b.started, b.startTurn, b.startTokens = true, d.cp.Turn, tokens
 	}
 	if b.turns >= 0 && d.cp.Turn-b.startTurn >= b.turns || b.tokens >= 0 && tokens-b.startTokens >= b.tokens {
-		d.cp.Error = &RunError{Code: "budget", Message: fmt.Sprintf("the run tree of %s spent its budget (%+v)", d.cp.Child.Root, d.cp.Child.Budget)}
+		d.cp.Error = &RunError{Code: CodeBudget, Message: fmt.Sprintf("the run tree of %s spent its budget (%+v)", d.cp.Child.Root, d.cp.Child.Budget)}
 		res, err := d.end(ctx, store.RunFailed, EvRunFailed)
 		return res, err, true
 	}
@@ -679,7 +679,7 @@ func (d *drive) childOutcome(ctx context.Context, en *store.LedgerEntry, err err
 		if at != nil {
 			policy = at.o.Failure
 		}
-		rec := childFailureRecord{Code: "child_failed", RunID: cf.RunID, Status: cf.Status, Policy: policy, Message: cf.Error()}
+		rec := childFailureRecord{Code: CodeChildFailed, RunID: cf.RunID, Status: cf.Status, Policy: policy, Message: cf.Error()}
 		return nil, d.commitResult(ctx, en, ledger.Commit, EvToolCommitted, tool.Result{Content: cf.Error(), IsError: true},
 			func(n *store.LedgerEntry) { n.Error = mustJSON(rec) }), true
 	}
@@ -698,8 +698,8 @@ func (d *drive) reenterChild(ctx context.Context, en *store.LedgerEntry) (bool, 
 	next.State = store.LedgerPrepared
 	now := d.rt.clock()
 	reason := "the call's child run " + ChildRunID(d.run.ID, en.CallID) + " keeps its own ledger: it resumes from its checkpoint"
-	next.Resolution = &store.Decision{Kind: "resume-child", By: "runtime", At: now, Reason: reason}
-	next.Approval = &store.Decision{Kind: string(DecideReexecute), By: "runtime", At: now, Reason: reason,
+	next.Resolution = &store.DecisionRecord{Kind: "resume-child", By: "runtime", At: now, Reason: reason}
+	next.Approval = &store.DecisionRecord{Kind: string(DecideReexecute), By: "runtime", At: now, Reason: reason,
 		ArgsDigest: en.ArgsDigest, PolicyVersion: d.pv, Attempt: en.Attempt + 1}
 	return true, d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute)
 }
@@ -718,7 +718,7 @@ func (d *drive) childFailFast(ctx context.Context) (*RunResult, error, bool) {
 			continue
 		}
 		d.fold() // the error result is part of the record
-		d.cp.Error = &RunError{Code: "child_failed", Message: fmt.Sprintf("call %s: %s (policy %s)", en.CallID, rec.Message, rec.Policy)}
+		d.cp.Error = &RunError{Code: CodeChildFailed, Message: fmt.Sprintf("call %s: %s (policy %s)", en.CallID, rec.Message, rec.Policy)}
 		res, err := d.end(ctx, store.RunFailed, EvRunFailed)
 		return res, err, true
 	}
@@ -855,7 +855,7 @@ func (d *drive) parentClosed(ctx context.Context) (*RunResult, error, bool) {
 	if why == "" {
 		return nil, nil, false
 	}
-	d.cp.Error = &RunError{Code: "cancelled", Message: why}
+	d.cp.Error = &RunError{Code: CodeCancelled, Message: why}
 	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
 	return res, err, true
 }

@@ -112,7 +112,7 @@ func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry)
 	if err := d.authorize(ctx, &dec, en); err != nil {
 		return err
 	}
-	rec := &store.Decision{Kind: string(dec.Kind), By: dec.By, At: d.rt.clock(), Reason: dec.Reason, Note: dec.Note,
+	rec := &store.DecisionRecord{Kind: string(dec.Kind), By: dec.By, At: d.rt.clock(), Reason: dec.Reason, Note: dec.Note,
 		ArgsDigest: en.ArgsDigest, PolicyVersion: d.policyVersion(), Evidence: mustJSON(in)}
 	if d.rt.approvers != nil && !dec.byRuntime {
 		rec.Rule, rec.ApproversVersion = d.requirement(ctx, en).Rule, d.rt.approvers.Version()
@@ -158,7 +158,7 @@ func (d *drive) record(ctx context.Context, dec Decision, en *store.LedgerEntry)
 		if in == nil || in.Kind != InterruptInput {
 			return &DecisionError{CallID: dec.CallID, Reason: "answer answers an input interruption; this call has none open"}
 		}
-		return d.stageOrWrite(ctx, &store.RunWriteParams{Events: []*store.Event{d.event(EvToolAnswer, en.CallID,
+		return d.stageOrWrite(ctx, &store.RunWriteParams{Events: []*store.EventRecord{d.event(EvToolAnswer, en.CallID,
 			&ToolAnswerData{CallID: en.CallID, Attempt: en.Attempt, Answer: dec.Answer, By: dec.By})}})
 	case DecideReexecute:
 		// An explicit new attempt with the same idempotency key; it also

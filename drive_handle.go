@@ -35,7 +35,7 @@ func (r *callRecorder) RecordHandle(ctx context.Context, h tool.Handle) error {
 		Evidence: d.redactText(r.callID, h.Evidence)}
 	ev := d.event(EvToolHandle, r.callID, data)
 	d.mu.Unlock()
-	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.Event{ev}}); err != nil {
+	if err := d.write(ctx, &store.RunWriteParams{Events: []*store.EventRecord{ev}}); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -179,7 +179,7 @@ func (d *drive) resumeCall(ctx context.Context, en *store.LedgerEntry) (in *Inte
 		res = tool.Result{IsError: true, Content: rerr.Error()}
 	}
 	err = d.commitResult(ctx, en, ledger.Settle, EvToolSettled, res, func(n *store.LedgerEntry) {
-		n.Resolution = &store.Decision{Kind: "probe", By: "resume:" + en.Tool, At: d.rt.clock(),
+		n.Resolution = &store.DecisionRecord{Kind: "probe", By: "resume:" + en.Tool, At: d.rt.clock(),
 			Reason: "the tool resumed the call from its handle: " + h.Evidence, Result: mustJSON(res)}
 		if rerr != nil {
 			n.Error = mustJSON(rerr)

@@ -38,7 +38,7 @@ func (rt *Runtime) unsettled(run *store.Run, cp *checkpoint, entries []*store.Le
 		if !ledger.MayHaveRun(en.State) {
 			continue
 		}
-		if in := d.openInterruption(en.CallID); in != nil && in.State == string(en.State) {
+		if in := d.openInterruption(en.CallID); in != nil && in.State == en.State {
 			out = append(out, *in)
 			continue
 		}

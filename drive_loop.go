@@ -20,7 +20,7 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 	for {
 		if d.pastDeadline() {
 			// Past the deadline: the run ends cancelled, the ledger untouched.
-			d.cp.Error = &RunError{Code: "deadline", Message: "the run's deadline passed"}
+			d.cp.Error = &RunError{Code: CodeDeadline, Message: "the run's deadline passed"}
 			return d.end(ctx, store.RunCancelled, EvRunCancelled)
 		}
 		if res, err, stop := d.stopCheck(ctx); stop {
@@ -47,7 +47,7 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 		}
 		d.cp.Interruptions = nil
 		if d.cp.Turn >= d.limits.MaxTurns {
-			d.cp.Error = &RunError{Code: "max_turns", Message: fmt.Sprintf("the run reached its limit of %d model turns", d.limits.MaxTurns)}
+			d.cp.Error = &RunError{Code: CodeMaxTurns, Message: fmt.Sprintf("the run reached its limit of %d model turns", d.limits.MaxTurns)}
 			return d.end(ctx, store.RunFailed, EvRunFailed)
 		}
 		if res, err, stop := d.overBudget(ctx); stop { // a child's tree budget
@@ -84,15 +84,15 @@ func modelError(err error) *RunError {
 	var si *llm.StreamInterruptedError
 	switch {
 	case errors.As(err, &si):
-		return &RunError{Code: "stream_interrupted", Message: err.Error()}
+		return &RunError{Code: CodeStreamInterrupted, Message: err.Error()}
 	case errors.As(err, &pe):
-		return &RunError{Code: "provider_error", Message: err.Error()}
+		return &RunError{Code: CodeProviderError, Message: err.Error()}
 	case errors.Is(err, llm.ErrDanglingToolCall):
-		return &RunError{Code: "dangling_tool_call", Message: err.Error()}
+		return &RunError{Code: CodeDanglingToolCall, Message: err.Error()}
 	case errors.Is(err, llm.ErrUnsupported):
-		return &RunError{Code: "unsupported", Message: err.Error()}
+		return &RunError{Code: CodeUnsupported, Message: err.Error()}
 	}
-	return &RunError{Code: "model_error", Message: err.Error()}
+	return &RunError{Code: CodeModelError, Message: err.Error()}
 }
 
 // allCommitted reports whether every call of the pending turn is committed.
@@ -262,7 +262,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		return d.cp.result(d.run.ID, store.RunCompleted), nil
 	}
 	var writes []store.LedgerWrite
-	events := []*store.Event{d.event(EvModelResponse, "", respData)}
+	events := []*store.EventRecord{d.event(EvModelResponse, "", respData)}
 	for _, en := range calls {
 		d.cp.Pending = append(d.cp.Pending, en.CallID)
 		ev := EvToolPrepared
@@ -331,7 +331,7 @@ func (d *drive) settlePending(ctx context.Context) ([]Interruption, error) {
 			}
 			next := cloneEntry(en)
 			next.State = store.LedgerPrepared
-			next.Resolution = &store.Decision{Kind: string(DecideReexecute), By: "recovery-policy", At: d.rt.clock(),
+			next.Resolution = &store.DecisionRecord{Kind: string(DecideReexecute), By: "recovery-policy", At: d.rt.clock(),
 				Reason: fmt.Sprintf("the recovery policy allows re-running %s calls with their idempotency key", en.Effect)}
 			if err := d.transition(ctx, en, next, ledger.Reexecute, EvToolReexecute); err != nil {
 				return nil, err

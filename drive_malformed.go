@@ -78,7 +78,7 @@ func (d *drive) malformedEntry(turn, index int, tc item.ToolCall, effect tool.Ef
 		Tool: tc.Name, Effect: effect.String(), State: store.LedgerCommitted, IdempotencyKey: idempotencyKey(d.rt.tenant, d.run.ID, tc.ID),
 		ArgsDigest: argsDigest(raw), Args: args, Result: mustJSON(r), CommittedAt: now,
 		Error:      mustJSON(map[string]string{"code": "malformed_arguments", "message": fmt.Sprintf("arguments were %s", kind)}),
-		Resolution: &store.Decision{Kind: "not-run", By: "runtime", At: now, Reason: "the arguments are not a JSON object"},
+		Resolution: &store.DecisionRecord{Kind: "not-run", By: "runtime", At: now, Reason: "the arguments are not a JSON object"},
 	}, it
 }
 
@@ -87,7 +87,7 @@ func (d *drive) malformedEntry(turn, index int, tc item.ToolCall, effect tool.Ef
 func (d *drive) refuse(ctx context.Context, resp *llm.Response, msg string) (*RunResult, error) {
 	d.cp.Rejected = d.evidence(resp.Items)
 	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
-	d.cp.Error = &RunError{Code: "model_behavior", Message: msg}
+	d.cp.Error = &RunError{Code: CodeModelBehavior, Message: msg}
 	return d.end(ctx, store.RunFailed, EvRunFailed)
 }
 

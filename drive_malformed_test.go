@@ -83,7 +83,7 @@ func checkFailedForGood(t *testing.T, s *setup, a *actoviq.AgentSpec, p *scripte
 		t.Fatalf("stored status %v %v, want failed", run.Status, err)
 	}
 	calls := p.Calls()
-	res, err := s.runtime(t).Resume(s.ctx, a, runID)
+	res, err := s.runtime(t).Resume(s.ctx, a, runID, nil)
 	if errors.Is(err, actoviq.ErrRunFinished) {
 		res, err = &actoviq.RunResult{Status: actoviq.StatusFailed}, nil
 	}

@@ -118,7 +118,7 @@ func TestOperatorResultBoundedAndMetaRedacted(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	big := strings.Repeat("x", 3<<20)
-	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops", Result: big})
+	res, err = s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops", Result: big}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -143,14 +143,14 @@ func TestOutputLimitsMayOnlyNarrow(t *testing.T) {
 	}
 	wide := approvalAgent(p, pay)
 	wide.Limits.MaxToolOutput, wide.Limits.MaxMalformedCalls = 2*actoviq.DefaultMaxToolOutput, 10
-	_, err := s.rt.Resume(s.ctx, wide, "r1")
+	_, err := s.rt.Resume(s.ctx, wide, "r1", nil)
 	var ce *actoviq.AgentChangeError
 	if !errors.As(err, &ce) || len(ce.Refused) != 2 || !strings.Contains(err.Error(), "limits.max_tool_output") || !strings.Contains(err.Error(), "limits.max_malformed_calls") {
 		t.Fatalf("widened: %v", err)
 	}
 	narrow := approvalAgent(p, pay)
 	narrow.Limits.MaxToolOutput = 1024
-	res, err := s.rt.Resume(s.ctx, narrow, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err := s.rt.Resume(s.ctx, narrow, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("narrowed: %+v %v", res, err)
 	}

@@ -27,7 +27,7 @@ func (d *drive) modelFailed(ctx context.Context, err error) (*RunResult, error) 
 	d.cp.ProviderFailures++
 	pf.Consecutive = d.cp.ProviderFailures
 	if d.cp.ProviderFailures > d.limits.MaxProviderInterruptions {
-		d.cp.Error = &RunError{Code: "provider_unavailable", Message: fmt.Sprintf(
+		d.cp.Error = &RunError{Code: CodeProviderUnavailable, Message: fmt.Sprintf(
 			"the model call failed %d times in a row, past the agent's limit of %d provider interruptions in a row; last error: %s",
 			d.cp.ProviderFailures, d.limits.MaxProviderInterruptions, pf.Error),
 			Hint: "the run is over; what it committed stays recorded. Start a new run when the provider is healthy"}
@@ -37,7 +37,7 @@ func (d *drive) modelFailed(ctx context.Context, err error) (*RunResult, error) 
 	if len(pf.Partial) > 0 {
 		reason = "the model's stream broke after it delivered output; the partial response is kept as evidence only. Resuming the run asks the model for a fresh response"
 	}
-	d.cp.Interruptions = []Interruption{{Kind: InterruptProvider, State: "model_call_failed", Reason: reason, Provider: pf}}
+	d.cp.Interruptions = []Interruption{{Kind: InterruptProvider, Reason: reason, Provider: pf}}
 	return d.end(ctx, store.RunInterrupted, EvRunInterrupted)
 }
 
@@ -175,25 +175,25 @@ func finalModelError(err error, a *AgentSpec) *RunError {
 	keyVar := apiKeyVariable(pe.Provider)
 	switch {
 	case contextLengthError(code, pe.Message+" "+text):
-		return &RunError{Code: "context_length", Message: text,
+		return &RunError{Code: CodeContextLength, Message: text,
 			Hint: "the transcript no longer fits the model's context window: start a new run with less history, or use a model with a larger window"}
 	case policyRefusal(code, pe.Message+" "+text):
-		return &RunError{Code: "policy_refusal", Message: text,
+		return &RunError{Code: CodePolicyRefusal, Message: text,
 			Hint: "the provider refused the request under its content policy: change the input and start a new run"}
 	case pe.Status == 401:
-		return &RunError{Code: "auth", Message: text,
+		return &RunError{Code: CodeAuth, Message: text,
 			Hint: fmt.Sprintf("the provider refused the credentials: check %s (the API key the provider was built with)", keyVar)}
 	case pe.Status == 403:
-		return &RunError{Code: "permission", Message: text,
+		return &RunError{Code: CodePermission, Message: text,
 			Hint: fmt.Sprintf("the API key may not use model %q: check the key's permissions (%s) and the model name", a.Model, keyVar)}
 	case pe.Status == 404:
-		return &RunError{Code: "model_not_found", Message: text,
+		return &RunError{Code: CodeModelNotFound, Message: text,
 			Hint: fmt.Sprintf("the provider does not know model %q at this endpoint: check the model name and the base URL", a.Model)}
 	case pe.Status == 400 || pe.Status == 422:
-		return &RunError{Code: "bad_request", Message: text,
+		return &RunError{Code: CodeBadRequest, Message: text,
 			Hint: fmt.Sprintf("the provider rejected the request as invalid: check that model %q supports what the agent uses (tools, structured output, images)", a.Model)}
 	}
-	return &RunError{Code: "provider_error", Message: text}
+	return &RunError{Code: CodeProviderError, Message: text}
 }
 
 // apiKeyVariable names the environment variable the bundled adapters read

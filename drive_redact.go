@@ -60,7 +60,7 @@ func (d *drive) redactErrJSON(b json.RawMessage) json.RawMessage {
 }
 
 // redactDecision cleans a recorded decision (approval or resolution).
-func (d *drive) redactDecision(callID string, dec *store.Decision) *store.Decision {
+func (d *drive) redactDecision(callID string, dec *store.DecisionRecord) *store.DecisionRecord {
 	if dec == nil {
 		return nil
 	}

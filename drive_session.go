@@ -228,7 +228,7 @@ func (d *drive) overtaken(ctx context.Context, st *store.SessionState) (*RunResu
 			by = "run " + en.RunID
 		}
 	}
-	d.cp.Error = &RunError{Code: codeSessionConflict,
+	d.cp.Error = &RunError{Code: CodeSessionConflict,
 		Message: fmt.Sprintf("session %s moved on without this run: %s appended to it first (the run started from revision %d, the session is at %d); "+
 			"nothing of this run was appended", d.run.SessionID, by, d.cp.SessionBase, st.Revision),
 		Hint: fmt.Sprintf("the run is over and its transcript and answer stay in it; to continue the conversation, start a new run in session %s, "+

@@ -41,7 +41,7 @@ func (d *drive) recordSinkPanics(ctx context.Context, fence *store.Fence) {
 	}
 	d.recordingPanics = true
 	defer func() { d.recordingPanics = false }()
-	evs := make([]*store.Event, 0, len(ps))
+	evs := make([]*store.EventRecord, 0, len(ps))
 	for _, p := range ps {
 		evs = append(evs, d.event(EvSinkPanicked, "", p))
 	}

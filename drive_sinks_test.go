@@ -70,7 +70,7 @@ func TestEveryStoredEventReachesEverySink(t *testing.T) {
 	if err := rt.Decide(s.ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := rt.Resume(s.ctx, ag, "r1"); err != nil || res.Status != actoviq.StatusCompleted {
+	if res, err := rt.Resume(s.ctx, ag, "r1", nil); err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
 	p2 := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":6}`)}})
@@ -123,7 +123,7 @@ func TestSinkPanicRecovered(t *testing.T) {
 		t.Fatalf("the other sink:\n got %v\nwant %v", got, stored)
 	}
 	evs, _ := s.st.EventList(s.ctx, &store.EventListParams{Tenant: "default", RunID: "r1"})
-	var rec *store.Event
+	var rec *store.EventRecord
 	for _, ev := range evs {
 		if ev.Type == actoviq.EvSinkPanicked {
 			rec = ev

@@ -13,7 +13,7 @@ import (
 func (d *drive) stopCheck(ctx context.Context) (*RunResult, error, bool) {
 	if d.pastDeadline() {
 		// Past the deadline: the run ends cancelled, the ledger untouched.
-		d.cp.Error = &RunError{Code: "deadline", Message: "the run's deadline passed"}
+		d.cp.Error = &RunError{Code: CodeDeadline, Message: "the run's deadline passed"}
 		res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
 		return res, err, true
 	}
@@ -30,7 +30,7 @@ func (d *drive) stopCheck(ctx context.Context) (*RunResult, error, bool) {
 		res, err := d.handBack(ctx)
 		return res, err, true
 	}
-	d.cp.Error = &RunError{Code: "cancelled", Message: cause.Error()}
+	d.cp.Error = &RunError{Code: CodeCancelled, Message: cause.Error()}
 	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
 	return res, err, true
 }
@@ -70,7 +70,7 @@ func (d *drive) requestedStop(ctx context.Context) (*RunResult, error, bool) {
 	if cause == nil {
 		return nil, nil, false
 	}
-	d.cp.Error = &RunError{Code: "cancelled", Message: cause.Error()}
+	d.cp.Error = &RunError{Code: CodeCancelled, Message: cause.Error()}
 	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
 	return res, err, true
 }

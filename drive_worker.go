@@ -53,16 +53,16 @@ func (rt *Runtime) work(ctx context.Context, o *WorkOptions, run *store.Run, cla
 		}
 		ra, err := o.Resolve(ctx, info)
 		if err != nil {
-			return rt.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf("the worker could not build agent %s: %v", run.AgentID, err))
+			return rt.park(ctx, run.ID, fence, CodeNoAgent, fmt.Sprintf("the worker could not build agent %s: %v", run.AgentID, err))
 		}
 		a, ok = ra, ra.Digest() == digest
 		if !ok {
-			return rt.park(ctx, run.ID, fence, "agent_changed", fmt.Sprintf(
+			return rt.park(ctx, run.ID, fence, CodeAgentChanged, fmt.Sprintf(
 				"the run is driven by agent %s digest %s; the worker built digest %s", run.AgentID, digest, ra.Digest()))
 		}
 	}
 	if !ok {
-		return rt.park(ctx, run.ID, fence, "no_agent", fmt.Sprintf(
+		return rt.park(ctx, run.ID, fence, CodeNoAgent, fmt.Sprintf(
 			"no registered version of agent %s has digest %s, the version that drives the run", run.AgentID, digest))
 	}
 	return rt.driveClaimed(ctx, a, run.ID, fence, o.Sinks)
@@ -131,7 +131,7 @@ func (rt *Runtime) driveClaimed(ctx context.Context, a *AgentSpec, runID string,
 	// run left claimable would be claimed again at once, and refused again.
 	var changed *AgentChangeError
 	if err := d.checkAgent(nil); errors.As(err, &changed) {
-		return rt.park(ctx, runID, fence, "agent_changed", changed.Error())
+		return rt.park(ctx, runID, fence, CodeAgentChanged, changed.Error())
 	}
 	if d.run.SessionID != "" {
 		if err := d.claimSession(ctx, d.run.SessionID); err != nil {
@@ -176,7 +176,7 @@ func (rt *Runtime) park(ctx context.Context, runID string, fence store.Fence, co
 }
 
 // parkCodes are the RunError codes park writes.
-var parkCodes = map[string]bool{"no_agent": true, "agent_changed": true}
+var parkCodes = map[string]bool{CodeNoAgent: true, CodeAgentChanged: true}
 
 // unpark clears the reason a worker parked the run with, now that a drive
 // with an agent takes it up again.

@@ -24,7 +24,7 @@ func (d *drive) stageOrWrite(ctx context.Context, p *store.RunWriteParams) error
 
 // event builds a transition event. Data is redacted before it is stored or
 // handed to any sink.
-func (d *drive) event(typ, callID string, data any) *store.Event {
+func (d *drive) event(typ, callID string, data any) *store.EventRecord {
 	var raw json.RawMessage
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -33,7 +33,7 @@ func (d *drive) event(typ, callID string, data any) *store.Event {
 		}
 		raw = d.rt.redactor.MarshaledJSON(b)
 	}
-	return &store.Event{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
+	return &store.EventRecord{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
 		SpanID: spanID(d.run.ID, callID), Type: typ, Time: d.rt.clock(), Data: raw}
 }
 
@@ -42,12 +42,12 @@ func (d *drive) event(typ, callID string, data any) *store.Event {
 // redacted on its way to the store (arguments with the transcript item,
 // error and decisions by redactEntry), so the data is encoded once and
 // not walked by the redactor a second time.
-func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.Event {
+func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.EventRecord {
 	b, err := json.Marshal(entryData(en))
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
 	}
-	return &store.Event{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
+	return &store.EventRecord{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
 		SpanID: spanID(d.run.ID, en.CallID), Type: typ, Time: d.rt.clock(), Data: b}
 }
 
@@ -95,7 +95,7 @@ func (d *drive) entry(callID string) *store.LedgerEntry {
 	return d.ledger[callID]
 }
 
-func (d *drive) emitStored(ctx context.Context, evs []*store.Event) {
+func (d *drive) emitStored(ctx context.Context, evs []*store.EventRecord) {
 	for _, ev := range evs {
 		d.emit(ctx, Event{Schema: EventSchema, ID: ev.ID, Seq: ev.Seq, RunID: ev.RunID, ParentRunID: ev.ParentRunID,
 			TraceID: ev.TraceID, SpanID: ev.SpanID, Type: ev.Type, Time: ev.Time, Data: ev.Data})
@@ -115,7 +115,7 @@ func (d *drive) emit(ctx context.Context, ev Event) {
 
 // saveRun writes the checkpoint with a new status, plus ledger writes and
 // events, as one CAS on the run.
-func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []store.LedgerWrite, events ...*store.Event) error {
+func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []store.LedgerWrite, events ...*store.EventRecord) error {
 	return d.writeRun(ctx, &store.RunWriteParams{Ledger: ledger, Events: events}, status, nil)
 }
 
@@ -161,7 +161,7 @@ func (d *drive) finish(ctx context.Context, status store.RunStatus, evType strin
 // entryWrite is a CAS write of an updated copy of a ledger entry, with
 // the transition's event (nil: another event of the write describes it).
 // The store keeps the transition and its event as one record.
-func entryWrite(en *store.LedgerEntry, ev *store.Event) store.LedgerWrite {
+func entryWrite(en *store.LedgerEntry, ev *store.EventRecord) store.LedgerWrite {
 	return store.LedgerWrite{Entry: en, ExpectedRevision: en.Revision, Event: ev}
 }
 

@@ -143,18 +143,15 @@ func newRunHeldError(runID string, held *store.ClaimHeldError) *RunHeldError {
 	return &RunHeldError{RunID: runID, Claim: held, Host: hi.Host, PID: hi.PID}
 }
 
-// codeSessionConflict is RunError.Code of an overtaken run.
-const codeSessionConflict = "session_conflict"
-
 // Is makes errors.Is(res.Error, ErrSessionConflict) report an overtaken
 // run, and errors.Is(res.Error, ErrModelBehavior) a refused model
 // response (code model_behavior).
 func (e *RunError) Is(target error) bool {
 	switch target {
 	case ErrSessionConflict:
-		return e.Code == codeSessionConflict
+		return e.Code == CodeSessionConflict
 	case ErrModelBehavior:
-		return e.Code == "model_behavior"
+		return e.Code == CodeModelBehavior
 	}
 	return false
 }
@@ -209,7 +206,7 @@ func (e *RunFinishedError) Is(target error) bool { return target == ErrRunFinish
 
 // RunError is why a run failed, in a persisted shape.
 type RunError struct {
-	// Code is stable: model_behavior, provider_error, max_turns, ….
+	// Code is one of the Code constants, such as [CodeMaxTurns].
 	Code string `json:"code"`
 	// Message says what happened.
 	Message string `json:"message"`
@@ -223,6 +220,55 @@ func (e *RunError) Error() string {
 	}
 	return e.Code + ": " + e.Message
 }
+
+// RunError codes. [RunError.Code] is always one of these; the strings are
+// stable (they are persisted and shown by the CLI and the console).
+const (
+	// CodeModelBehavior: the model"s response was refused (a malformed or duplicate tool call, …); matches [ErrModelBehavior].
+	CodeModelBehavior = "model_behavior"
+	// CodeModelError: the model call failed in a way no other code names.
+	CodeModelError = "model_error"
+	// CodeProviderError: the provider refused the call with an error that is final.
+	CodeProviderError = "provider_error"
+	// CodeProviderUnavailable: the provider stayed unavailable across the consecutive provider interruptions the run allows.
+	CodeProviderUnavailable = "provider_unavailable"
+	// CodeStreamInterrupted: the model"s stream broke after output was delivered.
+	CodeStreamInterrupted = "stream_interrupted"
+	// CodeContextLength: the request is longer than the model"s context.
+	CodeContextLength = "context_length"
+	// CodePolicyRefusal: the provider refused the content under its policy.
+	CodePolicyRefusal = "policy_refusal"
+	// CodeAuth: the provider did not accept the credentials (401).
+	CodeAuth = "auth"
+	// CodePermission: the credentials may not use the model (403).
+	CodePermission = "permission"
+	// CodeModelNotFound: the provider does not know the model (404).
+	CodeModelNotFound = "model_not_found"
+	// CodeBadRequest: the provider rejected the request as malformed (400).
+	CodeBadRequest = "bad_request"
+	// CodeDanglingToolCall: the transcript has a tool call without a result.
+	CodeDanglingToolCall = "dangling_tool_call"
+	// CodeUnsupported: the provider does not support what the request asks for.
+	CodeUnsupported = "unsupported"
+	// CodeMaxTurns: the run reached Limits.MaxTurns.
+	CodeMaxTurns = "max_turns"
+	// CodeDeadline: the run"s deadline passed.
+	CodeDeadline = "deadline"
+	// CodeCancelled: the run was cancelled ([Runtime.Cancel] or its context).
+	CodeCancelled = "cancelled"
+	// CodeSessionConflict: a later run of the same session overtook this one; matches [ErrSessionConflict].
+	CodeSessionConflict = "session_conflict"
+	// CodeBudget: the run tree spent its budget.
+	CodeBudget = "budget"
+	// CodeChildFailed: a child run failed and its policy fails the parent.
+	CodeChildFailed = "child_failed"
+	// CodeRetriesExhausted: a retry-safe child failed on every attempt it was allowed.
+	CodeRetriesExhausted = "retries_exhausted"
+	// CodeNoAgent: a worker could not build the run"s agent; the run is parked interrupted.
+	CodeNoAgent = "no_agent"
+	// CodeAgentChanged: a worker"s agent changes what the run"s unsettled calls depend on; the run is parked interrupted.
+	CodeAgentChanged = "agent_changed"
+)
 
 // Errors callers branch on.
 var (

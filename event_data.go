@@ -173,8 +173,8 @@ func (*RunLeaseLostData) EventTypes() []string { return []string{EvRunLeaseLost}
 type ToolProbedData struct {
 	// CallID is the call the probe was asked about.
 	CallID string `json:"call_id"`
-	// Outcome is "committed", "not_executed" or "unknown".
-	Outcome string `json:"outcome"`
+	// Outcome is what the probe found.
+	Outcome tool.ProbeOutcome `json:"outcome"`
 	// Evidence is what the probe saw.
 	Evidence string `json:"evidence,omitempty"`
 	// Error is set when the probe itself failed.

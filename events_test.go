@@ -115,19 +115,19 @@ func TestEventPayloadsAreTyped(t *testing.T) {
 		t.Fatalf("run: %v %+v", err, res)
 	}
 	// approve → unknown outcome → probe (not_executed) → reconciliation.
-	res, err = rt.Resume(ctx, agent, "r", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "t"})
+	res, err = rt.Resume(ctx, agent, "r", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "t"}}})
 	if err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("resume 1: %v %+v", err, res)
 	}
-	res, err = rt.Resume(ctx, agent, "r") // the probe is asked, answers not_executed: still a question
+	res, err = rt.Resume(ctx, agent, "r", nil) // the probe is asked, answers not_executed: still a question
 	if err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("resume probe: %v %+v", err, res)
 	}
-	res, err = rt.Resume(ctx, agent, "r", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideCommitted, By: "t", Result: "paid"})
+	res, err = rt.Resume(ctx, agent, "r", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideCommitted, By: "t", Result: "paid"}}})
 	if err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("resume 2: %v %+v", err, res)
 	}
-	res, err = rt.Resume(ctx, agent, "r", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideReject, By: "t", Reason: "no"})
+	res, err = rt.Resume(ctx, agent, "r", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c2", Kind: actoviq.DecideReject, By: "t", Reason: "no"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume 3: %v %+v", err, res)
 	}
@@ -167,7 +167,7 @@ func TestEventPayloadsAreTyped(t *testing.T) {
 			continue
 		}
 		d, _ := ev.Payload()
-		if p := d.(*actoviq.ToolProbedData); p.CallID != "c1" || p.Outcome != "not_executed" {
+		if p := d.(*actoviq.ToolProbedData); p.CallID != "c1" || p.Outcome != tool.ProbeNotExecuted {
 			t.Errorf("probed payload %+v, want call c1 not_executed", p)
 		}
 	}

@@ -44,7 +44,7 @@ func ExampleNewSealCodec() {
 
 	second := process()
 	defer second.Close()
-	res, _ = second.Resume(ctx, agent, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, _ = second.Resume(ctx, agent, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	info, _ := second.Get(ctx, "r1")
 	stored, _ := json.Marshal(info)
 	fmt.Println(res.Status, "secret in store:", strings.Contains(string(stored), "tok_live_42"))

@@ -78,7 +78,7 @@ func Example_readme() {
 	if err != nil {
 		panic(err)
 	}
-	res, err = rt.Resume(ctx, agent, res.RunID)
+	res, err = rt.Resume(ctx, agent, res.RunID, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -71,7 +71,7 @@ func Example_approval() {
 	rt2, _ := actoviq.New(st, nil)
 	defer rt2.Close()
 	_ = rt2.Decide(ctx, "run-2", actoviq.Decision{CallID: "call_1", Kind: actoviq.DecideApprove, By: "alice", Reason: "invoice 42"})
-	res, _ = rt2.Resume(ctx, agent, "run-2")
+	res, _ = rt2.Resume(ctx, agent, "run-2", nil)
 	info, _ := rt2.Get(ctx, "run-2")
 	fmt.Println(res.Status, "approved by", info.Ledger[0].Approval.By)
 	// Output:
@@ -117,7 +117,7 @@ func Example_reconciliationByProbe() {
 	res, _ := rt.Run(ctx, agent, &actoviq.Input{RunID: "run-3", Items: []item.Item{item.UserText("pay")}})
 	fmt.Println(res.Status, res.Interruptions[0].Kind, res.Interruptions[0].State)
 
-	res, _ = rt.Resume(ctx, agent, "run-3")
+	res, _ = rt.Resume(ctx, agent, "run-3", nil)
 	info, _ := rt.Get(ctx, "run-3")
 	en := info.Ledger[0]
 	fmt.Println(res.Status, "settled by", en.Resolution.By, "after", en.Attempt, "attempt;", len(b.payments), "payment")

@@ -55,7 +55,7 @@ func Example_agentUpgrade() {
 		func(ctx context.Context, p memoPayment) (string, error) { return "sent", nil })
 	v3 := v2
 	v3.Tools = []tool.Tool{payV3, lookup}
-	_, err := rt.Resume(ctx, &v3, "run-9")
+	_, err := rt.Resume(ctx, &v3, "run-9", nil)
 	var ce *actoviq.AgentChangeError
 	if errors.As(err, &ce) {
 		for _, c := range ce.Refused {
@@ -64,14 +64,14 @@ func Example_agentUpgrade() {
 	}
 
 	// The operator takes version 3 over; the approval is void and the call asks again.
-	res, err = rt.ResumeWithOptions(ctx, &v3, "run-9", &actoviq.ResumeOptions{
+	res, err = rt.Resume(ctx, &v3, "run-9", &actoviq.ResumeOptions{
 		AcceptAgentChange: &actoviq.AcceptAgentChange{By: "bob", Note: "memo field, release 3"}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(res.Status, res.Interruptions[0].Kind)
-	res, _ = rt.Resume(ctx, &v3, "run-9", actoviq.Decision{CallID: "call_1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, _ = rt.Resume(ctx, &v3, "run-9", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "call_1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	info, _ := rt.Get(ctx, "run-9")
 	last := info.AgentChanges[len(info.AgentChanges)-1]
 	fmt.Println(res.Status, "accepted by", last.By, "voided", last.Voided)

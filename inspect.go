@@ -60,7 +60,7 @@ func (h HolderInfo) String() string {
 	return s
 }
 
-// RunClaim is who holds a run's claim, as [Runtime.RunHolder] reads it.
+// RunClaim is who holds a run's claim: [RunInfo.Holder].
 type RunClaim struct {
 	HolderInfo
 	// Epoch is the claim's fencing token.
@@ -75,9 +75,9 @@ type RunClaim struct {
 	Dead bool `json:"dead,omitempty"`
 }
 
-// RunHolder reads the claim of a run: the worker driving it (or that drove
+// runHolder reads the claim of a run: the worker driving it (or that drove
 // it last) with its epoch. A run that was never claimed has none (nil, nil).
-func (rt *Runtime) RunHolder(ctx context.Context, runID string) (*RunClaim, error) {
+func (rt *Runtime) runHolder(ctx context.Context, runID string) (*RunClaim, error) {
 	c, err := rt.store.ClaimGet(ctx, &store.ClaimGetParams{Tenant: rt.tenant, Key: store.RunClaimKey(runID)})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -108,8 +108,9 @@ type RunInfo struct {
 	Status Status
 	// StoredStatus is the status the last drive wrote.
 	StoredStatus Status
-	// Holder is the run's claim as found; nil when it has none or the run
-	// is finished.
+	// Holder is the run's claim: the worker driving it, or the one that
+	// drove it last, with its epoch; nil when the run was never claimed.
+	// Get always reads it; List reads it only for runs not finished.
 	Holder *RunClaim
 	// Meta is the caller's JSON given in Input.Meta.
 	Meta json.RawMessage
@@ -164,6 +165,9 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 		return nil, fmt.Errorf("actoviq: ledger of %s: %w", runID, err)
 	}
 	status, holder, err := rt.liveness(ctx, run)
+	if err == nil && holder == nil {
+		holder, err = rt.runHolder(ctx, run.ID)
+	}
 	if err != nil {
 		return nil, err
 	}

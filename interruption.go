@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
 // A model call that still fails after the transport's bounded retries is
@@ -97,10 +99,12 @@ type Interruption struct {
 	CallID string `json:"call_id"`
 	// Tool is the called tool's name.
 	Tool string `json:"tool"`
-	// Effect is the tool's declared effect.
+	// Effect is the tool's declared effect in its text form
+	// ([tool.Effect.String]); empty for a provider interruption.
 	Effect string `json:"effect"`
-	// State is the call's ledger state: awaiting_approval, started or unknown.
-	State string `json:"state"`
+	// State is the call's ledger state: awaiting_approval, started or
+	// unknown (empty for a provider interruption).
+	State store.LedgerState `json:"state"`
 	// IdempotencyKey is the call's stable key, the one the target system saw.
 	IdempotencyKey string `json:"idempotency_key"`
 	// Args are the call's arguments as persisted (secrets redacted).
@@ -141,8 +145,8 @@ type Interruption struct {
 
 // ProbeAnswer is what a tool's Reconcile probe said.
 type ProbeAnswer struct {
-	// Outcome is committed, not_executed or unknown.
-	Outcome string `json:"outcome"`
+	// Outcome is what the probe found.
+	Outcome tool.ProbeOutcome `json:"outcome"`
 	// Evidence is what the probe saw.
 	Evidence string `json:"evidence,omitempty"`
 	// Error is set when the probe itself failed.

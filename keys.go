@@ -2,6 +2,8 @@ package actoviq
 
 import (
 	"strings"
+
+	"github.com/actoviq/actoviq-go/store"
 )
 
 // Idempotency keys (SPEC §2). Every tool call gets one when its ledger entry
@@ -21,12 +23,9 @@ import (
 // keySeparators may not appear in run ids and call ids.
 const keySeparators = ":/"
 
-// defaultTenant is the tenant whose keys carry no prefix.
-const defaultTenant = "default"
-
 // idempotencyKey is the key of a call prepared now (see above).
 func idempotencyKey(tenant, runID, callID string) string {
-	if tenant == defaultTenant || tenant == "" {
+	if tenant == store.DefaultTenant || tenant == "" {
 		return runID + ":" + callID
 	}
 	return tenant + "/" + runID + ":" + callID

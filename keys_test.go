@@ -128,12 +128,12 @@ func TestUpgradeKeepsPersistedKey(t *testing.T) {
 	}
 	upgraded := s.tenantRuntime(t, "acme")
 	pay.set(func(p *payTool) { p.fail = nil })
-	res, err := upgraded.Resume(s.ctx, a, "r1")
+	res, err := upgraded.Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusInterrupted || res.Interruptions[0].IdempotencyKey != "r1:c1" ||
-		res.Interruptions[0].State != string(store.LedgerStarted) {
+		res.Interruptions[0].State != store.LedgerStarted {
 		t.Fatalf("%+v %v", res, err)
 	}
-	res, err = upgraded.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"})
+	res, err = upgraded.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}

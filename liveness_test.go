@@ -98,7 +98,7 @@ func TestDerivedLiveness(t *testing.T) {
 
 	// The stalled run resumes (the expired claim is taken over) and is no
 	// longer stalled.
-	res, err := s.rt.Resume(s.ctx, b, "crashed")
+	res, err := s.rt.Resume(s.ctx, b, "crashed", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume of the stalled run: %+v %v", res, err)
 	}

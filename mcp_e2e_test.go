@@ -100,7 +100,7 @@ func TestMCPFilesystemApprovalE2E(t *testing.T) {
 	if err := rt.Decide(ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice", Reason: "harmless"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = rt.Resume(ctx, agent, "r1")
+	res, err = rt.Resume(ctx, agent, "r1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestToolPanicIsOutcomeUnknown(t *testing.T) {
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "boom", `{}`)}}, scripted.Turn{Text: "done"})
 	res, err := s.rt.Run(s.ctx, agent(p, panicTool{effect: tool.SideEffect}), &actoviq.Input{RunID: "r1"})
 	if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 ||
-		res.Interruptions[0].Kind != actoviq.InterruptReconciliation || res.Interruptions[0].State != string(store.LedgerUnknown) ||
+		res.Interruptions[0].Kind != actoviq.InterruptReconciliation || res.Interruptions[0].State != store.LedgerUnknown ||
 		!strings.Contains(res.Interruptions[0].Reason, "panic: tool bug") {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -86,12 +86,12 @@ func TestProbePanicEscalates(t *testing.T) {
 	if res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"}); err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("%+v %v", res, err)
 	}
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1")
+	res, err := s.runtime(t).Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 {
 		t.Fatalf("%+v %v", res, err)
 	}
 	in := res.Interruptions[0]
-	if in.Kind != actoviq.InterruptReconciliation || in.Probe == nil || in.Probe.Outcome != tool.ProbeUnknown.String() ||
+	if in.Kind != actoviq.InterruptReconciliation || in.Probe == nil || in.Probe.Outcome != tool.ProbeUnknown ||
 		!strings.Contains(in.Probe.Error, "probe panicked: probe bug") || pay.count() != 1 {
 		t.Fatalf("interruption %+v probe %+v, %d calls", in, in.Probe, pay.count())
 	}

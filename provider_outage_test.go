@@ -241,7 +241,7 @@ func TestProviderOutageInterruptsAndResumes(t *testing.T) {
 			} else {
 				m.setFailing(nil)
 			}
-			res, err = rt.ResumeWith(ctx, agent, res.RunID, nil, count)
+			res, err = rt.Resume(ctx, agent, res.RunID, &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{count}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -344,7 +344,7 @@ func TestProviderInterruptionsBounded(t *testing.T) {
 		if got := res.Interruptions[0].Provider.Consecutive; got != i {
 			t.Fatalf("interruption %d counts %d in a row", i, got)
 		}
-		res, err = rt.Resume(ctx, agent, res.RunID)
+		res, err = rt.Resume(ctx, agent, res.RunID, nil)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +352,7 @@ func TestProviderInterruptionsBounded(t *testing.T) {
 	if res.Status != actoviq.StatusFailed || res.Error.Code != "provider_unavailable" {
 		t.Fatalf("status %s, error %v; want failed provider_unavailable after 2 interruptions", res.Status, res.Error)
 	}
-	if _, err := rt.Resume(ctx, agent, res.RunID); err != nil && !errors.Is(err, actoviq.ErrRunFinished) {
+	if _, err := rt.Resume(ctx, agent, res.RunID, nil); err != nil && !errors.Is(err, actoviq.ErrRunFinished) {
 		t.Fatal(err)
 	}
 }
@@ -407,7 +407,7 @@ func TestBrokenStreamResumesAfresh(t *testing.T) {
 	if pf.Code != "stream_interrupted" || len(pf.Partial) != 1 || pf.Partial[0].Text != "Hello" {
 		t.Fatalf("evidence = %+v, want stream_interrupted with the partial \"Hello\"", pf)
 	}
-	res, err = rt.Resume(ctx, agent, res.RunID)
+	res, err = rt.Resume(ctx, agent, res.RunID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,9 +37,9 @@ func TestPolicyFlipFoldsUncommittedCall(t *testing.T) {
 	var asked atomic.Int32
 	flip := tool.PolicyFunc(func(context.Context, tool.Spec, json.RawMessage) tool.Verdict {
 		if asked.Add(1) == 1 {
-			return tool.Verdict{Decision: tool.Allow}
+			return tool.Verdict{Permission: tool.Allow}
 		}
-		return tool.Verdict{Decision: tool.Deny, Reason: "window closed"}
+		return tool.Verdict{Permission: tool.Deny, Reason: "window closed"}
 	})
 	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
 	a := agent(p, pay)
@@ -112,7 +112,7 @@ func TestResumePastDeadlineRecordsDecisions(t *testing.T) {
 	s.clock.Advance(2 * time.Hour)
 	before, _ := s.rt.Get(s.ctx, "r1")
 	// The decisions are refused, typed, not dropped silently (issue 10).
-	_, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"})
+	_, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"}}})
 	var fin *actoviq.RunFinishedError
 	if !errors.As(err, &fin) || !errors.Is(err, actoviq.ErrRunFinished) || fin.Status != actoviq.StatusCancelled {
 		t.Fatalf("resume with decisions past the deadline: %v, want a RunFinishedError (cancelled)", err)
@@ -231,7 +231,7 @@ func TestFencedOutWorkerAppendsToSession(t *testing.T) {
 	var bErr error
 	go func() {
 		defer close(bDone)
-		bRes, bErr = s.runtime(t).Resume(s.ctx, aB, "r1")
+		bRes, bErr = s.runtime(t).Resume(s.ctx, aB, "r1", nil)
 	}()
 	<-gB.entered // B holds the run and the session, and is in its model call
 	close(gA.release)
@@ -280,8 +280,8 @@ func TestRefusedDecisionLeavesClaimAndNoteStaysPrivate(t *testing.T) {
 	if after.Epoch != before.Epoch || after.Holder != before.Holder {
 		t.Fatalf("a refused decision took the claim: %+v → %+v", before, after)
 	}
-	res, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReject, By: "bob",
-		Reason: "wrong payee", Note: "internal ticket OPS-7"})
+	res, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReject, By: "bob",
+		Reason: "wrong payee", Note: "internal ticket OPS-7"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -12,19 +12,22 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// Resume records decisions, applies the recovery rules to the ledger and
-// continues the run. A new version of the agent may take the run over
-// unless it changes what an unsettled call depends on ([*AgentChangeError];
-// see [ResumeOptions.AcceptAgentChange]). It refuses a run held by another
+// Resume continues a stopped run: it records opts.Decisions (the answers
+// to the run's open interruptions), applies the recovery rules to the
+// ledger and drives the run on, with opts.Sinks receiving this drive's
+// events besides Config.Sinks. a is the agent to drive it with; runID
+// names the run. A nil opts resumes with no decisions and no extra sinks.
+//
+// A new version of the agent may take the run over unless it changes what
+// an unsettled call depends on ([*AgentChangeError]; see
+// [ResumeOptions.AcceptAgentChange]). It refuses a run held by another
 // live worker ([ErrRunHeld]); a run past its deadline ends cancelled with
 // its ledger untouched.
-func (rt *Runtime) Resume(ctx context.Context, a *AgentSpec, runID string, decisions ...Decision) (*RunResult, error) {
-	return rt.resumeOpts(ctx, a, runID, &ResumeOptions{Decisions: decisions})
-}
-
-// ResumeWith is [Runtime.Resume] with extra event sinks for this drive.
-func (rt *Runtime) ResumeWith(ctx context.Context, a *AgentSpec, runID string, decisions []Decision, sinks ...EventSink) (*RunResult, error) {
-	return rt.resumeOpts(ctx, a, runID, &ResumeOptions{Decisions: decisions, Sinks: sinks})
+func (rt *Runtime) Resume(ctx context.Context, a *AgentSpec, runID string, opts *ResumeOptions) (*RunResult, error) {
+	if opts == nil {
+		opts = &ResumeOptions{}
+	}
+	return rt.resumeOpts(ctx, a, runID, opts)
 }
 
 // Stream starts a run and yields its events as they happen; the last
@@ -64,11 +67,11 @@ func (rt *Runtime) Stream(ctx context.Context, a *AgentSpec, in *Input) iter.Seq
 	}
 }
 
-// ResumeOptions are the extras of [Runtime.ResumeWithOptions]. A nil
-// *ResumeOptions means none.
+// ResumeOptions are what [Runtime.Resume] takes besides the agent and the
+// run id. A nil *ResumeOptions means none of them.
 type ResumeOptions struct {
-	// Decisions are recorded before the run goes on, as with
-	// [Runtime.Resume].
+	// Decisions answer the run's open interruptions; they are checked
+	// against the ledger and recorded before the run goes on.
 	Decisions []Decision
 	// Sinks receive this drive's events, besides Config.Sinks.
 	Sinks []EventSink
@@ -83,15 +86,6 @@ type ResumeOptions struct {
 	// changed tool or policy become void, so those calls ask again. Nil
 	// refuses such a change.
 	AcceptAgentChange *AcceptAgentChange
-}
-
-// ResumeWithOptions is [Runtime.Resume] with options: extra sinks, a new
-// Meta, and the explicit acceptance of an agent change.
-func (rt *Runtime) ResumeWithOptions(ctx context.Context, a *AgentSpec, runID string, opts *ResumeOptions) (*RunResult, error) {
-	if opts == nil {
-		opts = &ResumeOptions{}
-	}
-	return rt.resumeOpts(ctx, a, runID, opts)
 }
 
 // Input starts a run.
@@ -110,8 +104,11 @@ type Input struct {
 	Meta json.RawMessage
 }
 
-// Run starts a new run and drives it until it completes, fails, is
-// cancelled or stops with interruptions.
+// Run starts a new run of agent a on input in and drives it until it
+// completes, fails, is cancelled or stops with interruptions (then
+// [RunResult.Interruptions] says what it waits for, and [Runtime.Resume]
+// goes on). sinks receive this drive's events besides Config.Sinks. A nil
+// in starts a run with no input items.
 func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...EventSink) (*RunResult, error) {
 	d, err := rt.newDrive(a, sinks)
 	if err != nil {

@@ -59,7 +59,7 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 		return nil, err
 	}
 	if c.Tenant == "" {
-		c.Tenant = "default"
+		c.Tenant = store.DefaultTenant
 	}
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 30 * time.Second
@@ -90,7 +90,7 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Tenant returns the runtime's tenant (Config.Tenant, or "default").
+// Tenant returns the runtime's tenant (Config.Tenant, or [store.DefaultTenant]).
 func (rt *Runtime) Tenant() string { return rt.tenant }
 
 // Store returns the store the runtime was built over (not owned by it).

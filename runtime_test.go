@@ -220,7 +220,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	if err := rt2.Decide(s.ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice", Reason: "looks right"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.runtime(t).Resume(s.ctx, approvalAgent(p, pay), "r1")
+	res, err = s.runtime(t).Resume(s.ctx, approvalAgent(p, pay), "r1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 		t.Fatalf("approval record %+v", en.Approval)
 	}
 	// A second resume does nothing more.
-	if res, err = s.rt.Resume(s.ctx, approvalAgent(p, pay), "r1"); err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 {
+	if res, err = s.rt.Resume(s.ctx, approvalAgent(p, pay), "r1", nil); err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 {
 		t.Fatalf("resume of a completed run: %+v %v", res, err)
 	}
 }
@@ -247,7 +247,7 @@ func TestRejectFeedsErrorResult(t *testing.T) {
 	if res, _ := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"}); res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("status %s", res.Status)
 	}
-	res, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReject, By: "bob", Reason: "too much"})
+	res, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReject, By: "bob", Reason: "too much"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestApprovalBindsToPolicyVersionAndArgs(t *testing.T) {
 	// A changed policy changes the agent digest: resume refuses it.
 	b := approvalAgent(p, pay)
 	b.Approval.Effects = append(b.Approval.Effects, tool.Read)
-	if _, err := s.rt.Resume(s.ctx, b, "r1"); !errors.Is(err, actoviq.ErrDigestMismatch) {
+	if _, err := s.rt.Resume(s.ctx, b, "r1", nil); !errors.Is(err, actoviq.ErrDigestMismatch) {
 		t.Fatalf("changed policy: %v", err)
 	}
 	if pay.count() != 0 {
@@ -306,7 +306,7 @@ func TestBatchInterruptionKeepsOtherCalls(t *testing.T) {
 			t.Fatalf("a call after the interrupted one is %s, want prepared", en.State)
 		}
 	}
-	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err = s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume: %+v %v", res, err)
 	}
@@ -339,14 +339,14 @@ func TestUnknownSideEffectNeedsReconciliation(t *testing.T) {
 	}
 	// Resuming without a decision never runs it again.
 	for range 3 {
-		res, err = s.runtime(t).Resume(s.ctx, a, "r1")
+		res, err = s.runtime(t).Resume(s.ctx, a, "r1", nil)
 		if err != nil || res.Status != actoviq.StatusInterrupted || pay.count() != 1 {
 			t.Fatalf("resume without decision: %+v %v, %d calls", res, err, pay.count())
 		}
 	}
 	// Re-execute: same key, next attempt.
 	pay.set(func(p *payTool) { p.fail = nil })
-	res, err = s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops", Reason: "bank says no payment"})
+	res, err = s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops", Reason: "bank says no payment"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("re-execute: %+v %v", res, err)
 	}
@@ -368,7 +368,7 @@ func TestOperatorSettlesCommittedAndFailed(t *testing.T) {
 			a := agent(p, pay)
 			s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
 			dec := actoviq.Decision{CallID: "c1", Kind: kind, By: "ops", Result: "payment p-77 exists", Message: "no such payment"}
-			res, err := s.rt.Resume(s.ctx, a, "r1", dec)
+			res, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{dec}})
 			if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 {
 				t.Fatalf("%+v %v calls %d", res, err, pay.count())
 			}
@@ -395,7 +395,7 @@ func TestProbeSettlesOrEscalates(t *testing.T) {
 		if res.Status != actoviq.StatusInterrupted {
 			t.Fatalf("live unknown: %+v", res)
 		}
-		res, err := s.rt.Resume(s.ctx, a, "r1")
+		res, err := s.rt.Resume(s.ctx, a, "r1", nil)
 		if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 {
 			t.Fatalf("%+v %v", res, err)
 		}
@@ -414,13 +414,13 @@ func TestProbeSettlesOrEscalates(t *testing.T) {
 		p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "done"})
 		a := agent(p, pay)
 		s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"})
-		res, err := s.rt.Resume(s.ctx, a, "r1")
+		res, err := s.rt.Resume(s.ctx, a, "r1", nil)
 		if err != nil || res.Status != actoviq.StatusInterrupted || res.Interruptions[0].Probe == nil ||
 			res.Interruptions[0].Probe.Evidence != "bank API timed out" || pay.count() != 1 {
 			t.Fatalf("%+v %v", res, err)
 		}
 		info, _ := s.rt.Get(s.ctx, "r1")
-		if len(info.Interruptions) != 1 || info.Interruptions[0].Probe.Outcome != "unknown" {
+		if len(info.Interruptions) != 1 || info.Interruptions[0].Probe.Outcome != tool.ProbeUnknown {
 			t.Fatalf("open interruptions %+v", info.Interruptions)
 		}
 	})
@@ -496,14 +496,14 @@ func TestResumeRefusals(t *testing.T) {
 	changed := approvalAgent(p, &payTool{name: "pay", effect: tool.IdempotentWrite})
 	changed.Limits.RunTimeout = time.Hour
 	changed.Instructions = "pay twice"
-	if _, err := s.rt.Resume(s.ctx, changed, "r1"); !errors.Is(err, actoviq.ErrAgentChanged) || !errors.Is(err, actoviq.ErrDigestMismatch) {
+	if _, err := s.rt.Resume(s.ctx, changed, "r1", nil); !errors.Is(err, actoviq.ErrAgentChanged) || !errors.Is(err, actoviq.ErrDigestMismatch) {
 		t.Fatalf("agent change: %v", err)
 	}
 	// Another live holder.
 	if _, err := s.st.ClaimAcquire(s.ctx, &store.ClaimAcquireParams{Tenant: "default", Key: store.RunClaimKey("r1"), Holder: "other", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "x"})
+	_, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "x"}}})
 	var held *actoviq.RunHeldError
 	if !errors.Is(err, actoviq.ErrRunHeld) || !errors.As(err, &held) || held.Claim.Holder != "other" {
 		t.Fatalf("held: %v", err)
@@ -511,7 +511,7 @@ func TestResumeRefusals(t *testing.T) {
 	// Past the deadline: cancelled, ledger untouched.
 	s.clock.Advance(2 * time.Hour)
 	before, _ := s.rt.Get(s.ctx, "r1")
-	res, err := s.rt.Resume(s.ctx, a, "r1")
+	res, err := s.rt.Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusCancelled || res.Error.Code != "deadline" {
 		t.Fatalf("deadline: %+v %v", res, err)
 	}
@@ -535,11 +535,11 @@ func TestRacingResumes(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.runtime(t).Resume(s.ctx, a, "r1")
+		_, err := s.runtime(t).Resume(s.ctx, a, "r1", nil)
 		done <- err
 	}()
 	<-pay.started
-	_, err := s.runtime(t).Resume(s.ctx, a, "r1")
+	_, err := s.runtime(t).Resume(s.ctx, a, "r1", nil)
 	if !errors.Is(err, actoviq.ErrRunHeld) {
 		t.Fatalf("second worker: %v", err)
 	}
@@ -565,7 +565,7 @@ func TestStaleEpochCannotCommit(t *testing.T) {
 	<-pay.started
 	// The lease expires (the worker looks dead) and another worker takes over.
 	s.clock.Advance(2 * time.Minute)
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1")
+	res, err := s.runtime(t).Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusInterrupted || res.Interruptions[0].Kind != actoviq.InterruptReconciliation {
 		t.Fatalf("takeover: %+v %v", res, err)
 	}
@@ -593,7 +593,7 @@ func TestRecoveryPolicyRerunsReads(t *testing.T) {
 	s.clock.Advance(2 * time.Minute) // the first worker "died" while the read ran
 	look.set(func(p *payTool) { p.block = nil })
 	defer close(first)
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1")
+	res, err := s.runtime(t).Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}

@@ -32,7 +32,7 @@ func TestOvertakenRunEndsTyped(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	calls := pA.Calls()
-	res, err = s.rt.Resume(s.ctx, a, "rA", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"})
+	res, err = s.rt.Resume(s.ctx, a, "rA", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "alice"}}})
 	if err != nil {
 		t.Fatalf("resume of the overtaken run: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestOvertakenRunEndsTyped(t *testing.T) {
 	if pA.Calls() != calls || pay.count() != 0 {
 		t.Fatalf("the overtaken run called the model (%d calls) or the tool (%d)", pA.Calls()-calls, pay.count())
 	}
-	if res, err := s.rt.Resume(s.ctx, a, "rA"); err != nil || res.Status != actoviq.StatusFailed || pA.Calls() != calls {
+	if res, err := s.rt.Resume(s.ctx, a, "rA", nil); err != nil || res.Status != actoviq.StatusFailed || pA.Calls() != calls {
 		t.Fatalf("second resume: %+v %v, %d model calls", res, err, pA.Calls()-calls)
 	}
 	st, _ := s.st.SessionLoad(s.ctx, &store.SessionLoadParams{Tenant: "default", SessionID: "s1"})

@@ -53,7 +53,7 @@ func TestDecideSettlesCallOfCancelledRun(t *testing.T) {
 		t.Fatalf("run %s, entry %s resolution %+v", info.Status, en.State, en.Resolution)
 	}
 	// The run does not continue.
-	res, err := s.rt.Resume(s.ctx, a, "r1")
+	res, err := s.rt.Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusCancelled || pay.count() != 1 {
 		t.Fatalf("resume of the cancelled run: %+v %v, %d calls", res, err, pay.count())
 	}
@@ -74,7 +74,7 @@ func TestDecideSettlesCallOfRunPastDeadline(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	s.clock.Advance(2 * time.Hour)
-	if res, err := s.rt.Resume(s.ctx, a, "r1"); err != nil || res.Status != actoviq.StatusCancelled || res.Error.Code != "deadline" {
+	if res, err := s.rt.Resume(s.ctx, a, "r1", nil); err != nil || res.Status != actoviq.StatusCancelled || res.Error.Code != "deadline" {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if err := s.rt.Decide(s.ctx, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideFailed, By: "ops", Message: "the bank has no such payment"}); err != nil {
@@ -96,12 +96,12 @@ func TestResumeFinishedRunRefusesDecisions(t *testing.T) {
 	if res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r1"}); err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
-	_, err := s.rt.Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"})
+	_, err := s.rt.Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideReexecute, By: "ops"}}})
 	var fin *actoviq.RunFinishedError
 	if !errors.As(err, &fin) || fin.Status != actoviq.StatusCompleted || !strings.Contains(err.Error(), "Runtime.Decide") {
 		t.Fatalf("resume of a completed run with a decision: %v", err)
 	}
-	if res, err := s.rt.Resume(s.ctx, a, "r1"); err != nil || res.Status != actoviq.StatusCompleted {
+	if res, err := s.rt.Resume(s.ctx, a, "r1", nil); err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume without decisions: %+v %v", res, err)
 	}
 }
@@ -209,7 +209,7 @@ func TestCancelDuringSideEffectIsFinal(t *testing.T) {
 	if info.Status != actoviq.StatusCancelled || info.Ledger[0].State != store.LedgerUnknown {
 		t.Fatalf("stored %s, entry %s", info.Status, info.Ledger[0].State)
 	}
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1")
+	res, err := s.runtime(t).Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusCancelled || pay.count() != 1 {
 		t.Fatalf("resume: %+v %v, %d calls", res, err, pay.count())
 	}
@@ -280,7 +280,7 @@ func TestCloseLeavesRunsResumable(t *testing.T) {
 		t.Fatalf("a run driven at Close ended %s (stored %s)", info.Status, info.StoredStatus)
 	}
 	w.block.Store(false)
-	res, err := s.runtime(t).Resume(s.ctx, a, "r1")
+	res, err := s.runtime(t).Resume(s.ctx, a, "r1", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("another runtime's resume: %+v %v", res, err)
 	}
@@ -306,7 +306,7 @@ func TestCloseLeavesRunsResumable(t *testing.T) {
 	if o.err != nil || o.res.Status != actoviq.StatusInterrupted || o.res.Interruptions[0].Kind != actoviq.InterruptReconciliation {
 		t.Fatalf("closed during a side effect: %+v %v, want interrupted for reconciliation", o.res, o.err)
 	}
-	res, err = s.runtime(t).Resume(s.ctx, b, "r2", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops", Result: "paid 5"})
+	res, err = s.runtime(t).Resume(s.ctx, b, "r2", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops", Result: "paid 5"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 {
 		t.Fatalf("another runtime's resume: %+v %v, %d calls", res, err, pay.count())
 	}

@@ -156,7 +156,7 @@ func TestCancelFromAnotherHolderTakesEffect(t *testing.T) {
 		if info.Status != actoviq.StatusCancelled {
 			t.Fatalf("Cancel returned nil, but the run is %s (A's drive ended %+v, %v)", info.Status, d.res, d.err)
 		}
-		_, err = driver.Resume(ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
+		_, err = driver.Resume(ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"}}})
 		if !errors.Is(err, actoviq.ErrRunFinished) {
 			t.Fatalf("approve and resume a cancelled run: %v, want ErrRunFinished", err)
 		}
@@ -205,7 +205,7 @@ func TestCancelThatGivesUpNeverActsLater(t *testing.T) {
 		// heartbeats, and the run completes.
 		resumed := make(chan driveOut, 1)
 		go func() {
-			res, err := later.Resume(ctx, a, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
+			res, err := later.Resume(ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"}}})
 			resumed <- driveOut{res, err}
 		}()
 		<-pay.started
@@ -427,8 +427,8 @@ func TestSettlingParentCallClosesChild(t *testing.T) {
 	if err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("parent %+v %v", res, err)
 	}
-	res, err = s.rt.Resume(s.ctx, parent, "p10", actoviq.Decision{CallID: "c1", RunID: "p10", Kind: actoviq.DecideFailed, By: "op",
-		Message: "not needed any more"})
+	res, err = s.rt.Resume(s.ctx, parent, "p10", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", RunID: "p10", Kind: actoviq.DecideFailed, By: "op",
+		Message: "not needed any more"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("parent after its call was settled: %+v %v", res, err)
 	}
@@ -436,7 +436,7 @@ func TestSettlingParentCallClosesChild(t *testing.T) {
 	if info.Status != actoviq.StatusCancelled {
 		t.Fatalf("the child of a settled call is %s, want cancelled", info.Status)
 	}
-	if _, err := s.rt.Resume(s.ctx, child, "p10.c1", actoviq.Decision{CallID: "k1", Kind: actoviq.DecideApprove, By: "op"}); !errors.Is(err, actoviq.ErrRunFinished) {
+	if _, err := s.rt.Resume(s.ctx, child, "p10.c1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "k1", Kind: actoviq.DecideApprove, By: "op"}}}); !errors.Is(err, actoviq.ErrRunFinished) {
 		t.Fatalf("resume of the closed child: %v, want ErrRunFinished", err)
 	}
 	if pay.count() != 0 {
@@ -477,7 +477,7 @@ func TestReadOnlyChildSurvivesClose(t *testing.T) {
 			t.Fatalf("parent's drive after Close: %+v %v, want ErrClosed", d.res, d.err)
 		}
 		rt2 := newRT(t, st, "B", time.Minute)
-		res, err := rt2.Resume(ctx, mk(scripted.New(scripted.Turn{Text: "child answer"})), "p3")
+		res, err := rt2.Resume(ctx, mk(scripted.New(scripted.Turn{Text: "child answer"})), "p3", nil)
 		if err != nil || res.Status != actoviq.StatusCompleted {
 			t.Fatalf("resume parent: %+v %v", res, err)
 		}
@@ -527,7 +527,7 @@ func TestWorkerKeepsTakeoverVersion(t *testing.T) {
 		}
 		// v2 takes the run over, pays c1 and stops for c2's approval; the
 		// operator approves c2 and hands the run to the workers.
-		if res, err := rt1.Resume(ctx, v2, "rv", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"}); err != nil || res.Status != actoviq.StatusInterrupted {
+		if res, err := rt1.Resume(ctx, v2, "rv", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"}}}); err != nil || res.Status != actoviq.StatusInterrupted {
 			t.Fatalf("v2: %+v %v", res, err)
 		}
 		if err := rt1.Requeue(ctx, "rv", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideApprove, By: "op"}); err != nil {
@@ -583,7 +583,7 @@ func TestWaitReturnsForInterruptedRetrySafeChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rt.Resume(ctx, child, id)
+	res, err := rt.Resume(ctx, child, id, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,11 +623,11 @@ func TestSealedCallWithoutKeyStops(t *testing.T) {
 			if other == "wrong-key" {
 				oc = sealCodec(t, 2)
 			}
-			res, err := s.codecRuntime(t, oc).Resume(s.ctx, a, "r1")
+			res, err := s.codecRuntime(t, oc).Resume(s.ctx, a, "r1", nil)
 			if err != nil || res.Status != actoviq.StatusInterrupted || pay.count() != 0 || len(res.Interruptions) != 1 || res.Interruptions[0].CallID != "c2" {
 				t.Fatalf("a process that cannot open the sealed call: %+v %v, %d payments; want interrupted on c2", res, err, pay.count())
 			}
-			res, err = s.codecRuntime(t, codec).Resume(s.ctx, a, "r1", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideApprove, By: "op"})
+			res, err = s.codecRuntime(t, codec).Resume(s.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c2", Kind: actoviq.DecideApprove, By: "op"}}})
 			if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 || !strings.Contains(pay.calls[0], "sk-live-123") {
 				t.Fatalf("the keyed process: %+v %v, calls %v", res, err, pay.calls)
 			}
@@ -658,7 +658,7 @@ func TestQueuedRunCanBeTakenOver(t *testing.T) {
 		t.Fatalf("v1 under a worker: %+v %v", res, err)
 	}
 	stop()
-	res, err := rt.Resume(ctx, v2, id, actoviq.Decision{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"})
+	res, err := rt.Resume(ctx, v2, id, &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideApprove, By: "op"}}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("v2 taking over a queued run that waits for approval (instructions changed only): %+v %v", res, err)
 	}

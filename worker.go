@@ -282,7 +282,7 @@ func (rt *Runtime) Wait(ctx context.Context, runID string) (*RunResult, error) {
 		if run.Status == store.RunInterrupted {
 			// A Resume under way keeps the stored status until its next
 			// write: interrupted and held is not stopped.
-			h, err := rt.RunHolder(ctx, runID)
+			h, err := rt.runHolder(ctx, runID)
 			stopped = err == nil && (h == nil || !h.Live)
 		}
 		if stopped {

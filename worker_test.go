@@ -384,7 +384,7 @@ func TestWorkerParksUnknownAgentVersion(t *testing.T) {
 	if got == nil || got.Status != actoviq.StatusInterrupted || got.Error == nil || got.Error.Code != "no_agent" {
 		t.Fatalf("parked run: %+v", got)
 	}
-	res, err := rt.Resume(ctx, v1, id)
+	res, err := rt.Resume(ctx, v1, id, nil)
 	if err != nil || res.Status != actoviq.StatusCompleted || res.Error != nil {
 		t.Fatalf("resume with v1: %+v %v (want completed, the parking reason cleared)", res, err)
 	}

@@ -210,7 +210,7 @@ func newTransitions(ctx context.Context, s store.Store, prefix string, n int) *t
 		res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "bench", RunID: id, Fence: &f,
 			Ledger: []store.LedgerWrite{{Entry: &store.LedgerEntry{Tenant: "bench", RunID: id, CallID: "c", Tool: "noop",
 				Effect: "side-effect", State: store.LedgerPrepared, IdempotencyKey: id + ":c", Args: json.RawMessage(`{}`)},
-				Event: &store.Event{Type: "tool.prepared", Data: json.RawMessage(`{"call_id":"c"}`)}}}})
+				Event: &store.EventRecord{Type: "tool.prepared", Data: json.RawMessage(`{"call_id":"c"}`)}}}})
 		check(err)
 		t.runs, t.fence, t.entry = append(t.runs, id), append(t.fence, f), append(t.entry, res.Ledger[0])
 	}
@@ -224,7 +224,7 @@ func (t *transitions) step(ctx context.Context, i int) {
 	next.Attempt++
 	res, err := t.s.RunWrite(ctx, &store.RunWriteParams{Tenant: "bench", RunID: t.runs[i], Fence: &t.fence[i],
 		Ledger: []store.LedgerWrite{{Entry: &next, ExpectedRevision: next.Revision,
-			Event: &store.Event{Type: "tool.started", Data: json.RawMessage(`{"call_id":"c"}`)}}}})
+			Event: &store.EventRecord{Type: "tool.started", Data: json.RawMessage(`{"call_id":"c"}`)}}}})
 	check(err)
 	t.entry[i] = res.Ledger[0]
 }
@@ -327,7 +327,7 @@ func longRun(ctx context.Context, turns int) memResult {
 			check(fmt.Errorf("long run: %s", res.Status))
 		}
 		runtime.ReadMemStats(&after)
-		r, err := st.RunGet(ctx, &store.RunGetParams{Tenant: "default", ID: "long"})
+		r, err := st.RunGet(ctx, &store.RunGetParams{Tenant: store.DefaultTenant, ID: "long"})
 		check(err)
 		runtime.GC()
 		var live runtime.MemStats

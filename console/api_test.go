@@ -205,7 +205,7 @@ func TestRunsListAndGet(t *testing.T) {
 	f.interrupted(f.rt, "run-a")
 	f.clock.Add(time.Second)
 	f.interrupted(f.rt, "run-b")
-	if _, err := f.rt.Resume(context.Background(), f.agent, "run-b", actoviq.Decision{CallID: "call_1", Kind: actoviq.DecideApprove, By: "t"}); err != nil {
+	if _, err := f.rt.Resume(context.Background(), f.agent, "run-b", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "call_1", Kind: actoviq.DecideApprove, By: "t"}}}); err != nil {
 		t.Fatal(err)
 	}
 	f.interrupted(f.other, "acme-run")

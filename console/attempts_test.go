@@ -18,7 +18,7 @@ func TestRunPageAttempts(t *testing.T) {
 	if page := f.callWith(b.c, "GET", "/runs/run-a", "", ""); strings.Contains(string(page.body), `id="attempts-h"`) {
 		t.Error("attempts shown for a call that never started")
 	}
-	if _, err := f.rt.Resume(context.Background(), f.agent, "run-a", actoviq.Decision{CallID: "call_1", Kind: actoviq.DecideApprove, By: "t"}); err != nil {
+	if _, err := f.rt.Resume(context.Background(), f.agent, "run-a", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "call_1", Kind: actoviq.DecideApprove, By: "t"}}}); err != nil {
 		t.Fatal(err)
 	}
 	var v struct {

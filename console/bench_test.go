@@ -34,7 +34,7 @@ func BenchmarkInbox(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%2 == 1 {
-			if _, err := rt.Resume(ctx, agent, id, actoviq.Decision{CallID: "call_1", Kind: actoviq.DecideApprove, By: "b"}); err != nil {
+			if _, err := rt.Resume(ctx, agent, id, &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "call_1", Kind: actoviq.DecideApprove, By: "b"}}}); err != nil {
 				b.Fatal(err)
 			}
 		}

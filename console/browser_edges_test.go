@@ -107,7 +107,7 @@ func TestBrowserConsoleEdges(t *testing.T) {
 
 	// The driving process resumes it; then the ledger at 1280 px: its long
 	// holder name does not cut the table (no horizontal scrolling inside).
-	if res, err := other.Resume(context.Background(), agent, "inv-50"); err != nil || res.Status != actoviq.StatusCompleted {
+	if res, err := other.Resume(context.Background(), agent, "inv-50", nil); err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume: %v %+v", err, res)
 	}
 	f.waitText("#run-status", "completed") // the page follows the run

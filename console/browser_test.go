@@ -214,7 +214,7 @@ func newBrowserFixtureWith(t *testing.T, rcfg *actoviq.Config, change func(*cons
 			f.agentMu.Lock()
 			a := f.agents[info.AgentID]
 			f.agentMu.Unlock()
-			return f.rt.Resume(ctx, a, runID)
+			return f.rt.Resume(ctx, a, runID, nil)
 		},
 	}
 	if change != nil {

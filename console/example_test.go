@@ -28,7 +28,7 @@ func Example() {
 	con, _ := console.New(rt, &console.Config{
 		Tokens: []console.Token{{Secret: "s3cret-token-for-the-example", Operator: "alice"}},
 		Resume: func(ctx context.Context, runID string) (*actoviq.RunResult, error) {
-			return rt.Resume(ctx, agent, runID)
+			return rt.Resume(ctx, agent, runID, nil)
 		},
 	})
 	defer con.Close()

@@ -106,7 +106,7 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 		case actoviq.StatusInterrupted:
 			for _, in := range ir.Interruptions {
 				items = append(items, InboxItem{Kind: string(in.Kind), RunID: r.ID, AgentID: r.AgentID, CallID: in.CallID,
-					Tool: in.Tool, Effect: in.Effect, State: in.State, Since: r.UpdatedAt, Reason: oneLine(in.Reason), Summary: argsSummary(in.Args), Approval: in.Approval})
+					Tool: in.Tool, Effect: in.Effect, State: string(in.State), Since: r.UpdatedAt, Reason: oneLine(in.Reason), Summary: argsSummary(in.Args), Approval: in.Approval})
 			}
 			if len(ir.Interruptions) == 0 {
 				// Every question is answered: the run waits to be resumed.

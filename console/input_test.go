@@ -70,7 +70,7 @@ func TestInputInterruptionAnswer(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("answer: %d %s", r.status, r.body)
 	}
-	res, err := f.rt.Resume(context.Background(), agent, "run-q")
+	res, err := f.rt.Resume(context.Background(), agent, "run-q", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("resume: %+v %v", res, err)
 	}

@@ -238,7 +238,7 @@ func signersText(ss []store.Signoff) string {
 }
 
 // decidedText is the ledger table's "Decided" cell for an approval record.
-func decidedText(d *store.Decision) string {
+func decidedText(d *store.DecisionRecord) string {
 	by := d.By
 	if len(d.Approvers) > 0 {
 		by = signersText(d.Approvers)

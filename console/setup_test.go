@@ -129,7 +129,9 @@ func setup(t *testing.T, o *setupOpts) *fixture {
 		ResumeCommand: func(id string) string { return "actoviq resume " + id + " --store sqlite:test.db" },
 	}
 	if !o.noResume {
-		cfg.Resume = func(ctx context.Context, id string) (*actoviq.RunResult, error) { return rt.Resume(ctx, f.agent, id) }
+		cfg.Resume = func(ctx context.Context, id string) (*actoviq.RunResult, error) {
+			return rt.Resume(ctx, f.agent, id, nil)
+		}
 	}
 	if o.cfg != nil {
 		o.cfg(cfg)

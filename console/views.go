@@ -128,8 +128,8 @@ type Call struct {
 	// Probe is the tool's probe answer from the open interruption, if any.
 	Probe *actoviq.ProbeAnswer `json:"probe,omitempty"`
 	// Approval and Resolution are the decisions recorded on the call.
-	Approval   *store.Decision `json:"approval,omitempty"`
-	Resolution *store.Decision `json:"resolution,omitempty"`
+	Approval   *store.DecisionRecord `json:"approval,omitempty"`
+	Resolution *store.DecisionRecord `json:"resolution,omitempty"`
 }
 
 // AuditEntry is one recorded decision: who, when, why, and the evidence
@@ -139,7 +139,7 @@ type AuditEntry struct {
 	CallID string `json:"call_id"`
 	// Tool is the called tool's name.
 	Tool string `json:"tool"`
-	store.Decision
+	store.DecisionRecord
 }
 
 // Driver is a process that drove a run: its holder name, read as
@@ -247,12 +247,12 @@ func callsOf(info *actoviq.RunInfo) []Call {
 func auditOf(info *actoviq.RunInfo) []AuditEntry {
 	var out []AuditEntry
 	for _, en := range info.Ledger {
-		for _, d := range []*store.Decision{en.Approval, en.Resolution} {
+		for _, d := range []*store.DecisionRecord{en.Approval, en.Resolution} {
 			if d != nil {
 				for _, e := range d.Earlier { // approvals that went void (expired) before this one
-					out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, Decision: e})
+					out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, DecisionRecord: e})
 				}
-				out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, Decision: *d})
+				out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, DecisionRecord: *d})
 			}
 		}
 	}

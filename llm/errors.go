@@ -159,14 +159,21 @@ func RedactSecrets(s string) string {
 	})
 }
 
-// StreamInterruptedError ends a model turn whose stream broke after output
-// had been delivered to the caller. The stream is never replayed; Partial
-// holds what arrived, as evidence.
+// StreamInterruptedError ends a stream that broke after output had been
+// delivered to the caller: the transport's event stream, and the model turn
+// read from it. The stream is never replayed (the provider may have done
+// the work, and a replay could differ); Partial holds what arrived, as
+// evidence.
 type StreamInterruptedError struct {
-	// Provider names the adapter whose stream broke.
+	// Provider names the adapter whose stream broke ("transport" when the
+	// transport reports it before an adapter has seen it).
 	Provider string
 	// Partial is the output received before the break; it may be nil.
 	Partial *Response
+	// Delivered is how many stream events the caller received.
+	Delivered int
+	// LastEventID is the last SSE id seen, if any.
+	LastEventID string
 	// Err is the failure that broke the stream.
 	Err error
 }

@@ -52,16 +52,24 @@ type StreamEvent struct {
 	Response *Response
 }
 
-// Attempt describes one failed transport attempt that will be retried.
+// Attempt describes one finished HTTP attempt of a model call. The
+// transport reports every attempt to its OnAttempt hook; a stream carries
+// the failed ones that will be retried, in an EventAttempt.
 type Attempt struct {
-	// Number is the attempt that failed, starting at 1.
+	// Number is the attempt, starting at 1.
 	Number int
-	// Status is the HTTP status, or 0 when no response arrived.
+	// Method and URL identify the request; URL is scrubbed of secrets.
+	Method, URL string
+	// Status is the HTTP status, or the status an SSE error event was
+	// classified as; 0 when the attempt failed without a response.
 	Status int
-	// Wait is the backoff before the next attempt.
-	Wait time.Duration
-	// Err describes the failure. It never contains credentials.
+	// Err is the scrubbed error text, empty when the attempt succeeded. It
+	// never contains credentials.
 	Err string
+	// Retry reports whether another attempt follows.
+	Retry bool
+	// Wait is the wait chosen before the next attempt (0 when Retry is false).
+	Wait time.Duration
 }
 
 // Collect drains a stream and returns its final response.

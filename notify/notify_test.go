@@ -168,7 +168,7 @@ func TestApprovalReachesWebhook(t *testing.T) {
 	}
 
 	// The same question again: deduplicated.
-	res2, err := rt.Resume(t.Context(), agent, res.RunID)
+	res2, err := rt.Resume(t.Context(), agent, res.RunID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

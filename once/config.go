@@ -10,7 +10,6 @@ import (
 
 // Defaults applied to zero fields of [Config].
 const (
-	DefaultTenant       = "default"
 	DefaultLeaseTTL     = 30 * time.Second
 	DefaultPollInterval = 50 * time.Millisecond
 )
@@ -24,7 +23,7 @@ const writeTimeout = 10 * time.Second
 // the Config; changing it afterwards has no effect on a running call.
 type Config struct {
 	// Tenant scopes the key: the same key in two tenants is two unrelated
-	// records. Default (""): "default".
+	// records. Default (""): [store.DefaultTenant].
 	Tenant string
 
 	// Holder names this call in the claim. It must differ between calls that
@@ -59,7 +58,7 @@ func (c *Config) resolve() (Config, error) {
 		return Config{}, err
 	}
 	if r.Tenant == "" {
-		r.Tenant = DefaultTenant
+		r.Tenant = store.DefaultTenant
 	}
 	if r.LeaseTTL == 0 {
 		r.LeaseTTL = DefaultLeaseTTL

@@ -108,7 +108,7 @@ func TestDoTenantsAreSeparate(t *testing.T) {
 		}
 	}
 	// The default tenant is "default".
-	if _, err := bb.s.OnceGet(bb.ctx, &store.OnceGetParams{Tenant: once.DefaultTenant, Key: "k"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := bb.s.OnceGet(bb.ctx, &store.OnceGetParams{Tenant: store.DefaultTenant, Key: "k"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("default tenant: err = %v, want not found", err)
 	}
 }
@@ -126,7 +126,7 @@ func TestDoErrorIsNotRecorded(t *testing.T) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
-	if _, err := bb.s.OnceGet(bb.ctx, &store.OnceGetParams{Tenant: once.DefaultTenant, Key: "k"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := bb.s.OnceGet(bb.ctx, &store.OnceGetParams{Tenant: store.DefaultTenant, Key: "k"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("after error: record err = %v, want not found", err)
 	}
 
@@ -235,7 +235,7 @@ func TestDoRecordsAfterCallerCancelled(t *testing.T) {
 	if err != nil || got != "done" {
 		t.Fatalf("second call: got %q, %v", got, err)
 	}
-	c, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: once.DefaultTenant, Key: once.ClaimKey("k")})
+	c, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: store.DefaultTenant, Key: once.ClaimKey("k")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestDoDecodeError(t *testing.T) {
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v (%T), want *once.DecodeError", err, err)
 	}
-	if de.Key != "k" || de.Tenant != once.DefaultTenant || de.Type != "int" {
+	if de.Key != "k" || de.Tenant != store.DefaultTenant || de.Type != "int" {
 		t.Fatalf("DecodeError = %+v", de)
 	}
 	var ute *json.UnmarshalTypeError
@@ -345,7 +345,7 @@ func TestDoUsesInjectedHolder(t *testing.T) {
 	var holder string
 	_, err := once.DoConfig(bb.ctx, bb.s, "k", &once.Config{NewHolder: func() string { return "worker-7" }},
 		func(ctx context.Context) (int, error) {
-			c, err := bb.s.ClaimGet(ctx, &store.ClaimGetParams{Tenant: once.DefaultTenant, Key: once.ClaimKey("k")})
+			c, err := bb.s.ClaimGet(ctx, &store.ClaimGetParams{Tenant: store.DefaultTenant, Key: once.ClaimKey("k")})
 			if err != nil {
 				return 0, err
 			}

@@ -207,7 +207,7 @@ func TestScrapeRealRuns(t *testing.T) {
 		if err != nil || res.Status != actoviq.StatusInterrupted {
 			t.Fatalf("%v %v", res, err)
 		}
-		res, err = rt.Resume(ctx, a, res.RunID, actoviq.Decision{CallID: "p1", Kind: kind, By: "op"})
+		res, err = rt.Resume(ctx, a, res.RunID, &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "p1", Kind: kind, By: "op"}}})
 		if err != nil || res.Status != actoviq.StatusCompleted {
 			t.Fatalf("resume after %s: %v %v", kind, res, err)
 		}

@@ -27,7 +27,7 @@ func ExampleFence() {
 
 	_, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r1",
 		Fence:  &store.Fence{Key: key, Holder: "worker-a", Epoch: old.Epoch},
-		Events: []*store.Event{{Type: "late.write"}}})
+		Events: []*store.EventRecord{{Type: "late.write"}}})
 	fmt.Println(errors.Is(err, store.ErrFenced))
 	// Output:
 	// epochs: 1 2

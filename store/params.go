@@ -5,6 +5,12 @@ import (
 	"time"
 )
 
+// DefaultTenant is the tenant a runtime, a CLI command or [once] uses when
+// none is named. Its idempotency keys carry no tenant prefix.
+//
+// [once]: https://pkg.go.dev/github.com/actoviq/actoviq-go/once
+const DefaultTenant = "default"
+
 // ClaimAcquireParams asks for a claim. It succeeds when the claim is free,
 // expired, released, or already held by the same holder (which renews it and
 // keeps the epoch). Otherwise it returns a [*ClaimHeldError].
@@ -211,7 +217,7 @@ type LedgerWrite struct {
 	// of RunWriteParams.Events (see there). Nil stores the entry without
 	// an event of its own (an event of RunWriteParams.Events describes
 	// it), as a record of its own.
-	Event *Event
+	Event *EventRecord
 }
 
 // RunWriteParams is one atomic write to a run: an optional run update,
@@ -230,12 +236,12 @@ type RunWriteParams struct {
 	Ledger []LedgerWrite
 	// Events are appended with the next sequence numbers of the run, in
 	// order, followed by the Event of each ledger write, in Ledger order.
-	Events []*Event
+	Events []*EventRecord
 }
 
 // AllEvents returns the events of the write in the order they are
 // numbered: Events, then the Event of each ledger write.
-func (p *RunWriteParams) AllEvents() []*Event {
+func (p *RunWriteParams) AllEvents() []*EventRecord {
 	n := len(p.Events)
 	for _, w := range p.Ledger {
 		if w.Event != nil {
@@ -245,7 +251,7 @@ func (p *RunWriteParams) AllEvents() []*Event {
 	if n == len(p.Events) {
 		return p.Events
 	}
-	out := make([]*Event, 0, n)
+	out := make([]*EventRecord, 0, n)
 	out = append(out, p.Events...)
 	for _, w := range p.Ledger {
 		if w.Event != nil {
@@ -264,7 +270,7 @@ type RunWriteResult struct {
 	Ledger []*LedgerEntry
 	// Events are the events as stored, with their sequence numbers, in
 	// sequence order (see [RunWriteParams.AllEvents]).
-	Events []*Event
+	Events []*EventRecord
 }
 
 // SessionAppendParams appends items to a session journal if its revision is

@@ -17,7 +17,7 @@ type Store interface {
 	ClaimRenew(ctx context.Context, p *ClaimRenewParams) (*Claim, error)
 
 	// EventList lists a run's events.
-	EventList(ctx context.Context, p *EventListParams) ([]*Event, error)
+	EventList(ctx context.Context, p *EventListParams) ([]*EventRecord, error)
 
 	// LedgerGet reads one ledger entry.
 	LedgerGet(ctx context.Context, p *LedgerGetParams) (*LedgerEntry, error)

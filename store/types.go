@@ -142,9 +142,9 @@ type LedgerEntry struct {
 	// Error is the persisted runtime error of the last attempt, if any.
 	Error json.RawMessage
 	// Approval records the approval decision, if one was needed.
-	Approval *Decision
+	Approval *DecisionRecord
 	// Resolution records how an unknown outcome was settled.
-	Resolution *Decision
+	Resolution *DecisionRecord
 	// Holder and Epoch identify the worker that last moved the entry.
 	Holder string
 	// Epoch is that worker's claim epoch.
@@ -162,9 +162,9 @@ type LedgerEntry struct {
 	CommittedAt time.Time
 }
 
-// Decision is a recorded decision on a ledger entry: an approval or
+// DecisionRecord is a recorded decision on a ledger entry: an approval or
 // rejection, or the settlement of an unknown outcome.
-type Decision struct {
+type DecisionRecord struct {
 	// Kind is approve, reject, committed, failed, re-execute or probe.
 	Kind string `json:"kind"`
 	// By names who decided ("probe:<tool>" or "runtime" when no person did).
@@ -220,7 +220,7 @@ type Decision struct {
 	// Earlier are the approvals of this call that went void (expired, or
 	// a partial approval whose binding no longer held) before this one,
 	// oldest first, kept for the record.
-	Earlier []Decision `json:"earlier,omitempty"`
+	Earlier []DecisionRecord `json:"earlier,omitempty"`
 }
 
 // Seen is what a person was shown when deciding.
@@ -250,9 +250,9 @@ type Signoff struct {
 	Seen *Seen `json:"seen,omitempty"`
 }
 
-// Event is one run event in the stable envelope of SPEC §9. Seq is assigned
+// EventRecord is one run event as stored, in the stable envelope of SPEC §9. Seq is assigned
 // by the store, gapless per run, starting at 1.
-type Event struct {
+type EventRecord struct {
 	// Tenant and RunID name the run.
 	Tenant string
 	// RunID is the run's id.

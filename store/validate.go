@@ -164,7 +164,7 @@ func (p *RunWriteParams) Validate() error {
 	return nil
 }
 
-func checkEvent(f string, ev *Event) error {
+func checkEvent(f string, ev *EventRecord) error {
 	return firstErr(need(f+".Type", ev.Type), optionalJSON(f+".Data", ev.Data))
 }
 

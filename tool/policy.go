@@ -5,20 +5,20 @@ import (
 	"encoding/json"
 )
 
-// Decision is a policy's answer. Its string values are persisted.
-type Decision string
+// Permission is a policy's answer. Its string values are persisted.
+type Permission string
 
-// The decisions. Any other value, including "", is treated as Deny.
+// The permissions. Any other value, including "", is treated as Deny.
 const (
-	Allow Decision = "allow"
-	Deny  Decision = "deny"
-	Ask   Decision = "ask"
+	Allow Permission = "allow"
+	Deny  Permission = "deny"
+	Ask   Permission = "ask"
 )
 
 // Verdict is a policy decision with its reason.
 type Verdict struct {
-	// Decision is Allow, Deny or Ask.
-	Decision Decision
+	// Permission is Allow, Deny or Ask.
+	Permission Permission
 	// Reason explains a Deny or Ask to the model or the approver.
 	Reason string
 }
@@ -45,7 +45,7 @@ func DefaultPolicy() Policy { return PolicyFunc(defaultDecide) }
 
 func defaultDecide(_ context.Context, spec Spec, _ json.RawMessage) Verdict {
 	if spec.RequireApproval {
-		return Verdict{Decision: Ask, Reason: "tool requires approval"}
+		return Verdict{Permission: Ask, Reason: "tool requires approval"}
 	}
-	return Verdict{Decision: Allow}
+	return Verdict{Permission: Allow}
 }

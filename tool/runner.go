@@ -212,7 +212,7 @@ func (r *Runner) check(ctx context.Context, call *Call) (*entry, json.RawMessage
 		// A policy that panics has not allowed anything: fail closed.
 		return nil, nil, &Error{Kind: KindDenied, Tool: name, Err: perr}
 	}
-	switch verdict.Decision {
+	switch verdict.Permission {
 	case Allow:
 	case Ask:
 		if !call.Approved {

@@ -93,7 +93,7 @@ func TestRunnerBranches(t *testing.T) {
 		{name: "validation bad json", call: tool.Call{Args: json.RawMessage(`{"to":`)}, wantKind: tool.KindValidation},
 		{name: "denied", call: tool.Call{Args: good, Approved: true}, wantKind: tool.KindDenied,
 			policy: tool.PolicyFunc(func(context.Context, tool.Spec, json.RawMessage) tool.Verdict {
-				return tool.Verdict{Decision: tool.Deny, Reason: "over limit"}
+				return tool.Verdict{Permission: tool.Deny, Reason: "over limit"}
 			}),
 			check: func(t *testing.T, _ tool.Result, err *tool.Error) {
 				if !strings.Contains(err.Error(), "over limit") {
@@ -107,9 +107,9 @@ func TestRunnerBranches(t *testing.T) {
 		{name: "policy sees args", call: tool.Call{Args: json.RawMessage(`{"to":"eve","amount":9}`)}, wantKind: tool.KindApprovalRequired,
 			policy: tool.PolicyFunc(func(_ context.Context, _ tool.Spec, args json.RawMessage) tool.Verdict {
 				if strings.Contains(string(args), "eve") {
-					return tool.Verdict{Decision: tool.Ask}
+					return tool.Verdict{Permission: tool.Ask}
 				}
-				return tool.Verdict{Decision: tool.Allow}
+				return tool.Verdict{Permission: tool.Allow}
 			})},
 		{name: "cancelled before start", ctx: cancelled, call: tool.Call{Args: good}, wantKind: tool.KindCancelled},
 		{name: "deadline passed before start", ctx: expired, call: tool.Call{Args: good}, wantKind: tool.KindTimeout},

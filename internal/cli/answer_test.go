@@ -75,7 +75,7 @@ func TestResolveAnswer(t *testing.T) {
 	}
 	rt, done = open()
 	defer done()
-	res, err = rt.Resume(context.Background(), agent, "run-a")
+	res, err = rt.Resume(context.Background(), agent, "run-a", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted || strings.Join(ask.got, ",") != `{"ok":true}` {
 		t.Fatalf("resume: %+v %v; the tool got %v", res, err, ask.got)
 	}

@@ -36,7 +36,7 @@ type auditRecord struct {
 	At     time.Time `json:"at"`
 	// Decision is the record as stored: reason, note, what was seen,
 	// every approver with what each saw, the policy versions, evidence.
-	Decision *store.Decision `json:"decision,omitempty"`
+	Decision *store.DecisionRecord `json:"decision,omitempty"`
 	// AgentChange is an agent version that took the run over.
 	AgentChange *actoviq.AgentChangeRecord `json:"agent_change,omitempty"`
 }
@@ -155,7 +155,7 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 // auditOf lists the recorded decisions of one run.
 func auditOf(tenant string, info *actoviq.RunInfo) []auditRecord {
 	var out []auditRecord
-	add := func(en *store.LedgerEntry, d *store.Decision, status string) {
+	add := func(en *store.LedgerEntry, d *store.DecisionRecord, status string) {
 		c := *d
 		c.Earlier = nil
 		r := auditRecord{Schema: 1, Tenant: tenant, RunID: info.ID, AgentID: info.AgentID, CallID: en.CallID, Tool: en.Tool,
@@ -163,7 +163,7 @@ func auditOf(tenant string, info *actoviq.RunInfo) []auditRecord {
 		out = append(out, r)
 	}
 	for _, en := range info.Ledger {
-		for _, d := range []*store.Decision{en.Approval, en.Resolution} {
+		for _, d := range []*store.DecisionRecord{en.Approval, en.Resolution} {
 			if d == nil {
 				continue
 			}
@@ -184,7 +184,7 @@ func auditOf(tenant string, info *actoviq.RunInfo) []auditRecord {
 	return out
 }
 
-func statusOf(d *store.Decision) string {
+func statusOf(d *store.DecisionRecord) string {
 	switch {
 	case !d.ExpiredAt.IsZero():
 		return "expired"

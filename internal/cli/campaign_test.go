@@ -219,7 +219,7 @@ func campaign(t *testing.T, storeURL string, nRuns, nWorkers int) {
 		if time.Now().After(deadline) {
 			for _, r := range runs {
 				if r.Status != actoviq.StatusCompleted {
-					h, _ := rt.RunHolder(ctx, r.ID)
+					h := holderOf(ctx, rt, r.ID)
 					t.Errorf("lost or stuck: run %s is %s (holder %+v)", r.ID, r.Status, h)
 					c.lost++
 				}
@@ -389,4 +389,13 @@ func writeFile(t *testing.T, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// holderOf is the run's claim as Get reads it; nil when Get fails.
+func holderOf(ctx context.Context, rt *actoviq.Runtime, runID string) *actoviq.RunClaim {
+	info, err := rt.Get(ctx, runID)
+	if err != nil {
+		return nil
+	}
+	return info.Holder
 }

@@ -36,7 +36,7 @@ type common struct {
 
 func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.store, "store", "", "store URL: sqlite:PATH or postgres://... (default $ACTOVIQ_STORE, else sqlite:actoviq.db)")
-	cmd.Flags().StringVar(&c.tenant, "tenant", "default", "tenant name")
+	cmd.Flags().StringVar(&c.tenant, "tenant", store.DefaultTenant, "tenant name")
 	cmd.Flags().StringVar(&c.approvals, "approvals", "", "approvals policy file: who may approve, reject or settle which calls (default $ACTOVIQ_APPROVALS; none: anyone named)")
 }
 

@@ -302,7 +302,7 @@ func (e *env) consoleResume(ctx context.Context, rt *actoviq.Runtime, f *console
 		return nil, fmt.Errorf("%v: %w", err, console.ErrCannotResume)
 	}
 	defer closer.Close()
-	return rt.Resume(ctx, agent, info.ID)
+	return rt.Resume(ctx, agent, info.ID, nil)
 }
 
 // providerReady says whether the provider's key is in this environment

@@ -73,7 +73,7 @@ func (e *env) demoChildCmd() *cobra.Command {
 			}
 			defer rt.Close()
 			bank := &bankTool{path: bankPath, crash: crash, out: e.stdout}
-			_, err = rt.ResumeWith(cmd.Context(), demoAgent(bank, noProbe), runID, nil, newPrinter(e.stdout, e.stderr, false))
+			_, err = rt.Resume(cmd.Context(), demoAgent(bank, noProbe), runID, &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{newPrinter(e.stdout, e.stderr, false)}})
 			return err
 		},
 	}
@@ -262,7 +262,7 @@ func (e *env) demo(ctx context.Context, o demoOpts) error {
 			"--crash before-pay), the run would stop with a reconciliation interruption for a person.)")
 	}
 	p = newPrinter(e.stdout, e.stderr, false)
-	res, err = rt.ResumeWith(ctx, agent, runID, nil, p)
+	res, err = rt.Resume(ctx, agent, runID, &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{p}})
 	p.stop()
 	p.newline()
 	if err != nil {
@@ -298,7 +298,7 @@ func (e *env) demo(ctx context.Context, o demoOpts) error {
 		}
 		n.say("recorded %s by demo-operator; resuming", d.Kind)
 		p = newPrinter(e.stdout, e.stderr, false)
-		res, err = rt.ResumeWith(ctx, agent, runID, nil, p)
+		res, err = rt.Resume(ctx, agent, runID, &actoviq.ResumeOptions{Sinks: []actoviq.EventSink{p}})
 		p.stop()
 		p.newline()
 		if err != nil {

@@ -161,7 +161,7 @@ func (e *env) demoHTTP(ctx context.Context, n *demoNarrator, open func() (*actov
 	in := res.Interruptions[0]
 	n.say("run %s: %s for %s: a timeout after the request left is an unknown outcome, never a failure.", runID, res.Status, in.Kind)
 	n.say("Resuming runs the tool's probe: it sends the same request with the same key (%s).", in.IdempotencyKey)
-	res, err = rt.Resume(ctx, agent, runID)
+	res, err = rt.Resume(ctx, agent, runID, nil)
 	if err != nil {
 		return err
 	}

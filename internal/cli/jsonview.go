@@ -69,28 +69,28 @@ type runJSON struct {
 }
 
 type ledgerJSON struct {
-	CallID         string          `json:"call_id"`
-	Tool           string          `json:"tool"`
-	Effect         string          `json:"effect,omitempty"`
-	State          string          `json:"state"`
-	Outcome        string          `json:"outcome,omitempty"`
-	Turn           int             `json:"turn,omitempty"`
-	Index          int             `json:"index,omitempty"`
-	IdempotencyKey string          `json:"idempotency_key,omitempty"`
-	Attempt        int             `json:"attempt,omitempty"`
-	ArgsDigest     string          `json:"args_digest,omitempty"`
-	Args           json.RawMessage `json:"args,omitempty"`
-	Result         json.RawMessage `json:"result,omitempty"`
-	Error          json.RawMessage `json:"error,omitempty"`
-	Approval       *store.Decision `json:"approval,omitempty"`
-	Resolution     *store.Decision `json:"resolution,omitempty"`
-	Holder         string          `json:"holder,omitempty"`
-	Epoch          int64           `json:"epoch,omitempty"`
-	Revision       int64           `json:"revision,omitempty"`
-	CreatedAt      time.Time       `json:"created_at,omitzero"`
-	UpdatedAt      time.Time       `json:"updated_at,omitzero"`
-	StartedAt      time.Time       `json:"started_at,omitzero"`
-	CommittedAt    time.Time       `json:"committed_at,omitzero"`
+	CallID         string                `json:"call_id"`
+	Tool           string                `json:"tool"`
+	Effect         string                `json:"effect,omitempty"`
+	State          string                `json:"state"`
+	Outcome        string                `json:"outcome,omitempty"`
+	Turn           int                   `json:"turn,omitempty"`
+	Index          int                   `json:"index,omitempty"`
+	IdempotencyKey string                `json:"idempotency_key,omitempty"`
+	Attempt        int                   `json:"attempt,omitempty"`
+	ArgsDigest     string                `json:"args_digest,omitempty"`
+	Args           json.RawMessage       `json:"args,omitempty"`
+	Result         json.RawMessage       `json:"result,omitempty"`
+	Error          json.RawMessage       `json:"error,omitempty"`
+	Approval       *store.DecisionRecord `json:"approval,omitempty"`
+	Resolution     *store.DecisionRecord `json:"resolution,omitempty"`
+	Holder         string                `json:"holder,omitempty"`
+	Epoch          int64                 `json:"epoch,omitempty"`
+	Revision       int64                 `json:"revision,omitempty"`
+	CreatedAt      time.Time             `json:"created_at,omitzero"`
+	UpdatedAt      time.Time             `json:"updated_at,omitzero"`
+	StartedAt      time.Time             `json:"started_at,omitzero"`
+	CommittedAt    time.Time             `json:"committed_at,omitzero"`
 }
 
 func runRows(runs []*actoviq.RunInfo) runListJSON {

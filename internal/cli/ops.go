@@ -172,8 +172,8 @@ func stalledItems(ctx context.Context, rt *actoviq.Runtime) ([]notify.Item, erro
 	for _, r := range runs {
 		it := notify.Item{Kind: notify.KindStalled, RunID: r.ID, At: r.UpdatedAt,
 			Reason: "its worker stopped (the claim expired or its process died); resume it to apply the recovery rules"}
-		if c, err := rt.RunHolder(ctx, r.ID); err == nil && c != nil {
-			it.Epoch = c.Epoch
+		if info, err := rt.Get(ctx, r.ID); err == nil && info.Holder != nil {
+			it.Epoch = info.Holder.Epoch
 		}
 		items = append(items, it)
 	}

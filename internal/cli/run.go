@@ -11,6 +11,8 @@ import (
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
 func (e *env) runCmd() *cobra.Command {
@@ -154,7 +156,7 @@ func (e *env) resumeCmd() *cobra.Command {
 			opts.Sinks = []actoviq.EventSink{out}
 			dctx, stop := shutdownOnSignal(ctx, rt)
 			defer stop()
-			res, err := rt.ResumeWithOptions(dctx, agent, info.ID, opts)
+			res, err := rt.Resume(dctx, agent, info.ID, opts)
 			if err == nil {
 				out.stop()
 				rf.reportChanges(e, info.ID)
@@ -182,7 +184,7 @@ func (e *env) lookupErr(c *common, runID string, err error) error {
 
 func tenantOf(c *common) string {
 	if c.tenant == "" {
-		return "default"
+		return store.DefaultTenant
 	}
 	return c.tenant
 }
@@ -255,7 +257,7 @@ func storeFlags(c *common) string {
 	if c.store != "" {
 		fmt.Fprintf(&b, " --store %s", shellQuote(redactURL(c.store)))
 	}
-	if c.tenant != "" && c.tenant != "default" {
+	if c.tenant != "" && c.tenant != store.DefaultTenant {
 		fmt.Fprintf(&b, " --tenant %s", shellQuote(c.tenant))
 	}
 	return b.String()
@@ -320,7 +322,7 @@ func printInterruption(w io.Writer, in *actoviq.Interruption) {
 			fmt.Fprintf(w, " (error: %s)", in.Probe.Error)
 		}
 		fmt.Fprintln(w)
-		if in.Probe.Outcome == "not_executed" {
+		if in.Probe.Outcome == tool.ProbeNotExecuted {
 			fmt.Fprintln(w, "  a probe that finds nothing cannot prove the call will not land later (a request may still be in flight),")
 			fmt.Fprintln(w, "  so a person decides: --failed if it did not happen, --reexecute to send it again with the same key")
 		}

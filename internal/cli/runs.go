@@ -143,14 +143,13 @@ func (e *env) runsShowCmd() *cobra.Command {
 			if err != nil {
 				return e.lookupErr(&c, args[0], err)
 			}
-			holder, _ := rt.RunHolder(cmd.Context(), info.ID)
+			holder := info.Holder
 			attempts, err := rt.Attempts(cmd.Context(), info.ID)
 			if err != nil {
 				return e.lookupErr(&c, args[0], err)
 			}
 			if jsonOut {
 				v := runView(info)
-				v.Holder = holder
 				v.Attempts = attempts
 				return writeJSON(e, v)
 			}

@@ -148,7 +148,7 @@ func BenchmarkWorkerTakeover(b *testing.B) {
 			b.Fatal(err)
 		}
 		for {
-			h, _ := rt.RunHolder(ctx, id)
+			h := holderOf(ctx, rt, id)
 			if h != nil && h.Live && h.PID == first.cmd.Process.Pid {
 				break
 			}
@@ -159,7 +159,7 @@ func BenchmarkWorkerTakeover(b *testing.B) {
 		killed := time.Now()
 		_ = first.cmd.Process.Signal(syscall.SIGKILL)
 		for {
-			h, _ := rt.RunHolder(ctx, id)
+			h := holderOf(ctx, rt, id)
 			if h != nil && h.Live && h.PID == second.cmd.Process.Pid {
 				break
 			}

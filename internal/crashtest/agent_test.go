@@ -242,7 +242,7 @@ func randHex(n int) string {
 func resumeWhenFree(ctx context.Context, rt *actoviq.Runtime, a *actoviq.AgentSpec, runID string, decisions ...actoviq.Decision) (*actoviq.RunResult, error) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		res, err := rt.Resume(ctx, a, runID, decisions...)
+		res, err := rt.Resume(ctx, a, runID, &actoviq.ResumeOptions{Decisions: decisions})
 		var held *actoviq.RunHeldError
 		if !errors.As(err, &held) || time.Now().After(deadline) {
 			return res, err

@@ -130,7 +130,7 @@ func checkBeforeJournal(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	res, err := rt.Resume(ctx, fixtureAgent("fx-approve", true, &pays,
-		fixtureCall("c1", "look", `{}`), fixtureCall("c2", "pay", `{"to":"ada","amount":5}`), scripted.Turn{Text: "paid ada"}), "wait")
+		fixtureCall("c1", "look", `{}`), fixtureCall("c2", "pay", `{"to":"ada","amount":5}`), scripted.Turn{Text: "paid ada"}), "wait", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted || pays.Load() != 1 {
 		t.Fatalf("resume of the old waiting run: %+v, %v, %d payments", res, err, pays.Load())
 	}
@@ -163,7 +163,7 @@ func checkBeforeJournal(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	res, err = rt.Resume(ctx, fixtureAgent("fx", false, &pays,
-		fixtureCall("c1", "pay", `{"to":"bob","amount":7}`), scripted.Turn{Text: "settled"}), "unknown")
+		fixtureCall("c1", "pay", `{"to":"bob","amount":7}`), scripted.Turn{Text: "settled"}), "unknown", nil)
 	if err != nil || res.Status != actoviq.StatusCompleted || pays.Load() != 1 {
 		t.Fatalf("resume of the old unknown run: %+v, %v, %d payments", res, err, pays.Load())
 	}

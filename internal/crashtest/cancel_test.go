@@ -119,7 +119,7 @@ func TestCancelAcrossProcesses(t *testing.T) {
 					t.Fatalf("%d effects on disk, want the one in flight: %v", len(got), got)
 				}
 				// A later resume does nothing: the run is cancelled for good.
-				res, err := rt.Resume(ctx, newAgent(tool.SideEffect, actoviq.RecoveryPolicy{}, b.counter, nil), b.runID)
+				res, err := rt.Resume(ctx, newAgent(tool.SideEffect, actoviq.RecoveryPolicy{}, b.counter, nil), b.runID, nil)
 				if err != nil || res.Status != actoviq.StatusCancelled || len(readEffects(t, b.counter)) != 1 {
 					t.Fatalf("resume of the cancelled run: %+v %v", res, err)
 				}

@@ -184,7 +184,7 @@ func runScenario(t *testing.T, bk backend, sc scenario) {
 			t.Fatalf("the interrupted resume ran the tool: %d effects, want %d: %v", len(got), want.atKill, got)
 		}
 		dec := actoviq.Decision{CallID: callID, Kind: want.decide, By: "test", Reason: "crash test", Result: "ok"}
-		res, err = rt.Resume(ctx, agent, b.runID, dec)
+		res, err = rt.Resume(ctx, agent, b.runID, &actoviq.ResumeOptions{Decisions: []actoviq.Decision{dec}})
 		if err != nil {
 			t.Fatalf("resume with %s: %v", want.decide, err)
 		}
@@ -226,7 +226,7 @@ func TestCrashTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkInterrupted(t, rt, b, res, actoviq.InterruptReconciliation, 2)
-			res, err = rt.Resume(ctx, agent, b.runID, actoviq.Decision{CallID: callID, Kind: actoviq.DecideCommitted, By: "test", Result: "ok"})
+			res, err = rt.Resume(ctx, agent, b.runID, &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: callID, Kind: actoviq.DecideCommitted, By: "test", Result: "ok"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -357,7 +357,7 @@ func checkInterrupted(t *testing.T, rt *actoviq.Runtime, b *bundle, res *actoviq
 			t.Fatalf("%d interruptions, want one: %+v", len(ins), ins)
 		}
 		in := ins[0]
-		if in.Kind != kind || in.CallID != callID || in.IdempotencyKey != b.key || in.Attempt != attempt || in.State != string(store.LedgerStarted) {
+		if in.Kind != kind || in.CallID != callID || in.IdempotencyKey != b.key || in.Attempt != attempt || in.State != store.LedgerStarted {
 			t.Fatalf("interruption %+v; want kind %s, call %s, key %s, attempt %d, state started", in, kind, callID, b.key, attempt)
 		}
 	}

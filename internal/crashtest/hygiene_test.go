@@ -146,13 +146,13 @@ func TestSecretsReachNoStore(t *testing.T) {
 				t.Fatalf("unknown: %+v", res)
 			}
 			// The probe's evidence quotes a token.
-			res, err = rt.Resume(ctx, chargeAgent, "unknown")
+			res, err = rt.Resume(ctx, chargeAgent, "unknown", nil)
 			if err != nil || res.Interruptions[0].Probe == nil {
 				t.Fatalf("probe: %+v %v", res, err)
 			}
-			res, err = rt.Resume(ctx, chargeAgent, "unknown", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops",
+			res, err = rt.Resume(ctx, chargeAgent, "unknown", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops",
 				Result: "charged", ResultData: json.RawMessage(`{"receipt":"r-1","client_secret":"` + plant + `o1"}`),
-				Reason: "checked the PSP, api_key=" + plant + "o2", Note: "x-api-key: " + plant + "o3"})
+				Reason: "checked the PSP, api_key=" + plant + "o2", Note: "x-api-key: " + plant + "o3"}}})
 			if err != nil || res.Status != actoviq.StatusCompleted {
 				t.Fatalf("committed: %+v %v", res, err)
 			}

@@ -104,7 +104,7 @@ func TestCrashSecretArgs(t *testing.T) {
 						// The operator knows it did not happen and asks for a
 						// new attempt under the same key.
 						checkInterrupted(t, rt, b, res, actoviq.InterruptReconciliation, 1)
-						res, err = rt.Resume(ctx, agent, b.runID, actoviq.Decision{CallID: callID, Kind: actoviq.DecideReexecute, By: "test"})
+						res, err = rt.Resume(ctx, agent, b.runID, &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: callID, Kind: actoviq.DecideReexecute, By: "test"}}})
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -89,7 +89,7 @@ func settleAfterFault(t *testing.T, b *bundle) bool {
 	if got := readEffects(t, b.counter); len(got) != 1 {
 		t.Fatalf("the resume ran the tool again: %v", got)
 	}
-	res, err = rt.Resume(ctx, agent, b.runID, actoviq.Decision{CallID: callID, Kind: actoviq.DecideCommitted, By: "test", Reason: "the effect is in the counter file", Result: "ok"})
+	res, err = rt.Resume(ctx, agent, b.runID, &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: callID, Kind: actoviq.DecideCommitted, By: "test", Reason: "the effect is in the counter file", Result: "ok"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -231,7 +231,7 @@ func treeScenario(t *testing.T, exe string, policy actoviq.ChildFailure, point s
 		if round == 4 {
 			t.Fatalf("not completed after %d resumes: %+v", round, res)
 		}
-		res, err = rt.Resume(ctx, a, root) // the root only
+		res, err = rt.Resume(ctx, a, root, nil) // the root only
 		if err != nil {
 			t.Fatalf("resume of the root: %v", err)
 		}

@@ -41,13 +41,13 @@ type bundle struct {
 	srv      *wiretest.Server
 	clock    *wiretest.FakeClock
 	mu       sync.Mutex
-	attempts []transport.Attempt
+	attempts []llm.Attempt
 }
 
-func (b *bundle) Attempts() []transport.Attempt {
+func (b *bundle) Attempts() []llm.Attempt {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]transport.Attempt(nil), b.attempts...)
+	return append([]llm.Attempt(nil), b.attempts...)
 }
 
 // config points a Config at the server with a fake clock and no jitter.
@@ -59,7 +59,7 @@ func (b *bundle) config() *anthropic.Config {
 		Models: map[string]llm.Capabilities{
 			"no-tools": {Streaming: true},
 		},
-		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a transport.Attempt) {
+		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a llm.Attempt) {
 			b.mu.Lock()
 			b.attempts = append(b.attempts, a)
 			b.mu.Unlock()

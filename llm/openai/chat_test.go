@@ -231,7 +231,7 @@ func TestChatStreamCutAfterFirstEvent(t *testing.T) {
 	p := newChat(t, b, nil)
 	resp, err := llm.Collect(p.Stream(context.Background(), textRequest("gpt-test")))
 	var sie *llm.StreamInterruptedError
-	if !errors.As(err, &sie) || !errors.Is(err, llm.ErrStreamInterrupted) || !errors.Is(err, transport.ErrStreamInterrupted) {
+	if !errors.As(err, &sie) || !errors.Is(err, llm.ErrStreamInterrupted) || !errors.Is(err, llm.ErrStreamInterrupted) {
 		t.Fatalf("err = %T %v, want *llm.StreamInterruptedError", err, err)
 	}
 	if sie.Partial == nil || sie.Partial.Text() != "Hello" || resp.Text() != "Hello" {

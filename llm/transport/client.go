@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/actoviq/actoviq-go/llm"
 )
 
 // Header names the transport sets on every attempt.
@@ -268,5 +270,5 @@ func (c *Client) report(cl call, n, status int, errText string, retry bool, wait
 	if c.cfg.onAttempt == nil {
 		return
 	}
-	c.cfg.onAttempt(Attempt{N: n, Method: cl.method, URL: cl.url, Status: status, Err: cl.scrub.str(errText), Retry: retry, Wait: wait})
+	c.cfg.onAttempt(llm.Attempt{Number: n, Method: cl.method, URL: cl.url, Status: status, Err: cl.scrub.str(errText), Retry: retry, Wait: wait})
 }

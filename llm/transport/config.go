@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/actoviq/actoviq-go/llm"
 )
 
 // Defaults used when the matching Config field is zero.
@@ -71,7 +73,7 @@ type Options struct {
 	// OnAttempt, when set, is called synchronously after every attempt,
 	// successful or not, on the calling goroutine. Its text is scrubbed of
 	// secrets. Zero (nil) means no observer.
-	OnAttempt func(Attempt)
+	OnAttempt func(llm.Attempt)
 }
 
 // Config configures a Client: the shared [Options] plus what only the
@@ -98,23 +100,6 @@ type Config struct {
 	MaxErrorBody int
 }
 
-// Attempt describes one finished attempt. It is passed to Config.OnAttempt.
-type Attempt struct {
-	// N is the attempt number, starting at 1.
-	N int
-	// Method and URL identify the request; URL is scrubbed of secrets.
-	Method, URL string
-	// Status is the HTTP status, or the status an SSE error event was
-	// classified as; 0 when the attempt failed without a response.
-	Status int
-	// Err is the scrubbed error text, empty when the attempt succeeded.
-	Err string
-	// Retry reports whether another attempt follows.
-	Retry bool
-	// Wait is the wait chosen before the next attempt (0 when Retry is false).
-	Wait time.Duration
-}
-
 // config is Config with defaults applied.
 type config struct {
 	hc           *http.Client
@@ -122,7 +107,7 @@ type config struct {
 	initial, max time.Duration
 	clock        Clock
 	jitter       func(time.Duration) time.Duration
-	onAttempt    func(Attempt)
+	onAttempt    func(llm.Attempt)
 	redact       []string
 	maxEvent     int
 	maxErrBody   int

@@ -68,7 +68,7 @@
 //
 // Client.Stream retries only until the first event has been delivered to
 // the caller. After that nothing is re-requested: a broken connection ends
-// the stream with *StreamInterruptedError (ErrStreamInterrupted), and the
+// the stream with *llm.StreamInterruptedError (llm.ErrStreamInterrupted), and the
 // events already delivered are the partial output the caller keeps as
 // evidence. Request.ErrorEvent lets an adapter mark an error event inside
 // a 200 stream with the status it stands for; before delivery it is

@@ -10,11 +10,6 @@ import (
 
 // Sentinels callers may branch on with errors.Is.
 var (
-	// ErrStreamInterrupted is matched by *StreamInterruptedError: a stream
-	// broke after at least one event had been delivered. It is never
-	// re-requested by the transport.
-	ErrStreamInterrupted = errors.New("transport: stream interrupted")
-
 	// ErrRetryWaitTooLong is matched when the server asked for a wait
 	// longer than Config.MaxBackoff; the call failed without sleeping.
 	ErrRetryWaitTooLong = errors.New("transport: server asked for a retry wait above the cap")
@@ -102,29 +97,15 @@ func (e *TransportError) Unwrap() []error {
 	return []error{e.Err, e.Cause}
 }
 
-// StreamInterruptedError ends a stream that broke after Delivered events
-// had been handed to the caller. The transport never re-requests such a
-// stream: the provider may have done the work, and a replay could differ.
-// The caller holds the partial output (the delivered events) and should
-// keep it as evidence.
-type StreamInterruptedError struct {
-	// Delivered is how many events the caller received.
-	Delivered int
-	// LastEventID is the last SSE id seen, if any.
-	LastEventID string
-	// Err is the read or decode error that broke the stream.
-	Err error
-
+// scrubbedError is an error whose text had the configured secrets removed;
+// it keeps the original in its chain for errors.Is.
+type scrubbedError struct {
 	msg string
+	err error
 }
 
-func (e *StreamInterruptedError) Error() string { return e.msg }
-
-// Unwrap returns Err.
-func (e *StreamInterruptedError) Unwrap() error { return e.Err }
-
-// Is matches ErrStreamInterrupted.
-func (e *StreamInterruptedError) Is(target error) bool { return target == ErrStreamInterrupted }
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // EventTooLargeError reports an SSE line, or the data of one event, longer
 // than Limit bytes. The decoder stops; it never buffers more than Limit.

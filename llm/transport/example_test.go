@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -61,8 +62,8 @@ func ExampleClient_Do() {
 
 	c, err := transport.New(&transport.Config{
 		Redact: []string{"sk-secret"},
-		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: instantClock{}, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a transport.Attempt) {
-			fmt.Printf("attempt %d: status %d, retry %v after %v\n", a.N, a.Status, a.Retry, a.Wait)
+		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: instantClock{}, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a llm.Attempt) {
+			fmt.Printf("attempt %d: status %d, retry %v after %v\n", a.Number, a.Status, a.Retry, a.Wait)
 		}},
 	})
 	if err != nil {

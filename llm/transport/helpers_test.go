@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -67,13 +68,13 @@ type bundle struct {
 	hc       *http.Client
 	requests *atomic.Int64
 	mu       sync.Mutex
-	attempts []transport.Attempt
+	attempts []llm.Attempt
 }
 
-func (b *bundle) Attempts() []transport.Attempt {
+func (b *bundle) Attempts() []llm.Attempt {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]transport.Attempt(nil), b.attempts...)
+	return append([]llm.Attempt(nil), b.attempts...)
 }
 
 func (b *bundle) req() *transport.Request {
@@ -95,7 +96,7 @@ func setup(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request), 
 	t.Cleanup(tr.CloseIdleConnections)
 	b.hc = &http.Client{Transport: tr}
 	cfg := &transport.Config{
-		Options: transport.Options{HTTPClient: b.hc, Clock: b.clock, Jitter: noJitter, OnAttempt: func(a transport.Attempt) {
+		Options: transport.Options{HTTPClient: b.hc, Clock: b.clock, Jitter: noJitter, OnAttempt: func(a llm.Attempt) {
 			b.mu.Lock()
 			b.attempts = append(b.attempts, a)
 			b.mu.Unlock()
@@ -128,8 +129,8 @@ func statusThen(status, fails int, kv ...string) func(int, http.ResponseWriter, 
 	}
 }
 
-func (b *bundle) attemptsSink() func(transport.Attempt) {
-	return func(a transport.Attempt) {
+func (b *bundle) attemptsSink() func(llm.Attempt) {
+	return func(a llm.Attempt) {
 		b.mu.Lock()
 		b.attempts = append(b.attempts, a)
 		b.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -191,7 +192,7 @@ func TestBackoffSequence(t *testing.T) {
 	}
 	var waits []time.Duration
 	for i, a := range b.Attempts() {
-		if a.N != i+1 || a.Status != 500 || a.Err == "" {
+		if a.Number != i+1 || a.Status != 500 || a.Err == "" {
 			t.Fatalf("attempt %+v", a)
 		}
 		waits = append(waits, a.Wait)
@@ -307,7 +308,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 	t.Parallel()
 	waiting := make(chan struct{})
 	b := setup(t, statusThen(503, 99), func(c *transport.Config) {
-		c.OnAttempt = func(a transport.Attempt) {
+		c.OnAttempt = func(a llm.Attempt) {
 			if a.Retry {
 				close(waiting)
 			}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"iter"
 	"net/http"
+
+	"github.com/actoviq/actoviq-go/llm"
 )
 
 // Stream sends req and yields its Server-Sent Events.
@@ -16,8 +18,8 @@ import (
 // ends before its first event, or whose first event is an error event
 // (see Request.ErrorEvent) classed as retryable, is requested again.
 // Once an event has been delivered:
-//   - a read error ends the sequence with a *StreamInterruptedError
-//     (errors.Is(err, ErrStreamInterrupted)); the stream is not replayed;
+//   - a read error ends the sequence with a *llm.StreamInterruptedError
+//     (errors.Is(err, llm.ErrStreamInterrupted)); the stream is not replayed;
 //   - an error event ends it with a *StatusError whose Event is set;
 //   - a clean end of the body ends it with no error.
 //
@@ -79,8 +81,8 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 				if ctx.Err() != nil {
 					err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 				}
-				yield(Event{}, &StreamInterruptedError{Delivered: delivered, LastEventID: dec.lastID, Err: err,
-					msg: scrub.str(fmt.Sprintf("transport: stream interrupted after %d events: %v", delivered, err))})
+				yield(Event{}, &llm.StreamInterruptedError{Provider: "transport", Delivered: delivered, LastEventID: dec.lastID,
+					Err: &scrubbedError{msg: scrub.str(fmt.Sprintf("after %d events: %v", delivered, err)), err: err}})
 				return
 			}
 			if req.ErrorEvent != nil {

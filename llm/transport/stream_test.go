@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
 
@@ -76,8 +77,8 @@ func TestStreamCutAfterFirstEventNotReplayed(t *testing.T) {
 		panic(http.ErrAbortHandler)
 	}, nil)
 	got, err := collect(b, b.req())
-	var si *transport.StreamInterruptedError
-	if !errors.As(err, &si) || !errors.Is(err, transport.ErrStreamInterrupted) {
+	var si *llm.StreamInterruptedError
+	if !errors.As(err, &si) || !errors.Is(err, llm.ErrStreamInterrupted) {
 		t.Fatalf("err = %v", err)
 	}
 	if fmt.Sprint(got) != "[a b]" || si.Delivered != 2 || si.LastEventID != "e1" || b.requests.Load() != 1 {
@@ -179,7 +180,7 @@ func TestStreamCancelAfterFirstEvent(t *testing.T) {
 		}
 		last = err
 	}
-	if !errors.Is(last, transport.ErrStreamInterrupted) || !errors.Is(last, context.Canceled) || b.requests.Load() != 1 {
+	if !errors.Is(last, llm.ErrStreamInterrupted) || !errors.Is(last, context.Canceled) || b.requests.Load() != 1 {
 		t.Fatalf("err = %v", last)
 	}
 }

@@ -29,7 +29,7 @@ type Store struct {
 	closed   bool
 	runs     map[key]*store.Run
 	ledger   map[key]map[string]*store.LedgerEntry // run key → call id → entry
-	events   map[key][]*store.Event
+	events   map[key][]*store.EventRecord
 	claims   map[key]*store.Claim
 	sessions map[key]*session
 	once     map[key]*store.OnceRecord
@@ -52,7 +52,7 @@ func New(cfg *Config) *Store {
 	s := &Store{
 		runs:     map[key]*store.Run{},
 		ledger:   map[key]map[string]*store.LedgerEntry{},
-		events:   map[key][]*store.Event{},
+		events:   map[key][]*store.EventRecord{},
 		claims:   map[key]*store.Claim{},
 		sessions: map[key]*session{},
 		once:     map[key]*store.OnceRecord{},
@@ -126,7 +126,7 @@ func cloneRun(r *store.Run, withLog bool) (*store.Run, error) {
 	return &c, nil
 }
 
-func cloneDecision(d *store.Decision) *store.Decision {
+func cloneDecision(d *store.DecisionRecord) *store.DecisionRecord {
 	if d == nil {
 		return nil
 	}
@@ -137,7 +137,7 @@ func cloneDecision(d *store.Decision) *store.Decision {
 		// The nested records (what approvers saw, earlier approvals) are
 		// copied whole, so a caller's later change cannot reach the store.
 		b, _ := json.Marshal(d)
-		var deep store.Decision
+		var deep store.DecisionRecord
 		if json.Unmarshal(b, &deep) == nil {
 			// Times keep their monotonic readings, as the shallow copy does.
 			deep.At, deep.ExpiresAt, deep.ExpiredAt, deep.WaitingSince, deep.EscalatedAt = d.At, d.ExpiresAt, d.ExpiredAt, d.WaitingSince, d.EscalatedAt
@@ -170,7 +170,7 @@ func copyEntry(e *store.LedgerEntry) *store.LedgerEntry {
 	return &c
 }
 
-func cloneEvent(e *store.Event) *store.Event {
+func cloneEvent(e *store.EventRecord) *store.EventRecord {
 	c := *e
 	c.Data = cloneJSON(e.Data)
 	return &c
@@ -273,7 +273,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*sto
 }
 
 // EventList implements [store.Store].
-func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.Event, error) {
+func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.EventRecord, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	var out []*store.Event
+	var out []*store.EventRecord
 	for _, e := range s.events[key{p.Tenant, p.RunID}] {
 		if e.Seq <= p.AfterSeq {
 			continue

@@ -99,7 +99,7 @@ func BenchmarkLedgerTransition(b *testing.B) {
 	for b.Loop() {
 		res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: runID, Fence: fence,
 			Ledger: []store.LedgerWrite{{Entry: e, ExpectedRevision: rev,
-				Event: &store.Event{Type: "tool.started", ID: "ev", Data: json.RawMessage(`{"call_id":"c","tool":"charge"}`)}}}})
+				Event: &store.EventRecord{Type: "tool.started", ID: "ev", Data: json.RawMessage(`{"call_id":"c","tool":"charge"}`)}}}})
 		if err != nil {
 			b.Fatal(err)
 		}

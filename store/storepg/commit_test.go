@@ -53,7 +53,7 @@ func TestGroupCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := func() []*store.Event { return []*store.Event{{Type: "e"}} }
+	ev := func() []*store.EventRecord { return []*store.EventRecord{{Type: "e"}} }
 	write := func(wctx context.Context, id string, rev int64, fence *store.Fence) error {
 		_, err := s.RunWrite(wctx, &store.RunWriteParams{Tenant: "t", RunID: id, Fence: fence,
 			Run:    &store.RunUpdate{ExpectedRevision: rev, Status: store.RunRunning, Checkpoint: []byte(`{"n":1}`)},

@@ -10,9 +10,9 @@ import (
 
 // eventArgs returns the stored copies of evs (tenant, run, time filled in)
 // and the event columns of run_write at [3:10].
-func eventArgs(tenant, runID string, evs []*store.Event, now time.Time) ([]*store.Event, []any) {
+func eventArgs(tenant, runID string, evs []*store.EventRecord, now time.Time) ([]*store.EventRecord, []any) {
 	n := len(evs)
-	out := make([]*store.Event, n)
+	out := make([]*store.EventRecord, n)
 	ids, parents, traces, spans, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	times, data := make([]time.Time, n), make([]*string, n)
 	for i, ev := range evs {
@@ -34,7 +34,7 @@ func eventArgs(tenant, runID string, evs []*store.Event, now time.Time) ([]*stor
 }
 
 // EventList implements [store.Store].
-func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.Event, error) {
+func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.EventRecord, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 		return nil, mapErr("list events of run "+p.RunID, err)
 	}
 	defer rows.Close()
-	var out []*store.Event
+	var out []*store.EventRecord
 	for rows.Next() {
 		var (
 			tenant, runID, id, parent, trace, span, typ, data *string
@@ -59,7 +59,7 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 		if seq != nil {
 			d.id = fmt.Sprintf("%s#%d", p.RunID, *seq)
 		}
-		ev := &store.Event{
+		ev := &store.EventRecord{
 			Tenant:      d.str("tenant", tenant),
 			RunID:       d.str("run_id", runID),
 			Seq:         d.i64("seq", seq),

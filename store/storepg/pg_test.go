@@ -177,7 +177,7 @@ func TestFenceBlocksTakeover(t *testing.T) {
 		t.Fatalf("takeover = %+v", c2)
 	}
 	_, err = b.s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: &store.Fence{Key: "run:r", Holder: "a", Epoch: c.Epoch},
-		Events: []*store.Event{{Type: "x"}}})
+		Events: []*store.EventRecord{{Type: "x"}}})
 	var fe *store.FencedError
 	if !errors.As(err, &fe) || fe.CurrentHolder != "b" || fe.CurrentEpoch != c2.Epoch {
 		t.Fatalf("write with the old fence: %v", err)

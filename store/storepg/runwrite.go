@@ -126,15 +126,15 @@ type ledgerArr struct {
 	exp, turn, idx, attempt, epoch           []int64
 	args, result, errs, approval, resolution []*string
 	started, committed                       []*time.Time
-	ev                                       []int32           // 1-based position of the write's event in AllEvents, or 0
-	approvalBack, resolutionBack             []*store.Decision // by input index
+	ev                                       []int32                 // 1-based position of the write's event in AllEvents, or 0
+	approvalBack, resolutionBack             []*store.DecisionRecord // by input index
 	// logSeq is set by the answer: the log row the write added, or 0.
 	logSeq int64
 }
 
 func ledgerArrays(ws []store.LedgerWrite, order []int, plain int) (*ledgerArr, error) {
 	n := len(ws)
-	c := &ledgerArr{ord: make([]int32, 0, n), approvalBack: make([]*store.Decision, n), resolutionBack: make([]*store.Decision, n)}
+	c := &ledgerArr{ord: make([]int32, 0, n), approvalBack: make([]*store.DecisionRecord, n), resolutionBack: make([]*store.DecisionRecord, n)}
 	// Events are numbered plain ones first, then the ledger writes' in
 	// input order (store.RunWriteParams.AllEvents).
 	evPos := make([]int32, n)
@@ -184,7 +184,7 @@ func ledgerArrays(ws []store.LedgerWrite, order []int, plain int) (*ledgerArr, e
 
 // decisionStored encodes a decision as it is stored and returns the value
 // a read gives back.
-func decisionStored(dec *store.Decision) (*string, *store.Decision, error) {
+func decisionStored(dec *store.DecisionRecord) (*string, *store.DecisionRecord, error) {
 	if dec == nil {
 		return nil, nil, nil
 	}
@@ -192,7 +192,7 @@ func decisionStored(dec *store.Decision) (*string, *store.Decision, error) {
 	if err != nil {
 		return nil, nil, &store.InvalidError{Field: "Decision", Reason: err.Error()}
 	}
-	var back store.Decision
+	var back store.DecisionRecord
 	if err := json.Unmarshal(b, &back); err != nil {
 		return nil, nil, &store.InvalidError{Field: "Decision", Reason: err.Error()}
 	}

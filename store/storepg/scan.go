@@ -95,12 +95,12 @@ func (d *decoder) optJSON(col string, v *string) json.RawMessage {
 	return json.RawMessage(*v)
 }
 
-// decision decodes a nullable JSON column holding a *store.Decision.
-func (d *decoder) decision(col string, v *string) *store.Decision {
+// decision decodes a nullable JSON column holding a *store.DecisionRecord.
+func (d *decoder) decision(col string, v *string) *store.DecisionRecord {
 	if v == nil {
 		return nil
 	}
-	var dec store.Decision
+	var dec store.DecisionRecord
 	if err := json.Unmarshal([]byte(*v), &dec); err != nil {
 		d.fail("column %s: %w", col, err)
 		return nil

@@ -103,7 +103,7 @@ func BenchmarkLedgerTransition(b *testing.B) {
 		next.Attempt++
 		res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "bench", RunID: runID, Fence: fence,
 			Ledger: []store.LedgerWrite{{Entry: &next, ExpectedRevision: cur.Revision,
-				Event: &store.Event{Type: "tool.started", ID: "ev", Data: json.RawMessage(`{"call_id":"call-1","tool":"pay","effect":"side-effect"}`)}}}})
+				Event: &store.EventRecord{Type: "tool.started", ID: "ev", Data: json.RawMessage(`{"call_id":"call-1","tool":"pay","effect":"side-effect"}`)}}}})
 		if err != nil {
 			b.Fatal(err)
 		}

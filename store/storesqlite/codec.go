@@ -80,12 +80,12 @@ func (d *decoder) reqJSON(col string, v sql.NullString) json.RawMessage {
 	return d.json(col, v)
 }
 
-func (d *decoder) decision(col string, v sql.NullString) *store.Decision {
+func (d *decoder) decision(col string, v sql.NullString) *store.DecisionRecord {
 	b := d.json(col, v)
 	if b == nil {
 		return nil
 	}
-	var dec store.Decision
+	var dec store.DecisionRecord
 	if err := json.Unmarshal(b, &dec); err != nil {
 		d.fail("column %s: %v", col, err)
 		return nil
@@ -109,11 +109,11 @@ func (d *decoder) result() error {
 
 // normDecision gives a decision the form it has after a round trip through
 // the database, so that what a write returns equals what a read returns.
-func normDecision(d *store.Decision) {
+func normDecision(d *store.DecisionRecord) {
 	d.At = store.Time(d.At)
 }
 
-func encodeDecision(d *store.Decision) (any, *store.Decision, error) {
+func encodeDecision(d *store.DecisionRecord) (any, *store.DecisionRecord, error) {
 	if d == nil {
 		return nil, nil, nil
 	}
@@ -123,7 +123,7 @@ func encodeDecision(d *store.Decision) (any, *store.Decision, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var back store.Decision
+	var back store.DecisionRecord
 	if err := json.Unmarshal(b, &back); err != nil {
 		return nil, nil, err
 	}

@@ -10,9 +10,9 @@ import (
 
 const eventColumns = `tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data`
 
-func scanEvent(sc scanner) (*store.Event, error) {
+func scanEvent(sc scanner) (*store.EventRecord, error) {
 	var (
-		e    store.Event
+		e    store.EventRecord
 		at   int64
 		data sql.NullString
 	)
@@ -30,7 +30,7 @@ func scanEvent(sc scanner) (*store.Event, error) {
 }
 
 // EventList implements [store.Store]: events with Seq > AfterSeq in order.
-func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.Event, error) {
+func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*store.EventRecord, error) {
 	if err := validate(p); err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 		return nil, wrap("list events of run "+p.RunID, mapErr(ctx, err))
 	}
 	defer rows.Close()
-	out := []*store.Event{}
+	out := []*store.EventRecord{}
 	for rows.Next() {
 		e, err := scanEvent(rows)
 		if err != nil {
@@ -62,8 +62,8 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 // insertEvents stores evs with Seq first, first+1, ... inside tx and
 // returns the stored copies. A zero Time is set to now. The rows go in
 // multi-row INSERTs of up to eventChunk rows.
-func insertEvents(ctx context.Context, tx querier, tenant, runID string, first, now int64, evs []*store.Event) ([]*store.Event, error) {
-	out := make([]*store.Event, len(evs))
+func insertEvents(ctx context.Context, tx querier, tenant, runID string, first, now int64, evs []*store.EventRecord) ([]*store.EventRecord, error) {
+	out := make([]*store.EventRecord, len(evs))
 	for start := 0; start < len(evs); start += eventChunk {
 		chunk := evs[start:min(start+eventChunk, len(evs))]
 		args := make([]any, 0, 10*len(chunk))

@@ -35,7 +35,7 @@ const currentEntry = `SELECT rev, created FROM (
 // row is written only if the call's current revision is the expected one
 // and, when fence is not nil, the claim holds; otherwise the reason is
 // read in the same transaction.
-func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store.LedgerWrite, fence *store.Fence) (*store.LedgerEntry, *store.Event, error) {
+func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store.LedgerWrite, fence *store.Fence) (*store.LedgerEntry, *store.EventRecord, error) {
 	e, ev := w.Entry, w.Event
 	approval, approvalBack, err := encodeDecision(e.Approval)
 	if err != nil {

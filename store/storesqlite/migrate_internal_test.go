@@ -71,7 +71,7 @@ func TestMigrateKeepsRows(t *testing.T) {
 	next := *en
 	next.State = store.LedgerCommitted
 	res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Ledger: []store.LedgerWrite{{Entry: &next, ExpectedRevision: 2}},
-		Events: []*store.Event{{Type: "tool.committed", Data: json.RawMessage(`{}`)}}})
+		Events: []*store.EventRecord{{Type: "tool.committed", Data: json.RawMessage(`{}`)}}})
 	if err != nil || res.Events[0].Seq != 3 || res.Ledger[0].Revision != 3 {
 		t.Fatalf("write after migration: %+v, %v", res, err)
 	}

@@ -159,7 +159,7 @@ func TestTwoHandlesRaceRunWrite(t *testing.T) {
 				<-start
 				_, errs[i] = h.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence,
 					Run:    &store.RunUpdate{ExpectedRevision: cur.Revision, Status: store.RunRunning, Checkpoint: json.RawMessage(fmt.Sprintf(`{"h":%d}`, i))},
-					Events: []*store.Event{{Type: "write"}}})
+					Events: []*store.EventRecord{{Type: "write"}}})
 			}()
 		}
 		close(start)
@@ -327,7 +327,7 @@ func TestFullDisk(t *testing.T) {
 	_, err = s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
 		Run:    &store.RunUpdate{ExpectedRevision: 2, Status: store.RunRunning, Checkpoint: big},
 		Ledger: []store.LedgerWrite{{Entry: &store.LedgerEntry{Tenant: "t", RunID: "r", CallID: "c", Tool: "x", State: store.LedgerPrepared, Args: big}}},
-		Events: []*store.Event{{Type: "e", Data: big}, {Type: "e", Data: big}}})
+		Events: []*store.EventRecord{{Type: "e", Data: big}, {Type: "e", Data: big}}})
 	if !errors.Is(err, store.ErrFull) {
 		t.Fatalf("large RunWrite on a full database: %v", err)
 	}
@@ -361,7 +361,7 @@ func TestContextErrorsPassThrough(t *testing.T) {
 	createRun(t, bb.s, "t", "r", store.RunRunning)
 	ctx, cancel := context.WithCancel(bb.ctx)
 	cancel()
-	_, err := bb.s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Events: []*store.Event{{Type: "x"}}})
+	_, err := bb.s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Events: []*store.EventRecord{{Type: "x"}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled write: %v", err)
 	}
@@ -486,7 +486,7 @@ func TestRunWriteMissingRun(t *testing.T) {
 	t.Parallel()
 	bb := setup(t)
 	for name, p := range map[string]*store.RunWriteParams{
-		"events": {Tenant: "t", RunID: "nope", Events: []*store.Event{{Type: "x"}}},
+		"events": {Tenant: "t", RunID: "nope", Events: []*store.EventRecord{{Type: "x"}}},
 		"ledger": {Tenant: "t", RunID: "nope", Ledger: []store.LedgerWrite{{Entry: &store.LedgerEntry{Tenant: "t", RunID: "nope", CallID: "c", Tool: "x", State: store.LedgerPrepared}}}},
 	} {
 		if _, err := bb.s.RunWrite(bb.ctx, p); !errors.Is(err, store.ErrNotFound) {
@@ -521,7 +521,7 @@ func TestFenceOnEveryFirstStatement(t *testing.T) {
 	} {
 		for what, p := range map[string]*store.RunWriteParams{
 			"run update":    {Run: &store.RunUpdate{ExpectedRevision: 1, Status: store.RunCompleted}},
-			"events":        {Events: []*store.Event{{Type: "x"}}},
+			"events":        {Events: []*store.EventRecord{{Type: "x"}}},
 			"ledger insert": {Ledger: []store.LedgerWrite{{Entry: &store.LedgerEntry{Tenant: "t", RunID: "r", CallID: "d", Tool: "x", State: store.LedgerPrepared}}}},
 			"ledger update": {Ledger: []store.LedgerWrite{{Entry: entry(store.LedgerStarted), ExpectedRevision: 1}}},
 		} {

@@ -121,11 +121,11 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			res.Run, fence = &run, nil
 		}
 		if n > 0 {
-			res.Events = make([]*store.Event, 0, n)
+			res.Events = make([]*store.EventRecord, 0, n)
 		}
 		// The first ledger write carries the fence; the run's existence
 		// follows from the foreign key or is checked when a write fails.
-		var ledgerEvents []*store.Event
+		var ledgerEvents []*store.EventRecord
 		if len(p.Ledger) > 0 {
 			res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
 			seq := lastSeq + int64(len(p.Events))
@@ -133,7 +133,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 				w := &p.Ledger[i]
 				var (
 					e   *store.LedgerEntry
-					ev  *store.Event
+					ev  *store.EventRecord
 					err error
 				)
 				if w.Event != nil {

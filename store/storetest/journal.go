@@ -14,15 +14,15 @@ import (
 // The run journal: a ledger transition and its event are one record, and
 // a run's log is appended to, never rewritten.
 
-func ev(typ, id string) *store.Event {
-	return &store.Event{Type: typ, ID: id, TraceID: "tr", SpanID: "sp-" + id, Data: json.RawMessage(`{"id":"` + id + `"}`)}
+func ev(typ, id string) *store.EventRecord {
+	return &store.EventRecord{Type: typ, ID: id, TraceID: "tr", SpanID: "sp-" + id, Data: json.RawMessage(`{"id":"` + id + `"}`)}
 }
 
 func testLedgerRecords(t *testing.T, bb *bundle) {
 	mustCreate(t, bb, newRun("t", "r"))
 	// A model response: one plain event, two prepared entries with theirs.
 	res, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
-		Events: []*store.Event{ev("model.response", "m1")},
+		Events: []*store.EventRecord{ev("model.response", "m1")},
 		Ledger: []store.LedgerWrite{
 			{Entry: entry("t", "r", "b", 1, store.LedgerPrepared), Event: ev("tool.prepared", "pb")},
 			{Entry: entry("t", "r", "a", 0, store.LedgerPrepared), Event: ev("tool.prepared", "pa")},
@@ -76,9 +76,9 @@ func testLedgerRecords(t *testing.T, bb *bundle) {
 	// A write without an event of its own (an event of the write describes
 	// it) moves the entry on too, and the next record follows it.
 	moved := *got
-	moved.Resolution = &store.Decision{Kind: "void", By: "alice", At: bb.clock.Now()}
+	moved.Resolution = &store.DecisionRecord{Kind: "void", By: "alice", At: bb.clock.Now()}
 	res, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
-		Events: []*store.Event{ev("agent.changed", "ac")},
+		Events: []*store.EventRecord{ev("agent.changed", "ac")},
 		Ledger: []store.LedgerWrite{{Entry: &moved, ExpectedRevision: 3}}})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func testLedgerRecords(t *testing.T, bb *bundle) {
 	}
 }
 
-func eventIDs(evs []*store.Event) []string {
+func eventIDs(evs []*store.EventRecord) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = fmt.Sprintf("%s@%d", e.ID, e.Seq)

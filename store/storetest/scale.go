@@ -292,7 +292,7 @@ func testRunPrune(t *testing.T, bb *bundle) {
 	}
 	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "with-events",
 		Ledger: []store.LedgerWrite{{Entry: entry("t1", "with-events", "c1", 0, store.LedgerCommitted)}},
-		Events: []*store.Event{{Type: "a"}, {Type: "b"}}}); err != nil {
+		Events: []*store.EventRecord{{Type: "a"}, {Type: "b"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := acquire1(bb, store.RunClaimKey("done"), "h:1:x", time.Minute); err != nil { // expires

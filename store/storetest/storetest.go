@@ -204,7 +204,7 @@ func testTenantIsolation(t *testing.T, bb *bundle) {
 	mustCreate(t, bb, b)
 	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "A", RunID: "same",
 		Ledger: []store.LedgerWrite{{Entry: entry("A", "same", "c1", 0, store.LedgerPrepared)}},
-		Events: []*store.Event{{Type: "x"}}}); err != nil {
+		Events: []*store.EventRecord{{Type: "x"}}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "B", ID: "same"})
@@ -278,7 +278,7 @@ func testRunWriteAtomic(t *testing.T, bb *bundle) {
 			{Entry: entry("t", "r", "c2", 1, store.LedgerPrepared)},
 			{Entry: entry("t", "r", "c1", 0, store.LedgerStarted), ExpectedRevision: 7},
 		},
-		Events: []*store.Event{{Type: "should-not-exist"}}})
+		Events: []*store.EventRecord{{Type: "should-not-exist"}}})
 	wantConflict(t, err, 7, 1)
 	got, _ := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t", ID: "r"})
 	if got.Revision != 1 || string(got.Checkpoint) != `{"n":0}` || got.EventSeq != 0 {
@@ -404,7 +404,7 @@ func testLedger(t *testing.T, bb *bundle) {
 	started.Attempt = 1
 	started.Holder, started.Epoch = "w1", 3
 	started.StartedAt = bb.clock.Now()
-	started.Approval = &store.Decision{Kind: "approve", By: "alice", At: bb.clock.Now(), Reason: "ok",
+	started.Approval = &store.DecisionRecord{Kind: "approve", By: "alice", At: bb.clock.Now(), Reason: "ok",
 		ArgsDigest: "sha256:x", PolicyVersion: "p1", Evidence: json.RawMessage(`{"shown":true}`)}
 	bb.clock.Advance(time.Second)
 	res2, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
@@ -435,7 +435,7 @@ func testLedger(t *testing.T, bb *bundle) {
 	committed := *got
 	committed.State = store.LedgerCommitted
 	committed.Result = json.RawMessage(`{"call_id":"a","content":"paid"}`)
-	committed.Resolution = &store.Decision{Kind: "probe", By: "probe", At: bb.clock.Now(), Result: json.RawMessage(`{"ok":true}`)}
+	committed.Resolution = &store.DecisionRecord{Kind: "probe", By: "probe", At: bb.clock.Now(), Result: json.RawMessage(`{"ok":true}`)}
 	committed.CommittedAt = bb.clock.Now()
 	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
 		Ledger: []store.LedgerWrite{{Entry: &committed, ExpectedRevision: 2}}}); err != nil {
@@ -461,7 +461,7 @@ func testEvents(t *testing.T, bb *bundle) {
 	mustCreate(t, bb, newRun("t", "r"))
 	for i := range 3 {
 		res, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
-			Events: []*store.Event{{Type: "a", ID: fmt.Sprintf("e%da", i), TraceID: "tr", SpanID: "sp", ParentRunID: "p"},
+			Events: []*store.EventRecord{{Type: "a", ID: fmt.Sprintf("e%da", i), TraceID: "tr", SpanID: "sp", ParentRunID: "p"},
 				{Type: "b", ID: fmt.Sprintf("e%db", i), Data: json.RawMessage(`{"i":1}`)}}})
 		if err != nil {
 			t.Fatal(err)
@@ -481,7 +481,7 @@ func testEvents(t *testing.T, bb *bundle) {
 			if i%2 == 1 {
 				h = h2
 			}
-			if _, err := h.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Events: []*store.Event{{Type: "c"}}}); err != nil {
+			if _, err := h.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Events: []*store.EventRecord{{Type: "c"}}}); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -607,7 +607,7 @@ func testFencing(t *testing.T, bb *bundle) {
 	started := entry("t", "r", "c", 0, store.LedgerStarted)
 	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: oldFence,
 		Run:    &store.RunUpdate{ExpectedRevision: 1, Status: store.RunRunning, Checkpoint: json.RawMessage(`{"n":1}`)},
-		Ledger: []store.LedgerWrite{{Entry: started, ExpectedRevision: 1}}, Events: []*store.Event{{Type: "x"}}})
+		Ledger: []store.LedgerWrite{{Entry: started, ExpectedRevision: 1}}, Events: []*store.EventRecord{{Type: "x"}}})
 	var fe *store.FencedError
 	if !errors.As(err, &fe) || fe.Epoch != 1 || fe.CurrentEpoch != 2 {
 		t.Fatalf("stale epoch write: %v", err)
@@ -618,7 +618,7 @@ func testFencing(t *testing.T, bb *bundle) {
 		t.Fatalf("fenced-out write changed data: %+v %+v", e, r)
 	}
 	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
-		Fence: &store.Fence{Key: "run:never-claimed", Holder: "w1", Epoch: 1}, Events: []*store.Event{{Type: "x"}}})
+		Fence: &store.Fence{Key: "run:never-claimed", Holder: "w1", Epoch: 1}, Events: []*store.EventRecord{{Type: "x"}}})
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("write under a missing claim: %v", err)
 	}

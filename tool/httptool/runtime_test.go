@@ -126,7 +126,7 @@ func TestInProgressThenDone(t *testing.T) {
 			rt := openRuntime(t, filepath.Join(t.TempDir(), "a.db"))
 			agent := payAgent(t, g.srv.URL, dedupes, 0)
 			wantInterrupted(t, run(t, rt, agent), "ask again after 1s")
-			res, err := rt.Resume(context.Background(), agent, "run-1")
+			res, err := rt.Resume(context.Background(), agent, "run-1", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func TestHangsPastTheToolDeadline(t *testing.T) {
 			rt := openRuntime(t, filepath.Join(t.TempDir(), "a.db"))
 			agent := payAgent(t, g.srv.URL, dedupes, 300*time.Millisecond)
 			wantInterrupted(t, run(t, rt, agent), "the side effect may or may not have happened")
-			res, err := rt.Resume(context.Background(), agent, "run-1")
+			res, err := rt.Resume(context.Background(), agent, "run-1", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -253,7 +253,7 @@ func TestKilledAfterTheRequestLeft(t *testing.T) {
 
 			rt := openRuntime(t, path)
 			agent := payAgent(t, g.srv.URL, dedupes, 0)
-			res, err := rt.Resume(context.Background(), agent, "run-1")
+			res, err := rt.Resume(context.Background(), agent, "run-1", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

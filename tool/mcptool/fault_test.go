@@ -219,8 +219,8 @@ func TestFaultWrite(t *testing.T) {
 			}
 			// An operator confirms the effect from the journal; the model's
 			// next call on that server reconnects and works.
-			res, err = f.rt.ResumeWith(f.ctx, a, "r1", []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideCommitted, By: "operator",
-				Reason: "journal shows the write", Result: "wrote first"}}, f.sink())
+			res, err = f.rt.Resume(f.ctx, a, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideCommitted, By: "operator",
+				Reason: "journal shows the write", Result: "wrote first"}}, Sinks: []actoviq.EventSink{f.sink()}})
 			if err != nil {
 				t.Fatal(err)
 			}

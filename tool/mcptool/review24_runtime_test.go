@@ -44,7 +44,7 @@ func TestReviewRuntimeSecondRoundGoesToAPerson(t *testing.T) {
 		t.Fatalf("run %+v, %v", res, err)
 	}
 	answer := actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`{"ok":true}`)}
-	res, err = rt.Resume(ctx, agent, "r2", answer)
+	res, err = rt.Resume(ctx, agent, "r2", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{answer}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestReviewRuntimeSecondRoundGoesToAPerson(t *testing.T) {
 		t.Fatalf("after the first answer: %+v", res)
 	}
 	answer.By = "bob"
-	res, err = rt.Resume(ctx, agent, "r2", answer)
+	res, err = rt.Resume(ctx, agent, "r2", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{answer}})
 	if err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("after the second answer: %+v, %v", res, err)
 	}
@@ -100,7 +100,7 @@ func TestReviewRuntimeConcurrentAnswers(t *testing.T) {
 	ch := make(chan out, 2)
 	for _, by := range []string{"alice", "bob"} {
 		go func() {
-			res, err := rt.Resume(ctx, agent, "r3", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: by, Answer: json.RawMessage(`{"ok":true}`)})
+			res, err := rt.Resume(ctx, agent, "r3", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideAnswer, By: by, Answer: json.RawMessage(`{"ok":true}`)}}})
 			ch <- out{res, err}
 		}()
 	}

@@ -134,7 +134,7 @@ func resumeRun(t *testing.T, s *v26Server, db, toolName string, elicit bool) (*a
 	ctx := context.Background()
 	var res *actoviq.RunResult
 	for {
-		res, err = rt.Resume(ctx, agent, "r1")
+		res, err = rt.Resume(ctx, agent, "r1", nil)
 		var held *actoviq.RunHeldError
 		if !errors.As(err, &held) {
 			break
@@ -371,7 +371,7 @@ func TestRuntimeInputInterruptionAnswered(t *testing.T) {
 	}
 	in := res.Interruptions[0]
 	if in.Kind != actoviq.InterruptInput || in.Input == nil || !strings.Contains(in.Input.Prompt, "Pay 40 EUR to ACME?") ||
-		!strings.Contains(string(in.Input.Schema), `"ok"`) || in.State != string(store.LedgerStarted) {
+		!strings.Contains(string(in.Input.Schema), `"ok"`) || in.State != store.LedgerStarted {
 		t.Fatalf("interruption %+v (input %+v)", in, in.Input)
 	}
 	if p, e := s.counts("r1:c1"); p != 1 || e != 0 {
@@ -379,10 +379,10 @@ func TestRuntimeInputInterruptionAnswered(t *testing.T) {
 	}
 	// An answer must be a JSON object; another decision kind than answer
 	// or failed does not fit a question.
-	if _, err := rt.Resume(ctx, agent, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`true`)}); err == nil {
+	if _, err := rt.Resume(ctx, agent, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`true`)}}}); err == nil {
 		t.Fatal("a non-object answer was accepted")
 	}
-	res, err = rt.Resume(ctx, agent, "r1", actoviq.Decision{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`{"ok":true}`)})
+	res, err = rt.Resume(ctx, agent, "r1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{{CallID: "c1", Kind: actoviq.DecideAnswer, By: "alice", Answer: json.RawMessage(`{"ok":true}`)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,7 +183,7 @@ func driveRun(ctx context.Context, rt *actoviq.Runtime, a *actoviq.AgentSpec, rp
 	}
 	deadline := time.Now().Add(3 * leaseTTL)
 	for {
-		res, err := rt.Resume(ctx, a, rp.ID, decs...)
+		res, err := rt.Resume(ctx, a, rp.ID, &actoviq.ResumeOptions{Decisions: decs})
 		if !errors.Is(err, actoviq.ErrRunHeld) || time.Now().After(deadline) {
 			return res, err
 		}

@@ -171,7 +171,7 @@ func takeoverPool(ctx context.Context, rt *actoviq.Runtime, w world, sp childSpe
 			resumes = append(resumes, done)
 			go func() { // the takeover: v2 resumes the run
 				defer close(done)
-				if _, err := rt.Resume(ctx, v2, rp.ID, decs...); err != nil && !errors.Is(err, actoviq.ErrDecision) {
+				if _, err := rt.Resume(ctx, v2, rp.ID, &actoviq.ResumeOptions{Decisions: decs}); err != nil && !errors.Is(err, actoviq.ErrDecision) {
 					out[rp.ID] = "error " + oneLine(err)
 				}
 			}()

@@ -65,12 +65,13 @@ func (s *Streamer) Stream(ctx context.Context, treq *transport.Request, dec Deco
 		}
 		tc := s.Config
 		user := tc.OnAttempt
-		tc.OnAttempt = func(a transport.Attempt) {
+		tc.OnAttempt = func(a llm.Attempt) {
 			if user != nil {
 				user(a)
 			}
 			if a.Retry {
-				emit(llm.StreamEvent{Type: llm.EventAttempt, Attempt: &llm.Attempt{Number: a.N, Status: a.Status, Wait: a.Wait, Err: s.Scrub(a.Err)}})
+				a.Err, a.URL = s.Scrub(a.Err), s.Scrub(a.URL)
+				emit(llm.StreamEvent{Type: llm.EventAttempt, Attempt: &a})
 			}
 		}
 		tr, err := transport.New(&tc)
@@ -87,7 +88,11 @@ func (s *Streamer) Stream(ctx context.Context, treq *transport.Request, dec Deco
 				if received == 0 {
 					fail(s.Classify(err))
 				} else {
-					fail(&llm.StreamInterruptedError{Provider: s.Provider, Partial: dec.Partial(), Err: s.Classify(err)})
+					sie := &llm.StreamInterruptedError{Provider: s.Provider, Partial: dec.Partial(), Err: s.Classify(err)}
+					if t, ok := err.(*llm.StreamInterruptedError); ok {
+						sie.Delivered, sie.LastEventID, sie.Err = t.Delivered, t.LastEventID, s.Classify(t.Err)
+					}
+					fail(sie)
 				}
 				return
 			}
