@@ -377,7 +377,12 @@ func TestTransportReplayOnlyWhenTheTargetDedupes(t *testing.T) {
 				}()
 			}
 		}()
-		c := client(t, &httptool.Config{Dedupes: dedupes, Key: httptool.BareKey})
+		// One connection per host: the second request waits for the
+		// first one's connection to go back to the pool instead of
+		// racing it onto a fresh connection (a fresh connection is
+		// never re-sent on, and the server answers its first request).
+		tr := &http.Transport{MaxConnsPerHost: 1}
+		c := client(t, &httptool.Config{Dedupes: dedupes, Key: httptool.BareKey, HTTPClient: &http.Client{Transport: tr}})
 		url := "http://" + ln.Addr().String()
 		if _, err := c.Do(post(t, tool.WithIdempotencyKey(context.Background(), "k1"), url)); err != nil {
 			t.Fatal(err)
@@ -400,6 +405,7 @@ func TestTransportReplayOnlyWhenTheTargetDedupes(t *testing.T) {
 				t.Errorf("no Dedupes (body %v): keys %s, err %v; want k1,k2 (sent once, not chunked) and an unknown outcome", tc.body, got, err2)
 			}
 		}
+		tr.CloseIdleConnections() // the server's reader ends with the connection
 		wg.Wait()
 	}
 }
