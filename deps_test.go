@@ -25,6 +25,7 @@ var layers = map[string]int{
 	"llm/internal/wire":                 3,
 	"store":                             3,
 	"store/internal":                    4, // the SQL stores' shared parts: group commit, migrations
+	"store/internal/groupcommit":        3, // the SQL stores' group-commit leader loop; imports no module package
 	"store/internal/journal":            3, // the SQL stores' journal row format; imports no module package
 	"internal/killpoint":                3, // kill points inside the stores' writes, for the crash tests; imports no module package
 	"llm/internal/wiretest":             4,

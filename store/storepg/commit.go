@@ -5,12 +5,12 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/groupcommit"
 )
 
 // Group commit of run writes.
@@ -32,22 +32,19 @@ import (
 //   - a batch is ordered by run, so that two batches (of two processes)
 //     take the runs' advisory locks in one order and cannot deadlock.
 
-type pgReq struct {
-	ctx   context.Context
+// runWrite is what a queued run write holds, and its answer.
+type runWrite struct {
 	p     *store.RunWriteParams
 	order []int
 	la    *ledgerArr
 	res   *store.RunWriteResult
-	err   error
-	done  chan struct{}
-	lead  chan struct{}
 }
 
-type commitQueue struct {
-	mu      sync.Mutex
-	queue   []*pgReq
-	leading bool
-}
+// pgReq is a queued run write.
+type pgReq = groupcommit.Req[*runWrite]
+
+// commitQueue is the store's queue of run writes.
+type commitQueue = groupcommit.Queue[*runWrite]
 
 // maxExtraBatches bounds the batches a leader runs after its own write.
 const maxExtraBatches = 8
@@ -56,109 +53,46 @@ const maxExtraBatches = 8
 const maxBatch = 128
 
 func (s *Store) commitQueued(ctx context.Context, p *store.RunWriteParams, order []int, la *ledgerArr) (*store.RunWriteResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	req := &pgReq{ctx: ctx, p: p, order: order, la: la, done: make(chan struct{}), lead: make(chan struct{}, 1)}
-	q := &s.commits
-	q.mu.Lock()
-	q.queue = append(q.queue, req)
-	lead := !q.leading
-	q.leading = true
-	q.mu.Unlock()
-	if !lead {
-		select {
-		case <-req.done:
-			return req.res, req.err
-		case <-req.lead:
-		}
-	}
-	s.lead(req)
-	<-req.done
-	return req.res, req.err
+	w := &runWrite{p: p, order: order, la: la}
+	err := s.commits.Do(ctx, w)
+	return w.res, err
 }
 
-// lead runs batches until self is done and the queue is empty, then ends
-// the lead. Handing the lead to another goroutine costs a wake-up, and on
-// a loaded machine that gap leaves the database idle while writes wait;
-// so the leader keeps going, but after maxExtraBatches batches beyond its
-// own it hands the lead to the oldest queued write, so that its caller is
-// not held back by others' writes for long.
-func (s *Store) lead(self *pgReq) {
-	q := &s.commits
-	extra := 0 // batches run after self's
-	for {
-		q.mu.Lock()
-		done := false
-		select {
-		case <-self.done:
-			done = true
-		default:
-		}
-		if done && (len(q.queue) == 0 || extra >= maxExtraBatches) {
-			if len(q.queue) > 0 {
-				q.queue[0].lead <- struct{}{}
-			} else {
-				q.leading = false
-			}
-			q.mu.Unlock()
-			return
-		}
-		if done {
-			extra++
-		}
-		n := min(len(q.queue), maxBatch)
-		batch := q.queue[:n:n]
-		q.queue = append([]*pgReq(nil), q.queue[n:]...)
-		q.mu.Unlock()
-		s.sendBatch(batch)
-	}
+func finish(r *pgReq, res *store.RunWriteResult, err error) {
+	r.Val.res = res
+	r.Finish(err)
 }
 
-func (r *pgReq) finish(res *store.RunWriteResult, err error) {
-	r.res, r.err = res, err
-	close(r.done)
-}
-
-// sendBatch runs one batch and finishes its writes.
-func (s *Store) sendBatch(batch []*pgReq) {
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.finish(nil, err) // never sent
-			continue
-		}
-		live = append(live, r)
-	}
-	switch len(live) {
-	case 0:
-		return
-	case 1:
+// sendBatch runs one batch and finishes its writes; it never returns a
+// write to run again.
+func (s *Store) sendBatch(live []*pgReq) []*pgReq {
+	// The queue hands over only writes whose context is live.
+	if len(live) == 1 {
 		s.single(live[0])
-		return
+		return nil
 	}
 	slices.SortStableFunc(live, func(a, b *pgReq) int {
-		if c := strings.Compare(a.p.Tenant, b.p.Tenant); c != 0 {
+		if c := strings.Compare(a.Val.p.Tenant, b.Val.p.Tenant); c != 0 {
 			return c
 		}
-		return strings.Compare(a.p.RunID, b.p.RunID)
+		return strings.Compare(a.Val.p.RunID, b.Val.p.RunID)
 	})
 	// The transaction belongs to the whole batch: no caller's context may
 	// cut it short.
-	ctx := context.WithoutCancel(live[0].ctx)
+	ctx := context.WithoutCancel(live[0].Ctx)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		for _, r := range live {
-			r.finish(nil, err)
+			finish(r, nil, err)
 		}
-		return
+		return nil
 	}
 	now := s.clock.Now()
 	calls := make([]*call, len(live))
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	for i, r := range live {
-		calls[i] = newCall(r.p, r.order, r.la, now)
+		calls[i] = newCall(r.Val.p, r.Val.order, r.Val.la, now)
 		b.Queue(s.q(runWriteCall), calls[i].args...)
 	}
 	b.Queue("COMMIT")
@@ -188,9 +122,9 @@ func (s *Store) sendBatch(batch []*pgReq) {
 		s.stats.commits.Add(1)
 		s.stats.batched.Add(int64(len(live)))
 		for i, r := range live {
-			r.finish(results[i], nil)
+			finish(r, results[i], nil)
 		}
-		return
+		return nil
 	}
 	if err == nil && tag.String() == "COMMIT" {
 		// Committed, but an answer did not decode: the writes are stored;
@@ -199,9 +133,9 @@ func (s *Store) sendBatch(batch []*pgReq) {
 		s.stats.commits.Add(1)
 		s.stats.batched.Add(int64(len(live)))
 		for i, r := range live {
-			r.finish(results[i], errs[i])
+			finish(r, results[i], errs[i])
 		}
-		return
+		return nil
 	}
 	var pe *pgconn.PgError
 	if conn.Conn().IsClosed() || (failed < 0 && !errors.As(err, &pe)) {
@@ -214,9 +148,9 @@ func (s *Store) sendBatch(batch []*pgReq) {
 			err = errs[failed]
 		}
 		for _, r := range live {
-			r.finish(nil, err)
+			finish(r, nil, err)
 		}
-		return
+		return nil
 	}
 	// The server answered but did not commit: nothing of the batch is
 	// stored. End the failed transaction before the connection goes back.
@@ -231,14 +165,16 @@ func (s *Store) sendBatch(batch []*pgReq) {
 	for _, r := range live {
 		s.single(r)
 	}
+	return nil
 }
 
 // single sends r alone, as one autocommit statement.
 func (s *Store) single(r *pgReq) {
 	var res *store.RunWriteResult
-	err := retryable(r.ctx, func() (err error) {
-		res, err = s.runWriteOnce(r.ctx, r.p, r.order, r.la)
+	w := r.Val
+	err := retryable(r.Ctx, func() (err error) {
+		res, err = s.runWriteOnce(r.Ctx, w.p, w.order, w.la)
 		return err
 	})
-	r.finish(res, err)
+	finish(r, res, err)
 }

@@ -4,9 +4,7 @@ import "context"
 
 // QueueLen is the number of run writes waiting in s's commit queue.
 func QueueLen(s *Store) int {
-	s.commits.mu.Lock()
-	defer s.commits.mu.Unlock()
-	return len(s.commits.queue)
+	return s.commits.Len()
 }
 
 // Compact merges a run's log rows with seq in (lo, hi] into one.

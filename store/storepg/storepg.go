@@ -134,6 +134,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, c Config) (*Store, error)
 		quoted: pgx.Identifier{c.Schema}.Sanitize(),
 		clock:  c.Clock,
 	}
+	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, Run: s.sendBatch}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}

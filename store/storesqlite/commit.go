@@ -2,8 +2,9 @@ package storesqlite
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
+
+	"github.com/actoviq/actoviq-go/store/internal/groupcommit"
 )
 
 // Group commit.
@@ -55,19 +56,11 @@ func (s *Store) Stats() Stats {
 		Commits: s.stats.commits.Load(), Batched: s.stats.batched.Load()}
 }
 
-type writeReq struct {
-	ctx  context.Context
-	fn   func(tx querier) error
-	err  error
-	done chan struct{}
-	lead chan struct{} // signalled when this write's goroutine is to lead
-}
+// writeReq is a queued write: the function that makes it.
+type writeReq = groupcommit.Req[func(tx querier) error]
 
-type commitQueue struct {
-	mu      sync.Mutex
-	queue   []*writeReq
-	leading bool
-}
+// commitQueue is the store's queue of writes (see the group commit above).
+type commitQueue = groupcommit.Queue[func(tx querier) error]
 
 // maxExtraBatches bounds the batches a leader runs after its own write.
 const maxExtraBatches = 8
@@ -82,101 +75,27 @@ const maxBatch = 256
 // fn may run more than once (when a shared transaction is lost); each run
 // starts from nothing.
 func (s *Store) write(ctx context.Context, fn func(tx querier) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	req := &writeReq{ctx: ctx, fn: fn, done: make(chan struct{}), lead: make(chan struct{}, 1)}
-	q := &s.commits
-	q.mu.Lock()
-	q.queue = append(q.queue, req)
-	lead := !q.leading
-	q.leading = true
-	q.mu.Unlock()
-	if !lead {
-		select {
-		case <-req.done:
-			return req.err
-		case <-req.lead:
-		}
-	}
-	s.lead(req)
-	<-req.done
-	return req.err
+	return s.commits.Do(ctx, fn)
 }
 
-// lead runs batches until self is done and the queue is empty, then ends
-// the lead. Handing the lead to another goroutine costs a wake-up, and on
-// a loaded machine that gap leaves the database idle while writes wait;
-// so the leader keeps going, but after maxExtraBatches batches beyond its
-// own it hands the lead to the oldest queued write, so that its caller is
-// not held back by others' writes for long.
-func (s *Store) lead(self *writeReq) {
-	q := &s.commits
-	extra := 0 // batches run after self's
-	for {
-		q.mu.Lock()
-		done := false
-		select {
-		case <-self.done:
-			done = true
-		default:
-		}
-		if done && (len(q.queue) == 0 || extra >= maxExtraBatches) {
-			if len(q.queue) > 0 {
-				q.queue[0].lead <- struct{}{}
-			} else {
-				q.leading = false
-			}
-			q.mu.Unlock()
-			return
-		}
-		if done {
-			extra++
-		}
-		n := min(len(q.queue), maxBatch)
-		batch := q.queue[:n:n]
-		q.queue = append([]*writeReq(nil), q.queue[n:]...)
-		q.mu.Unlock()
-		retry := s.runBatch(batch)
-		if len(retry) > 0 {
-			q.mu.Lock()
-			q.queue = append(retry, q.queue...)
-			q.mu.Unlock()
-		}
-	}
-}
-
-func finish(r *writeReq, err error) {
-	r.err = err
-	close(r.done)
-}
+func finish(r *writeReq, err error) { r.Finish(err) }
 
 // runBatch runs the writes of one transaction and finishes them, except
 // those it returns: they must run again in a new transaction.
 func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			finish(r, err) // never started
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return nil
-	}
+	live := batch // the queue hands over only writes whose context is live
 	if len(live) == 1 {
 		r := live[0]
-		finish(r, s.writeOne(r.ctx, r.fn))
+		finish(r, s.writeOne(r.Ctx, r.Val))
 		return nil
 	}
 	// The transaction belongs to the whole batch: no caller's context may
 	// interrupt it.
-	bctx := context.WithoutCancel(live[0].ctx)
+	bctx := context.WithoutCancel(live[0].Ctx)
 	conn, err := s.db.Conn(bctx)
 	if err != nil {
 		for _, r := range live {
-			finish(r, mapErr(r.ctx, err))
+			finish(r, mapErr(r.Ctx, err))
 		}
 		return nil
 	}
@@ -184,7 +103,7 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 	tx, err := conn.BeginTx(bctx, nil)
 	if err != nil {
 		for _, r := range live {
-			finish(r, mapErr(r.ctx, err))
+			finish(r, mapErr(r.Ctx, err))
 		}
 		return nil
 	}
@@ -195,7 +114,7 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 			_ = tx.Rollback()
 			return append(ok, live[i:]...)
 		}
-		ferr := r.fn(q)
+		ferr := r.Val(q)
 		if ferr == nil {
 			if _, err := q.ExecContext(bctx, "RELEASE w"); err != nil {
 				_ = tx.Rollback()
@@ -208,20 +127,20 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 		// gone: this write failed, the others run again.
 		if _, err := q.ExecContext(bctx, "ROLLBACK TO w"); err != nil {
 			_ = tx.Rollback()
-			finish(r, mapErr(r.ctx, ferr))
+			finish(r, mapErr(r.Ctx, ferr))
 			return append(ok, live[i+1:]...)
 		}
 		if _, err := q.ExecContext(bctx, "RELEASE w"); err != nil {
 			_ = tx.Rollback()
-			finish(r, mapErr(r.ctx, ferr))
+			finish(r, mapErr(r.Ctx, ferr))
 			return append(ok, live[i+1:]...)
 		}
-		finish(r, mapErr(r.ctx, ferr))
+		finish(r, mapErr(r.Ctx, ferr))
 	}
 	if err := tx.Commit(); err != nil {
 		_, _ = conn.ExecContext(bctx, "ROLLBACK") // no-op when SQLite already ended it
 		for _, r := range ok {
-			finish(r, mapErr(r.ctx, err))
+			finish(r, mapErr(r.Ctx, err))
 		}
 		return nil
 	}

@@ -13,10 +13,7 @@ import (
 // queued waits until n writes wait in the commit queue.
 func queued(s *Store, n int) {
 	for {
-		s.commits.mu.Lock()
-		k := len(s.commits.queue)
-		s.commits.mu.Unlock()
-		if k >= n {
+		if s.commits.Len() >= n {
 			return
 		}
 		runtime.Gosched()

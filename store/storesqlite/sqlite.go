@@ -106,6 +106,7 @@ func Open(path string, cfg *Config) (*Store, error) {
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
 	}
 	s := &Store{db: db, clock: c.Clock}
+	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, Run: s.runBatch}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
