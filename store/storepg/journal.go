@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -137,52 +136,14 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 	return out, nil
 }
 
-// Compaction. Every killpoint.CompactEvery-th (16th) log row of a run triggers, after its
-// write returned, a merge of the rows in (seq-span, seq], where span is
-// the largest CompactEvery·2^k dividing seq: a binary counter, so that
-// each item is rewritten O(log n) times over a run of n rows and a read
-// meets O(log n) rows. A merge is one transaction under the run's advisory
-// lock (read the rows, check their checksums, delete them, write the
-// merged row), so a crash at any point leaves the old rows or the merged
-// one.
-// compactSpan returns the rows a write of log row seq merges; 0 for none.
-func compactSpan(seq int64) int64 {
-	every := killpoint.CompactEvery
-	if seq <= 0 || seq%every != 0 {
-		return 0
-	}
-	span := every
-	for seq%(span*2) == 0 {
-		span *= 2
-	}
-	return span
-}
-
-// compactLater runs the merge a write of log row seq closes on a goroutine
-// of the store, off the write's path; at most two merges run at once, the
-// others wait their turn.
+// compactLater runs the merge a write of log row seq closes (see
+// journal.Span) on a goroutine of the store, off the write's path. A
+// merge runs under the run's advisory lock.
 func (s *Store) compactLater(tenant, runID string, seq int64) {
-	span := compactSpan(seq)
-	if span == 0 {
-		return
-	}
-	s.bgMu.Lock()
-	defer s.bgMu.Unlock()
-	if s.bgClosed {
-		return
-	}
-	if s.bgSem == nil {
-		s.bgSem = make(chan struct{}, 2)
-	}
-	sem := s.bgSem
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		sem <- struct{}{} // at most two merges at once; the others wait their turn
-		defer func() { <-sem }()
+	s.compactor.Later(seq, killpoint.CompactEvery, func(lo, hi int64) {
 		// A failed merge changes nothing; the rows stay as they are.
-		_ = s.compact(context.Background(), tenant, runID, seq-span, seq)
-	}()
+		_ = s.compact(context.Background(), tenant, runID, lo, hi)
+	})
 }
 
 // compact merges a run's log rows with seq in (lo, hi] into one row with
@@ -206,47 +167,36 @@ func (s *Store) compact(ctx context.Context, tenant, runID string, lo, hi int64)
 		if err != nil {
 			return err
 		}
-		var (
-			parts      []string
-			first, n   int64
-			contiguous = true
-		)
+		var m journal.Merge
 		for rows.Next() {
 			var (
 				seq, f, k, crc int64
-				text           string
+				text           []byte
 			)
 			if err := rows.Scan(&seq, &f, &k, &crc, &text); err != nil {
 				rows.Close()
 				return err
 			}
-			if journal.SumString(text) != crc {
+			if err := m.Add(seq, f, k, crc, text); err != nil {
 				rows.Close()
-				return &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d does not match its checksum", seq)}
+				return &store.DataError{Kind: "run", ID: runID, Err: err}
 			}
-			if len(parts) == 0 {
-				first = f
-			} else if f != first+n {
-				contiguous = false
-			}
-			n += k
-			parts = append(parts, text)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(parts) < 2 || !contiguous {
+		first, n, merged, ok := m.Row()
+		if !ok {
 			return nil
 		}
-		merged := strings.Join(parts, string(rune(journal.Sep)))
 		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {{schema}}.run_log WHERE tenant = $1 AND run_id = $2 AND seq > $3 AND seq <= $4`),
 			tenant, runID, lo, hi); err != nil {
 			return err
 		}
 		killpoint.Reached(killpoint.Compaction)
 		if _, err := tx.Exec(ctx, s.q(`INSERT INTO {{schema}}.run_log (tenant, run_id, seq, first, n, crc, items) VALUES ($1, $2, $3, $4, $5, $6, $7)`),
-			tenant, runID, hi, first, n, journal.SumString(merged), merged); err != nil {
+			tenant, runID, hi, first, n, journal.Sum(merged), string(merged)); err != nil {
 			return err
 		}
 		killpoint.Reached(killpoint.CompactionCommit)

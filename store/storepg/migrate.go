@@ -5,13 +5,11 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/actoviq/actoviq-go/store/internal/migrations"
 )
 
 // Migrations are numbered files, NNN_name.sql, applied in order, each in
@@ -21,37 +19,13 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = migrations.Migration
 
 func loadMigrations() ([]migration, error) {
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	ms, err := migrations.Load(migrationFS, "migrations")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("storepg: %w", err)
 	}
-	var ms []migration
-	seen := map[int]string{}
-	for _, f := range files {
-		base := path.Base(f)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("storepg: migration %s: name must be NNN_name.sql", base)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("storepg: migrations %s and %s share version %d", prev, base, v)
-		}
-		seen[v] = base
-		b, err := migrationFS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	return ms, nil
 }
 
@@ -96,10 +70,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		done := map[int64]bool{}
-		known := int64(0)
-		if len(ms) > 0 {
-			known = int64(ms[len(ms)-1].version)
-		}
+		known := int64(migrations.Newest(ms))
 		for _, v := range applied {
 			done[v] = true
 			if v > known {
@@ -107,16 +78,16 @@ func (s *Store) migrate(ctx context.Context) error {
 			}
 		}
 		for _, m := range ms {
-			if done[int64(m.version)] {
+			if done[int64(m.Version)] {
 				continue
 			}
 			// Simple protocol: a migration file holds several statements.
-			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{{schema}}", s.quoted), pgx.QueryExecModeSimpleProtocol); err != nil {
-				return fmt.Errorf("apply %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.SQL, "{{schema}}", s.quoted), pgx.QueryExecModeSimpleProtocol); err != nil {
+				return fmt.Errorf("apply %s: %w", m.Name, err)
 			}
 			if _, err := tx.Exec(ctx, s.q("INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)"),
-				m.version, m.name); err != nil {
-				return fmt.Errorf("record %s: %w", m.name, err)
+				m.Version, m.Name); err != nil {
+				return fmt.Errorf("record %s: %w", m.Name, err)
 			}
 		}
 		return nil

@@ -60,11 +60,11 @@ func TestMigrateScale(t *testing.T) {
 	exec(`CREATE SCHEMA ` + quoted)
 	exec(`CREATE TABLE {{schema}}.schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
 	for _, m := range ms {
-		if m.version >= scaleMigration {
+		if m.Version >= scaleMigration {
 			break
 		}
-		exec(m.sql)
-		exec(`INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name)
+		exec(m.SQL)
+		exec(`INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
 	}
 	statuses := []string{"queued", "running", "interrupted", "completed", "failed", "cancelled"}
 	kinds := []string{"approval", "reconciliation", "recovery", "provider"}

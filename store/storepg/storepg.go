@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
 // DefaultSchema is the PostgreSQL schema used when [Config.Schema] is empty.
@@ -74,12 +75,9 @@ type Store struct {
 	commits   commitQueue
 	listen    listener // LISTEN connection of QueueWatch
 
-	// bg counts the log compactions running on goroutines of the store
-	// (see compactLater); Close waits for them.
-	bg       sync.WaitGroup
-	bgMu     sync.Mutex
-	bgSem    chan struct{} // at most two merges at once
-	bgClosed bool
+	// compactor runs the log compactions on goroutines of the store (see
+	// compactLater); Close waits for them.
+	compactor journal.Compactor
 }
 
 var _ store.Store = (*Store)(nil)
@@ -150,10 +148,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Close closes the pool if [Open] created it. It is safe to call twice.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.bgMu.Lock()
-		s.bgClosed = true
-		s.bgMu.Unlock()
-		s.bg.Wait()
+		s.compactor.Close()
 		s.closeListener()
 		if s.ownsPool {
 			s.pool.Close()

@@ -238,51 +238,13 @@ func loadLog(ctx context.Context, q querier, tenant, runID string, n int) ([]jso
 	return out, nil
 }
 
-// Compaction. Every killpoint.CompactEvery-th (16th) log row of a run triggers, after its
-// write returned, a merge of the rows in (seq-span, seq], where span is
-// the largest CompactEvery·2^k dividing seq: a binary counter, so that
-// each item is rewritten O(log n) times over a run of n rows and a read
-// meets O(log n) rows. A merge is one transaction (read the rows, check
-// their checksums, delete them, write the merged row), so a crash at any
-// point leaves either the old rows or the merged one.
-// compactSpan returns the rows a write of log row seq merges; 0 for none.
-func compactSpan(seq int64) int64 {
-	every := killpoint.CompactEvery
-	if seq <= 0 || seq%every != 0 {
-		return 0
-	}
-	span := every
-	for seq%(span*2) == 0 {
-		span *= 2
-	}
-	return span
-}
-
-// compactLater merges the log rows a write of row seq closes, on a
-// goroutine of the store, off the write's path; at most two merges run at
-// once, the others wait their turn.
+// compactLater merges the log rows a write of row seq closes (see
+// journal.Span), on a goroutine of the store, off the write's path.
 func (s *Store) compactLater(tenant, runID string, seq int64) {
-	span := compactSpan(seq)
-	if span == 0 {
-		return
-	}
-	s.bgMu.Lock()
-	defer s.bgMu.Unlock()
-	if s.bgClosed {
-		return
-	}
-	if s.bgSem == nil {
-		s.bgSem = make(chan struct{}, 2)
-	}
-	sem := s.bgSem
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		sem <- struct{}{} // at most two merges at once; the others wait their turn
-		defer func() { <-sem }()
+	s.compactor.Later(seq, killpoint.CompactEvery, func(lo, hi int64) {
 		// A failed merge changes nothing; the rows stay as they are.
-		_ = s.compact(context.Background(), tenant, runID, seq-span, seq)
-	}()
+		_ = s.compact(context.Background(), tenant, runID, lo, hi)
+	})
 }
 
 // compact merges a run's log rows with seq in (lo, hi] into one row with
@@ -294,12 +256,7 @@ func (s *Store) compact(ctx context.Context, tenant, runID string, lo, hi int64)
 		if err != nil {
 			return err
 		}
-		var (
-			parts      [][]byte
-			first, n   int64
-			count      int
-			contiguous = true
-		)
+		var m journal.Merge
 		for rows.Next() {
 			var (
 				seq, f, k, crc int64
@@ -309,36 +266,18 @@ func (s *Store) compact(ctx context.Context, tenant, runID string, lo, hi int64)
 				rows.Close()
 				return err
 			}
-			if journal.Sum(text) != crc {
+			if err := m.Add(seq, f, k, crc, text); err != nil {
 				rows.Close()
-				return &store.DataError{Kind: "run", ID: runID, Err: fmt.Errorf("log row %d does not match its checksum", seq)}
+				return &store.DataError{Kind: "run", ID: runID, Err: err}
 			}
-			if count == 0 {
-				first = f
-			} else if f != first+n {
-				contiguous = false
-			}
-			n += k
-			count++
-			parts = append(parts, text)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if count < 2 || !contiguous {
+		first, n, merged, ok := m.Row()
+		if !ok {
 			return nil
-		}
-		size := len(parts) - 1
-		for _, p := range parts {
-			size += len(p)
-		}
-		merged := make([]byte, 0, size)
-		for i, p := range parts {
-			if i > 0 {
-				merged = append(merged, journal.Sep)
-			}
-			merged = append(merged, p...)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM run_log WHERE tenant = ? AND run_id = ? AND seq > ? AND seq <= ?`,
 			tenant, runID, lo, hi); err != nil {

@@ -98,14 +98,6 @@ func TestLogCompaction(t *testing.T) {
 	}
 }
 
-func TestCompactSpan(t *testing.T) {
-	for seq, want := range map[int64]int64{1: 0, 15: 0, 16: 16, 32: 32, 48: 16, 64: 64, 96: 32, 100: 0, 128: 128} {
-		if got := compactSpan(seq); got != want {
-			t.Errorf("compactSpan(%d) = %d, want %d", seq, got, want)
-		}
-	}
-}
-
 // TestKillInsideJournal SIGKILLs a process inside a log append (after the
 // row was written, before COMMIT) and inside a compaction (after the
 // merged rows were deleted, and after the merged row was written), and

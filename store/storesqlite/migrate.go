@@ -4,10 +4,8 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/actoviq/actoviq-go/store/internal/migrations"
 )
 
 // Migrations are numbered files, NNNN_name.sql, applied in order. A file,
@@ -16,38 +14,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = migrations.Migration
 
 func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, n := range names {
-		base := strings.TrimSuffix(strings.TrimPrefix(n, "migrations/"), ".sql")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", n)
-		}
-		b, err := migrationFS.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i := 1; i < len(ms); i++ {
-		if ms[i].version == ms[i-1].version {
-			return nil, fmt.Errorf("migration version %d is used twice", ms[i].version)
-		}
-	}
-	return ms, nil
+	return migrations.Load(migrationFS, "migrations")
 }
 
 // migrate applies the migrations that are missing, all in one write
@@ -73,19 +43,19 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
 		}
-		if n := len(ms); n > 0 && current > ms[n-1].version {
-			return fmt.Errorf("database schema version %d is newer than this package knows (%d)", current, ms[n-1].version)
+		if known := migrations.Newest(ms); current > known {
+			return fmt.Errorf("database schema version %d is newer than this package knows (%d)", current, known)
 		}
 		for _, m := range ms {
-			if m.version <= current {
+			if m.Version <= current {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.Name, err)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, micros(s.now())); err != nil {
-				return fmt.Errorf("record migration %s: %w", m.name, err)
+				m.Version, m.Name, micros(s.now())); err != nil {
+				return fmt.Errorf("record migration %s: %w", m.Name, err)
 			}
 		}
 		return nil

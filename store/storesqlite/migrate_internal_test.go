@@ -32,11 +32,11 @@ func TestMigrateKeepsRows(t *testing.T) {
 	}
 	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
 	for _, m := range ms {
-		if m.version > 4 {
+		if m.Version > 4 {
 			break
 		}
-		exec(m.sql)
-		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.version, m.name)
+		exec(m.SQL)
+		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
 	}
 	exec(`INSERT INTO runs (tenant, id, status, checkpoint, revision, event_seq, created_at, updated_at) VALUES ('t', 'r', 'running', '{"v":1}', 3, 2, 1, 2)`)
 	exec(`INSERT INTO ledger (tenant, run_id, call_id, turn, idx, tool, state, args, revision, created_at, updated_at) VALUES ('t', 'r', 'c1', 1, 0, 'pay', 'started', '{"n":1}', 2, 1, 2)`)

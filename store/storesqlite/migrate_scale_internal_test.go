@@ -40,11 +40,11 @@ func TestMigrateScale(t *testing.T) {
 	}
 	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
 	for _, m := range ms {
-		if m.version >= scaleMigration {
+		if m.Version >= scaleMigration {
 			break
 		}
-		exec(m.sql)
-		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.version, m.name)
+		exec(m.SQL)
+		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
 	}
 	statuses := []string{"queued", "running", "interrupted", "completed", "failed", "cancelled"}
 	kinds := []string{"approval", "reconciliation", "recovery", "provider"}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/journal"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -69,12 +70,9 @@ type Store struct {
 	// than executing these short statements.
 	stmts sync.Map // string -> *sql.Stmt
 
-	// bg counts the log compactions running on goroutines of the store
-	// (see compactLater); Close waits for them.
-	bg       sync.WaitGroup
-	bgMu     sync.Mutex
-	bgSem    chan struct{} // at most two merges at once
-	bgClosed bool
+	// compactor runs the log compactions on goroutines of the store (see
+	// compactLater); Close waits for them.
+	compactor journal.Compactor
 }
 
 var _ store.Store = (*Store)(nil)
@@ -173,10 +171,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.bgMu.Lock()
-	s.bgClosed = true
-	s.bgMu.Unlock()
-	s.bg.Wait()
+	s.compactor.Close()
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true
