@@ -49,24 +49,59 @@ func (rt *Runtime) decide(ctx context.Context, runID string, decisions []Decisio
 // any, then records them all in one atomic write: either every decision
 // is recorded or none is.
 func (d *drive) applyDecisions(ctx context.Context, decisions []Decision) error {
-	if err := d.checkDecisions(decisions); err != nil || len(decisions) == 0 {
+	p, err := d.stageDecisions(ctx, decisions)
+	if err != nil || p == nil {
 		return err
 	}
-	d.staged = &store.RunWriteParams{}
-	for _, dec := range decisions {
-		if err := d.record(ctx, dec, d.ledger[dec.CallID]); err != nil {
-			d.staged = nil
-			return err
-		}
-	}
-	p := d.staged
-	d.staged = nil
 	if err := d.write(ctx, p); err != nil {
 		return err
 	}
 	// A settled agent-tool call closes its child (drive_child.go).
 	d.rt.closeSettledChildren(ctx, d.run.ID, decisions)
 	return nil
+}
+
+// applyDecisionsAndQueue records decisions and hands the run to the queue
+// in one atomic write (Requeue, a retry-safe child queued again): a
+// process that dies in between would otherwise leave the run interrupted
+// with its questions answered and nothing open, which no worker claims
+// and no person is asked about. mutate, when set, changes the checkpoint
+// that is written with them.
+func (d *drive) applyDecisionsAndQueue(ctx context.Context, decisions []Decision, mutate func(*checkpoint), released *store.EventRecord) error {
+	p, err := d.stageDecisions(ctx, decisions)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		p = &store.RunWriteParams{}
+	}
+	if mutate != nil {
+		mutate(d.cp)
+	}
+	p.Events = append(p.Events, released)
+	if err := d.writeRun(ctx, p, store.RunQueued, nil); err != nil {
+		return err
+	}
+	d.rt.closeSettledChildren(ctx, d.run.ID, decisions)
+	return nil
+}
+
+// stageDecisions checks every decision against the ledger and returns the
+// one write that records them all (nil for no decisions).
+func (d *drive) stageDecisions(ctx context.Context, decisions []Decision) (*store.RunWriteParams, error) {
+	if err := d.checkDecisions(decisions); err != nil || len(decisions) == 0 {
+		return nil, err
+	}
+	d.staged = &store.RunWriteParams{}
+	for _, dec := range decisions {
+		if err := d.record(ctx, dec, d.ledger[dec.CallID]); err != nil {
+			d.staged = nil
+			return nil, err
+		}
+	}
+	p := d.staged
+	d.staged = nil
+	return p, nil
 }
 
 // checkDecisions reports the first decision that does not fit the ledger.

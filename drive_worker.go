@@ -102,13 +102,12 @@ func (d *drive) retryInPlace(ctx context.Context) (*RunResult, error, bool) {
 				Reason: "a retry-safe child: its tools are all read or idempotent-write, so a new attempt with the same key is safe", byRuntime: true})
 		}
 	}
-	if err := d.applyDecisions(ctx, ds); err != nil {
-		return nil, err, true
-	}
-	ci.Attempts++
-	d.cp.Interruptions = nil
-	if err := d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{Holder: d.fence.Holder, Epoch: d.fence.Epoch,
-		Reason: fmt.Sprintf("retry-safe: attempt %d of %d after %s", ci.Attempts+1, ci.MaxAttempts, backoff)})); err != nil {
+	released := d.event(EvRunReleased, "", &RunReleasedData{Holder: d.fence.Holder, Epoch: d.fence.Epoch,
+		Reason: fmt.Sprintf("retry-safe: attempt %d of %d after %s", ci.Attempts+2, ci.MaxAttempts, backoff)})
+	if err := d.applyDecisionsAndQueue(ctx, ds, func(cp *checkpoint) {
+		cp.Child.Attempts++
+		cp.Interruptions = nil
+	}, released); err != nil {
 		return nil, err, true
 	}
 	return &RunResult{RunID: d.run.ID, Status: StatusQueued, Usage: d.cp.Usage}, nil, true
@@ -284,11 +283,10 @@ func (rt *Runtime) requeueWith(ctx context.Context, runID string, decisions []De
 	}
 	// Past its deadline the run ends cancelled with its ledger untouched,
 	// and the decisions are refused, as Resume does.
-	if err, stop := d.resumeDecisions(ctx, decisions); err != nil || stop {
+	if len(decisions) > 0 && d.pastDeadline() {
+		err, _ := d.resumeDecisions(ctx, decisions)
 		return err
 	}
-	if mutate != nil {
-		mutate(d.cp)
-	}
-	return d.saveRun(ctx, store.RunQueued, nil, d.event(EvRunReleased, "", &RunReleasedData{Reason: reason}))
+	// The decisions and the queued status are one write.
+	return d.applyDecisionsAndQueue(ctx, decisions, mutate, d.event(EvRunReleased, "", &RunReleasedData{Reason: reason}))
 }

@@ -320,7 +320,7 @@ func (e *episodeEnv) check(ctx context.Context, ep *episode, w world, name strin
 		case actoviq.StatusInterrupted:
 			if len(info.Interruptions) == 0 {
 				c.c.Unexplained++
-				c.violation("%s: run %s interrupted with no interruption", name, id)
+				c.violation("%s: run %s interrupted with no interruption (last events: %s)", name, id, e.lastEvents(ctx, id, 6))
 			}
 		case actoviq.StatusFailed, actoviq.StatusCancelled:
 			if info.Error == nil {
@@ -439,4 +439,18 @@ func (e *episodeEnv) check(ctx context.Context, ep *episode, w world, name strin
 		}
 	}
 	return nil
+}
+
+// lastEvents names the last n stored events of a run, oldest first, for a
+// violation's details.
+func (e *episodeEnv) lastEvents(ctx context.Context, runID string, n int) string {
+	evs, err := e.rt.Events(ctx, runID, nil)
+	if err != nil {
+		return err.Error()
+	}
+	var names []string
+	for _, ev := range evs[max(len(evs)-n, 0):] {
+		names = append(names, ev.Type)
+	}
+	return strings.Join(names, ", ")
 }
