@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/actoviq/actoviq-go/llm"
@@ -197,20 +198,10 @@ func (a *AgentSpec) Digest() string {
 		d.Tools = append(d.Tools, toolDigest{s.Name, s.Description, compact(s.InputSchema), compact(s.OutputSchema),
 			s.Effect.String(), s.RequireApproval, s.Timeout})
 	}
-	slices.SortFunc(d.Tools, func(x, y toolDigest) int { return cmpStr(x.Name, y.Name) })
+	slices.SortFunc(d.Tools, func(x, y toolDigest) int { return strings.Compare(x.Name, y.Name) })
 	b, _ := json.Marshal(d)
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func compact(b json.RawMessage) string {

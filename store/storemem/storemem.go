@@ -424,7 +424,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
-		return cmpString(a.ID, b.ID)
+		return strings.Compare(a.ID, b.ID)
 	})
 	r := queued[0]
 	ck := key{p.Tenant, store.RunClaimKey(r.ID)}
@@ -447,16 +447,6 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	}
 	cc := *c
 	return rc, &cc, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // RunCreate implements [store.Store].
@@ -562,12 +552,12 @@ func cmpRun(r *store.Run, c *store.RunCursor, o store.RunOrder) int {
 		if x := r.UpdatedAt.Compare(c.At); x != 0 {
 			return x
 		}
-		return cmpString(r.ID, c.ID)
+		return strings.Compare(r.ID, c.ID)
 	}
 	if x := c.At.Compare(r.CreatedAt); x != 0 {
 		return x
 	}
-	return cmpString(c.ID, r.ID)
+	return strings.Compare(c.ID, r.ID)
 }
 
 // extra are RunList's filters that RunCount does not have.
@@ -591,7 +581,7 @@ func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*sto
 			out = append(out, &cc)
 		}
 	}
-	slices.SortFunc(out, func(a, b *store.Claim) int { return cmpString(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b *store.Claim) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,18 +204,8 @@ func (s *Source) Tools(ctx context.Context) ([]tool.Tool, error) {
 			all = append(all, t)
 		}
 	}
-	slices.SortFunc(all, func(a, b tool.Tool) int { return compareNames(a.Spec().Name, b.Spec().Name) })
+	slices.SortFunc(all, func(a, b tool.Tool) int { return strings.Compare(a.Spec().Name, b.Spec().Name) })
 	return all, nil
-}
-
-func compareNames(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ServerTools discovers one server's tools, sorted by name.

@@ -95,7 +95,7 @@ func (sv *server) discover(ctx context.Context) ([]*Tool, error) {
 		names[t.spec.Name] = mt.Name
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b *Tool) int { return compareNames(a.spec.Name, b.spec.Name) })
+	slices.SortFunc(out, func(a, b *Tool) int { return strings.Compare(a.spec.Name, b.spec.Name) })
 	return out, nil
 }
 
