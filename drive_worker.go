@@ -214,22 +214,11 @@ func (rt *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, m
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	if in == nil {
-		in = &Input{}
-	}
-	if in.SessionID != "" {
+	if in != nil && in.SessionID != "" {
 		return nil, fmt.Errorf("actoviq: run for session %s: a queued run cannot continue a session; use Runtime.Run", in.SessionID)
 	}
-	for i := range in.Items {
-		if err := in.Items[i].Validate(); err != nil {
-			return nil, fmt.Errorf("actoviq: input item %d: %w", i, err)
-		}
-	}
-	runID, field := in.RunID, "Input.RunID"
-	if runID == "" {
-		runID, field = rt.newID(), "Config.NewID"
-	}
-	if err := checkRunID(field, runID); err != nil {
+	in, runID, err := rt.checkInput(in)
+	if err != nil {
 		return nil, err
 	}
 	d := &drive{rt: rt}

@@ -114,19 +114,8 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 	if err != nil {
 		return nil, err
 	}
-	if in == nil {
-		in = &Input{}
-	}
-	for i := range in.Items {
-		if err := in.Items[i].Validate(); err != nil {
-			return nil, fmt.Errorf("actoviq: input item %d: %w", i, err)
-		}
-	}
-	runID, field := in.RunID, "Input.RunID"
-	if runID == "" {
-		runID, field = rt.newID(), "Config.NewID"
-	}
-	if err := checkRunID(field, runID); err != nil {
+	in, runID, err := rt.checkInput(in)
+	if err != nil {
 		return nil, err
 	}
 	d.fence = store.Fence{Key: store.RunClaimKey(runID), Holder: rt.driveHolder()}
@@ -168,6 +157,29 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 	d.run, d.cp = created, cp
 	d.cpEnc = cpEncoder{stored: len(cp.Items)}
 	return rt.claimAndDrive(ctx, d, EvRunStarted, nil)
+}
+
+// checkInput checks the input of a new run ([Runtime.Run],
+// [Runtime.Enqueue]): every item valid, and a run id (the input's, or a
+// new one from Config.NewID) that a store and an idempotency key accept.
+// A nil in is an input with no items.
+func (rt *Runtime) checkInput(in *Input) (*Input, string, error) {
+	if in == nil {
+		in = &Input{}
+	}
+	for i := range in.Items {
+		if err := in.Items[i].Validate(); err != nil {
+			return nil, "", fmt.Errorf("actoviq: input item %d: %w", i, err)
+		}
+	}
+	runID, field := in.RunID, "Input.RunID"
+	if runID == "" {
+		runID, field = rt.newID(), "Config.NewID"
+	}
+	if err := checkRunID(field, runID); err != nil {
+		return nil, "", err
+	}
+	return in, runID, nil
 }
 
 // How a drive stops when nobody asked it a question (SPEC §4):
