@@ -43,6 +43,9 @@ type drive struct {
 	// staged collects the writes of the decisions being recorded, so they
 	// are one atomic write; nil otherwise.
 	staged *store.RunWriteParams
+	// childDecs are the decisions a Resume was given for its children's
+	// calls, recorded once the run is stored running.
+	childDecs *childDecisions
 
 	// Sink panics recovered and not yet recorded.
 	panicMu         sync.Mutex
@@ -67,23 +70,33 @@ func (rt *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
 // Resume continues a run: decisions are recorded first, then the recovery
 // rules are applied to the ledger, then the run goes on.
 func (rt *Runtime) resumeOpts(ctx context.Context, a *AgentSpec, runID string, opts *ResumeOptions) (*RunResult, error) {
-	if len(opts.Decisions) > 0 { // decisions for a child's calls are recorded on the child
-		rest, err := rt.routeChildDecisions(ctx, runID, opts.Decisions)
+	// Decisions for a child's calls are recorded on the child, once this
+	// drive has stored the parent running (claimAndDrive).
+	var kids *childDecisions
+	if len(opts.Decisions) > 0 {
+		rest, k, err := rt.splitChildDecisions(ctx, runID, opts.Decisions)
 		if err != nil {
+			return nil, err
+		}
+		if err := k.check(ctx, rt); err != nil {
 			return nil, err
 		}
 		o := *opts
 		o.Decisions = rest
-		opts = &o
+		opts, kids = &o, k
 	}
 	d, err := rt.newDrive(a, opts.Sinks)
 	if err != nil {
 		return nil, err
 	}
+	d.childDecs = kids
 	if err := d.load(ctx, runID); err != nil {
 		return nil, err
 	}
 	if d.run.Status.Terminal() {
+		if err := kids.record(ctx, rt); err != nil { // as Decide would
+			return nil, err
+		}
 		return d.resumeFinished(opts.Decisions)
 	}
 	if err := d.checkAgent(opts.AcceptAgentChange); err != nil {
@@ -146,6 +159,9 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 		}
 		if d.run.Status.Terminal() { // another worker finished it meanwhile
 			d.release(ctx)
+			if err := d.childDecs.record(ctx, rt); err != nil {
+				return nil, err
+			}
 			return d.resumeFinished(decisions)
 		}
 		d.cp.PolicyVersion = d.pv
@@ -200,6 +216,11 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 			return nil, &RunFinishedError{RunID: d.run.ID, Status: StatusCancelled, Reason: res.Error.Message + "; the decisions given to Resume were not recorded"}
 		}
 		return res, err
+	}
+	// The decisions for its children's calls, now that the run is stored
+	// running (resumeOpts).
+	if err := d.childDecs.record(ctx, rt); err != nil {
+		return nil, err
 	}
 	// A run past its deadline ends cancelled with its ledger untouched, so
 	// decisions are refused then.

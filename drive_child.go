@@ -742,8 +742,66 @@ func flattenChild(ins []Interruption) []Interruption {
 // routeChildDecisions records, on their child runs, the decisions given to
 // a parent for its children's calls, and returns the others.
 func (rt *Runtime) routeChildDecisions(ctx context.Context, runID string, decisions []Decision) ([]Decision, error) {
+	rest, kids, err := rt.splitChildDecisions(ctx, runID, decisions)
+	if err != nil {
+		return nil, err
+	}
+	return rest, kids.record(ctx, rt)
+}
+
+// childDecisions are decisions given to a parent for its children's calls,
+// checked against the children's ledgers, not recorded yet.
+type childDecisions struct {
+	order []string
+	by    map[string][]Decision
+}
+
+// record records them on the children, in order (a nil one records
+// nothing). Resume and Requeue call it once the parent is stored running
+// or queued: a process that dies after the children's decisions and
+// before the parent's write would leave the parent interrupted with its
+// children's questions answered and nothing open, which no worker claims.
+func (k *childDecisions) record(ctx context.Context, rt *Runtime) error {
+	if k == nil {
+		return nil
+	}
+	for _, child := range k.order {
+		if err := rt.Decide(ctx, child, k.by[child]...); err != nil {
+			return fmt.Errorf("actoviq: decisions for child run %s: %w", child, err)
+		}
+	}
+	return nil
+}
+
+// check checks each child's decisions against its ledger as it is now, as
+// Decide does before it takes the claim, so that a decision that does not
+// fit is refused before the parent is written.
+func (k *childDecisions) check(ctx context.Context, rt *Runtime) error {
+	if k == nil {
+		return nil
+	}
+	for _, child := range k.order {
+		d := rt.bareDrive()
+		if err := d.load(ctx, child); err != nil {
+			return err
+		}
+		if d.run.Status.Terminal() {
+			if err := d.checkFinishedDecisions(k.by[child]); err != nil {
+				return fmt.Errorf("actoviq: decisions for child run %s: %w", child, err)
+			}
+		}
+		if err := d.checkDecisions(k.by[child]); err != nil {
+			return fmt.Errorf("actoviq: decisions for child run %s: %w", child, err)
+		}
+	}
+	return nil
+}
+
+// splitChildDecisions sorts the decisions given to a parent into its own
+// (returned) and those for its children's calls (by child run).
+func (rt *Runtime) splitChildDecisions(ctx context.Context, runID string, decisions []Decision) ([]Decision, *childDecisions, error) {
 	if len(decisions) == 0 {
-		return decisions, nil
+		return decisions, nil, nil
 	}
 	var open []Interruption
 	var own map[string]bool
@@ -775,13 +833,13 @@ func (rt *Runtime) routeChildDecisions(ctx context.Context, runID string, decisi
 		target := dec.RunID
 		if target == "" {
 			if err := load(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if !own[dec.CallID] {
 				for _, in := range open {
 					if in.RunID != "" && in.CallID == dec.CallID {
 						if target != "" && target != in.RunID {
-							return nil, &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf(
+							return nil, nil, &DecisionError{CallID: dec.CallID, Reason: fmt.Sprintf(
 								"child runs %s and %s both wait on a call with this id; name the run (Decision.RunID)", target, in.RunID)}
 						}
 						target = in.RunID
@@ -800,12 +858,10 @@ func (rt *Runtime) routeChildDecisions(ctx context.Context, runID string, decisi
 		}
 		byChild[target] = append(byChild[target], dec)
 	}
-	for _, child := range order {
-		if err := rt.Decide(ctx, child, byChild[child]...); err != nil {
-			return nil, fmt.Errorf("actoviq: decisions for child run %s: %w", child, err)
-		}
+	if len(order) == 0 {
+		return rest, nil, nil
 	}
-	return rest, nil
+	return rest, &childDecisions{order: order, by: byChild}, nil
 }
 
 // closeChildren applies the parent-close policy to a cancelled run's

@@ -249,7 +249,10 @@ func (rt *Runtime) newQueuedWith(ctx context.Context, a *AgentSpec, in *Input, m
 	return created, nil
 }
 
-func (rt *Runtime) requeueWith(ctx context.Context, runID string, decisions []Decision, mutate func(*checkpoint), reason string) error {
+// requeueWith records decisions and queues the run, under its claim; the
+// decisions for its children's calls (kids) are recorded after the run is
+// stored queued, while the claim still keeps workers off it.
+func (rt *Runtime) requeueWith(ctx context.Context, runID string, decisions []Decision, kids *childDecisions, reason string) error {
 	d := rt.bareDrive()
 	if err := d.load(ctx, runID); err != nil {
 		return err
@@ -277,5 +280,10 @@ func (rt *Runtime) requeueWith(ctx context.Context, runID string, decisions []De
 		return err
 	}
 	// The decisions and the queued status are one write.
-	return d.applyDecisionsAndQueue(ctx, decisions, mutate, d.event(EvRunReleased, "", &RunReleasedData{Reason: reason}))
+	if err := d.applyDecisionsAndQueue(ctx, decisions, nil, d.event(EvRunReleased, "", &RunReleasedData{Reason: reason})); err != nil {
+		return err
+	}
+	// A process that dies here leaves the run queued with its children's
+	// questions open: the next drive stops on them again, for a person.
+	return kids.record(ctx, rt)
 }

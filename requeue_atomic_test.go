@@ -10,20 +10,27 @@ import (
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
-// queueDeathStore is a process that dies at the write that hands a run to
-// the queue: while armed, that write fails and nothing of it is stored.
+// queueDeathStore is a process that dies at the write that stores a run
+// in a status (queued unless dieAt is set): while armed, that write fails
+// and nothing of it is stored.
 type queueDeathStore struct {
 	store.Store
 	armed  atomic.Bool
+	dieAt  store.RunStatus
 	writes atomic.Int32 // successful writes while counting
 }
 
 var errDiedAtQueue = errors.New("the process died at the write that queues the run")
 
 func (s *queueDeathStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
-	if s.armed.Load() && p.Run != nil && p.Run.Status == store.RunQueued {
+	at := s.dieAt
+	if at == "" {
+		at = store.RunQueued
+	}
+	if s.armed.Load() && p.Run != nil && p.Run.Status == at {
 		return nil, errDiedAtQueue
 	}
 	res, err := s.Store.RunWrite(ctx, p)
@@ -107,6 +114,80 @@ func TestRequeueThatDiesLeavesTheQuestionOpen(t *testing.T) {
 			}
 			if len(pay.calls) != 1 {
 				t.Fatalf("pay ran %d times: %v", len(pay.calls), pay.calls)
+			}
+		})
+	}
+}
+
+// The same break through a child: decisions given to a parent for its
+// child's calls were recorded on the child first, then the parent was
+// queued (Requeue) or stored running (Resume). A process that died in
+// between left the parent interrupted with its child's question answered
+// and nothing open. The parent's write comes first now, so a death leaves
+// the child's question open, on the child and on its parent.
+func TestChildDecisionsThatDieLeaveTheQuestionOpen(t *testing.T) {
+	for _, via := range []string{"Requeue", "Resume"} {
+		t.Run(via, func(t *testing.T) {
+			s := newSetup(t)
+			st := &queueDeathStore{Store: sqliteStore(t)}
+			if via == "Resume" {
+				st.dieAt = store.RunRunning
+			}
+			rt, err := actoviq.New(st, &actoviq.Config{LeaseTTL: time.Minute, Holder: "op"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			pay := &payTool{name: "pay"}
+			child := childAgent("payments", scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("k1", "pay", `{"amount":3}`)}},
+				scripted.Turn{Text: "paid"}), pay)
+			child.Approval = actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}
+			parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "payments", `{"input":"pay 3"}`)}},
+				scripted.Turn{Text: "done"}), mustAgentTool(t, child, nil))
+			res, err := rt.Run(s.ctx, parent, &actoviq.Input{RunID: "p1", Items: input("go").Items})
+			if err != nil || res.Status != actoviq.StatusInterrupted {
+				t.Fatalf("parent: %+v %v", res, err)
+			}
+			approve := actoviq.Decision{CallID: "k1", Kind: actoviq.DecideApprove, By: "op"}
+			act := func() error {
+				if via == "Requeue" {
+					return rt.Requeue(s.ctx, "p1", approve)
+				}
+				_, err := rt.Resume(s.ctx, parent, "p1", &actoviq.ResumeOptions{Decisions: []actoviq.Decision{approve}})
+				return err
+			}
+
+			st.armed.Store(true)
+			if err := act(); !errors.Is(err, errDiedAtQueue) {
+				t.Fatalf("%s that died at the parent's write: %v", via, err)
+			}
+			st.armed.Store(false)
+			info, err := rt.Get(s.ctx, "p1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(info.Interruptions) != 1 || info.Interruptions[0].CallID != "k1" {
+				t.Fatalf("after a %s that died: parent %s with open interruptions %+v; want k1 still open", via, info.Status, info.Interruptions)
+			}
+			entries, _ := st.LedgerList(s.ctx, &store.LedgerListParams{Tenant: "default", RunID: "p1.c1"})
+			if len(entries) != 1 || entries[0].State != store.LedgerAwaitingApproval || entries[0].Approval != nil {
+				t.Fatalf("after a %s that died, the child's call: %+v", via, entries[0])
+			}
+
+			if err := act(); err != nil {
+				t.Fatalf("%s again: %v", via, err)
+			}
+			entries, _ = st.LedgerList(s.ctx, &store.LedgerListParams{Tenant: "default", RunID: "p1.c1"})
+			if entries[0].Approval == nil || entries[0].Approval.By != "op" {
+				t.Fatalf("the child's call after %s: %+v", via, entries[0])
+			}
+			info, _ = rt.Get(s.ctx, "p1")
+			want := actoviq.StatusQueued
+			if via == "Resume" {
+				want = actoviq.StatusCompleted
+			}
+			if info.Status != want || len(pay.calls) > 1 {
+				t.Fatalf("parent after %s: %s (want %s), pay ran %d times", via, info.Status, want, len(pay.calls))
 			}
 		})
 	}

@@ -257,11 +257,14 @@ func (rt *Runtime) Enqueue(ctx context.Context, a *AgentSpec, in *Input) (string
 // recorded on that child, as [Runtime.Decide] does. A run that already
 // ended is returned unchanged with [ErrRunFinished].
 func (rt *Runtime) Requeue(ctx context.Context, runID string, decisions ...Decision) error {
-	rest, err := rt.routeChildDecisions(ctx, runID, decisions)
+	rest, kids, err := rt.splitChildDecisions(ctx, runID, decisions)
 	if err != nil {
 		return err
 	}
-	return rt.requeueWith(ctx, runID, rest, nil, "handed to the queue (Runtime.Requeue)")
+	if err := kids.check(ctx, rt); err != nil {
+		return err
+	}
+	return rt.requeueWith(ctx, runID, rest, kids, "handed to the queue (Runtime.Requeue)")
 }
 
 // Wait blocks until the run has ended (completed, failed, cancelled) or
