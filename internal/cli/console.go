@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -243,18 +244,22 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	if !local && !useTLS {
 		fmt.Fprintf(e.stderr, "actoviq: warning: serving plain HTTP on %s, a non-loopback address: tokens and decisions cross the network in clear unless a TLS proxy is in front\n", ln.Addr())
 	}
-	fmt.Fprintf(e.stdout, "actoviq console for tenant %s of %s on %s\n", rt.Tenant(), redactURL(e.storeURL(c)), base)
+	// The banner goes out in one write: whoever reads the address line
+	// (a person, a supervisor, a test) has the rest of it too.
+	var banner strings.Builder
+	fmt.Fprintf(&banner, "actoviq console for tenant %s of %s on %s\n", rt.Tenant(), redactURL(e.storeURL(c)), base)
 	if generated {
-		fmt.Fprintf(e.stdout, "sign in at %s/login#token=%s\n(the token is shown only now; set ACTOVIQ_CONSOLE_TOKEN or --token-file to keep one)\n", base, secret)
+		fmt.Fprintf(&banner, "sign in at %s/login#token=%s\n(the token is shown only now; set ACTOVIQ_CONSOLE_TOKEN or --token-file to keep one)\n", base, secret)
 	} else {
-		fmt.Fprintf(e.stdout, "sign in at %s/login with the console's token\n", base)
+		fmt.Fprintf(&banner, "sign in at %s/login with the console's token\n", base)
 	}
 	switch f.resume {
 	case "none":
-		fmt.Fprintln(e.stdout, "runs are not resumed here (--resume none): the page shows the resume command")
+		banner.WriteString("runs are not resumed here (--resume none): the page shows the resume command\n")
 	case "queue":
-		fmt.Fprintln(e.stdout, "resume hands runs to the workers' queue: start one with actoviq worker"+storeFlags(c))
+		banner.WriteString("resume hands runs to the workers' queue: start one with actoviq worker" + storeFlags(c) + "\n")
 	}
+	io.WriteString(e.stdout, banner.String())
 
 	srv := &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: nil, BaseContext: func(net.Listener) context.Context { return ctx }}
