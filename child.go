@@ -9,7 +9,7 @@ import (
 	"github.com/actoviq/actoviq-go/tool"
 )
 
-// Child runs (SPEC §7). An agent offered to another agent as a tool
+// Child runs (docs/design.md#children-and-workers). An agent offered to another agent as a tool
 // ([AgentTool]) runs as a run of its own: its id is derived from the
 // parent's run id and the call id ("<parent>.<call>"), so every attempt
 // and every resume of the parent's call finds the same child, with its own

@@ -13,7 +13,7 @@ import (
 )
 
 // Codec seals values the runtime must keep at rest but may not store in
-// clear: the arguments of a tool call that held secrets (SPEC §3). The
+// clear: the arguments of a tool call that held secrets (docs/design.md#the-ledger). The
 // runtime seals them when the model's response is committed, in the same
 // write as the call's ledger entry, and opens them in whichever process
 // runs the call, for instance a resume after a crash or a re-execute

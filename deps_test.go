@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The layering rules of ARCHITECTURE.md, checked against the real import
+// The layering rules of docs/design.md#architecture, checked against the real import
 // graph. A package may import module packages of a strictly lower layer
 // only. A new package must be given a layer here before it can land.
 const module = "github.com/actoviq/actoviq-go"

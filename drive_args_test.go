@@ -109,8 +109,8 @@ func TestSecretArgsAcrossRestartWithoutCodec(t *testing.T) {
 }
 
 // A call that never started, after a crash, in a process without the
-// arguments (no codec): nothing ran, but nothing is dropped either (SPEC
-// §3, Codec): the call stops with an interruption that says why. The
+// arguments (no codec): nothing ran, but nothing is dropped either
+// (docs/design.md#the-ledger, Codec): the call stops with an interruption that says why. The
 // operator rejects it (or approves it where the arguments are), and only
 // then does the model get a result.
 func TestNeverStartedSecretCallStopsWithInterruption(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // runBatch runs the prepared calls of the pending turn in the model's
-// order (SPEC §3). A run of consecutive read calls runs in parallel, at
+// order (docs/design.md#the-ledger). A run of consecutive read calls runs in parallel, at
 // most Limits.ReadParallelism at once; any other call runs alone, after
 // every call before it has settled. The walk stops at the first call that
 // is not settled (awaiting approval, interrupted, or left prepared by a

@@ -13,7 +13,7 @@ import (
 )
 
 // In a batch [charge (needs approval), ship], ship used to run at once and
-// the charge was rejected afterwards (SPEC §3: a call waits while any call
+// the charge was rejected afterwards (docs/design.md#the-ledger: a call waits while any call
 // before it is unsettled; the others stay prepared and run after the
 // decision).
 func TestBatchWaitsForApprovalOfEarlierCall(t *testing.T) {
@@ -71,7 +71,7 @@ func TestBatchWaitsForReconciliationOfEarlierCall(t *testing.T) {
 }
 
 // A read placed after a write in the same batch used to overtake it and
-// see the old value (SPEC §3: a read never overtakes an earlier write).
+// see the old value (docs/design.md#the-ledger: a read never overtakes an earlier write).
 func TestReadDoesNotOvertakeEarlierWrite(t *testing.T) {
 	s := newSetup(t)
 	var mu sync.Mutex

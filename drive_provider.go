@@ -86,7 +86,7 @@ func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
 			pf.Partial = d.evidence(si.Partial.Items)
 		}
 	}
-	// The classes SPEC §5 names, by what was seen rather than by the
+	// The classes docs/design.md#model-calls names, by what was seen rather than by the
 	// transport's retry verdict alone: a final 429 (no quota) or a 5xx the
 	// server said not to retry still interrupts, since an operator can fix
 	// it and resume; a failure without a response (refused connection, DNS,

@@ -10,7 +10,7 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// Data hygiene (SPEC §9): besides the arguments, every field the runtime
+// Data hygiene (docs/design.md#events-and-redaction): besides the arguments, every field the runtime
 // persists or emits that can carry a secret is redacted at its source:
 // free text (error messages, interruption reasons, probe evidence, error
 // results) loses secret-looking assignments and the call's own secret

@@ -33,7 +33,7 @@ func (b *fakeBank) Pay(_ context.Context, p Payment, key string) (string, error)
 	return fmt.Sprintf("sent %d to %s as %s", p.Amount, p.To, b.byKey[key]), nil
 }
 
-// The README's "Using it" section is the part of this example between the
+// The README's "A first Go program" section is the part of this example between the
 // readme markers (TestReadmeSnippet keeps the two equal): a side-effect
 // tool that hands its key to the bank, a SQLite store, an approval, and the
 // resume after it.
@@ -112,18 +112,18 @@ func TestReadmeSnippet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := string(readme)
-	sec := strings.Index(r, "## Using it")
+	sec := strings.Index(r, "## A first Go program")
 	if sec < 0 {
-		t.Fatal(`README.md has no "## Using it" section`)
+		t.Fatal(`README.md has no "## A first Go program" section`)
 	}
 	start := strings.Index(r[sec:], "```go\n")
 	if start < 0 {
-		t.Fatal(`"## Using it" has no go code block`)
+		t.Fatal(`"## A first Go program" has no go code block`)
 	}
 	body := r[sec+start+len("```go\n"):]
 	stop := strings.Index(body, "```")
 	got := strings.TrimRight(body[:stop], "\n")
 	if got != strings.Join(want, "\n") {
-		t.Fatalf("README \"Using it\" snippet differs from Example_readme; paste this into README.md:\n%s", strings.Join(want, "\n"))
+		t.Fatalf("README \"A first Go program\" snippet differs from Example_readme; paste this into README.md:\n%s", strings.Join(want, "\n"))
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// Idempotency keys (SPEC §2). Every tool call gets one when its ledger entry
+// Idempotency keys (docs/design.md#effects-and-keys). Every tool call gets one when its ledger entry
 // is prepared, and the entry keeps it forever: a re-run or a re-execute
 // reuses the persisted key and bumps the attempt, and a later build never
 // recomputes it, whatever format that build would give a new call. The

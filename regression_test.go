@@ -1,6 +1,6 @@
 package actoviq_test
 
-// Regression tests for contract breaks found in review (SPEC §1–4, §7–9).
+// Regression tests for contract breaks found in review (the rules of docs/design.md).
 // Each comment says what used to go wrong.
 
 import (
@@ -29,8 +29,8 @@ import (
 // invoking; recordOutcome used to move the entry back to prepared, and the
 // loop then folded the pending turn although the entry was never committed: the
 // transcript gets a made-up "could not be decoded" result while the ledger
-// still says prepared (SPEC §3: committed and the transcript append are one
-// durable write; §4: every path runs the call, records a result, or stops).
+// still says prepared (docs/design.md#the-ledger: committed and the transcript append
+// are one durable write; docs/design.md#recovery: every path runs the call, records a result, or stops).
 func TestPolicyFlipFoldsUncommittedCall(t *testing.T) {
 	s := newSetup(t)
 	pay := &payTool{name: "pay"}
@@ -62,8 +62,8 @@ func TestPolicyFlipFoldsUncommittedCall(t *testing.T) {
 
 // The run's deadline used to be checked only at the top of the loop, so
 // inside one batch a side-effect call was started after the run's deadline passed
-// (SPEC §2: a tool is never started with an expired deadline; §4: a run
-// past its deadline ends cancelled).
+// (docs/design.md#effects-and-keys: a tool is never started with an expired deadline;
+// docs/design.md#recovery: a run past its deadline ends cancelled).
 func TestToolStartedAfterRunDeadline(t *testing.T) {
 	s := newSetup(t)
 	slow := &clockTool{name: "slow", advance: 2 * time.Hour, clock: s.clock}
@@ -98,8 +98,8 @@ func (c *clockTool) Call(context.Context, json.RawMessage) (tool.Result, error) 
 }
 
 // Resume with decisions used to record them before the deadline check, so
-// a run past its deadline ended cancelled with its ledger changed (SPEC §4: that
-// run ends cancelled, ledger untouched).
+// a run past its deadline ended cancelled with its ledger changed (docs/design.md#recovery:
+// that run ends cancelled, ledger untouched).
 func TestResumePastDeadlineRecordsDecisions(t *testing.T) {
 	s := newSetup(t)
 	pay := &payTool{name: "pay", fail: errUnknownOutcome}
@@ -141,7 +141,7 @@ func (s *secretTool) Call(context.Context, json.RawMessage) (tool.Result, error)
 // The arguments are redacted before they are persisted, but an input
 // validation failure quotes the secret value, and that text used to be
 // persisted unredacted in the ledger entry's Error and Result and in the checkpoint's
-// transcript (SPEC §9: redaction runs before anything is persisted,
+// transcript (docs/design.md#events-and-redaction: redaction runs before anything is persisted,
 // including checkpoints and ledger entries).
 func TestValidationErrorPersistsRedactedSecret(t *testing.T) {
 	s := newSetup(t)
@@ -206,7 +206,8 @@ func (g *gate) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Strea
 // SessionAppend used to be unfenced. A worker whose run lease was taken
 // over (its every run write is fenced out) still appended its items to the
 // session journal, durably, before its own completion write is refused
-// (SPEC §1.1, §7: a worker that lost its lease cannot commit anything).
+// (docs/design.md#promises rule 1, docs/design.md#children-and-workers: a worker that lost its
+// lease cannot commit anything).
 // The run then ended with the new worker's output while the session held
 // the fenced-out worker's, which appendSession's "appendedBy" check accepted
 // as its own.

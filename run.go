@@ -182,7 +182,7 @@ func (rt *Runtime) checkInput(in *Input) (*Input, string, error) {
 	return in, runID, nil
 }
 
-// How a drive stops when nobody asked it a question (SPEC §4):
+// How a drive stops when nobody asked it a question (docs/design.md#recovery):
 //
 //   - A cancellation ([Runtime.Cancel], or the caller's context) is the
 //     caller's decision: the run ends cancelled for good, also when it

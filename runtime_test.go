@@ -296,7 +296,7 @@ func TestBatchInterruptionKeepsOtherCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The reads come after the call that waits for approval: they wait
-	// too (SPEC §3: calls run in the model's order).
+	// too (docs/design.md#the-ledger: calls run in the model's order).
 	if res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || look.count() != 0 || pay.count() != 0 {
 		t.Fatalf("batch: %+v reads %d pays %d", res, look.count(), pay.count())
 	}

@@ -45,7 +45,7 @@ func (rt *Runtime) Register(agents ...*AgentSpec) error {
 // run's claim with a new epoch in the same transaction, and drives it
 // through the same loop as Run and Resume, heartbeat and fenced writes
 // included. A stale run is resumed from its checkpoint, so the recovery
-// rules of SPEC §4 decide what happens to a call its dead holder had
+// rules of docs/design.md#recovery decide what happens to a call its dead holder had
 // started: a side effect of unknown outcome stops the run for
 // reconciliation; it is never replayed.
 

@@ -24,7 +24,7 @@ import (
 
 // proxy is a real reverse proxy in front of the console: every request the
 // console sees comes from the proxy's address, as behind the TLS proxy the
-// README recommends.
+// docs/console.md recommends.
 func (f *fixture) proxy() *httptest.Server {
 	f.t.Helper()
 	target, _ := url.Parse(f.srv.URL)

@@ -250,7 +250,7 @@ type Signoff struct {
 	Seen *Seen `json:"seen,omitempty"`
 }
 
-// EventRecord is one run event as stored, in the stable envelope of SPEC §9. Seq is assigned
+// EventRecord is one run event as stored, in the stable envelope of docs/design.md#events-and-redaction. Seq is assigned
 // by the store, gapless per run, starting at 1.
 type EventRecord struct {
 	// Tenant and RunID name the run.

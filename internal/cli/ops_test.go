@@ -85,7 +85,7 @@ func sample(s map[string]float64, name string, labels ...string) (float64, bool)
 // payment that needs approval: the webhook gets one signed item naming the
 // run and call with a console link, and a scrape of the worker's endpoint
 // shows the claim, the interrupted run, the inbox item and the delivered
-// notification. Every series the README's alert rules use is served.
+// notification. Every series the alert rules of docs/operations.md use is served.
 func TestBinaryWorkerMetricsAndNotify(t *testing.T) {
 	x := newE2E(t)
 	got := make(chan notify.Item, 10)
@@ -177,12 +177,12 @@ func TestBinaryWorkerMetricsAndNotify(t *testing.T) {
 			}
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), string(rules)) {
-		t.Error("README.md does not show docs/prometheus-alerts.yml as it is")
+	if !strings.Contains(string(page), string(rules)) {
+		t.Error("docs/operations.md does not show docs/prometheus-alerts.yml as it is")
 	}
 }
 

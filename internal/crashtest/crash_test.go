@@ -37,7 +37,7 @@ func (sc scenario) name() string {
 	return sc.effect.String() + "/" + pol + "/" + sc.kill
 }
 
-// expectation is what SPEC §4 says happens after the kill.
+// expectation is what docs/design.md#recovery says happens after the kill.
 type expectation struct {
 	atKill int // effects on disk when the child died
 	// interrupt is the kind the first resume stops with; "" means it

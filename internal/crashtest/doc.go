@@ -1,5 +1,5 @@
-// Package crashtest proves the durability rules of the tool ledger (SPEC §3
-// and §4) by killing real processes. It holds no production code: everything
+// Package crashtest proves the durability rules of the tool ledger
+// (docs/design.md#the-ledger and #recovery) by killing real processes. It holds no production code: everything
 // lives in its _test.go files, and this file only documents what they show.
 //
 // The test binary re-executes itself as a child process (TestCrashChild,
@@ -21,7 +21,7 @@
 // the side effects that really happened, across processes.
 //
 // The parent then resumes the run in a fresh runtime, once the dead child's
-// claim has expired, and checks SPEC §4 for every effect and kill point:
+// claim has expired, and checks docs/design.md#recovery for every effect and kill point:
 // a prepared call runs normally; a started side effect stops the run with a
 // reconciliation interruption and is never run again without a decision;
 // a started read or idempotent write stops with a recovery interruption,

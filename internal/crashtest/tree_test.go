@@ -276,7 +276,7 @@ func treeScenario(t *testing.T, exe string, policy actoviq.ChildFailure, point s
 			t.Fatalf("effect with another key: %q", e)
 		}
 	}
-	// How many executions SPEC §4 allows: one, plus one per re-execute
+	// How many executions docs/design.md#recovery allows: one, plus one per re-execute
 	// decision; an idempotent write killed after its effect is run again
 	// by the retry-safe policy with its key.
 	allowed := 1 + reexecs

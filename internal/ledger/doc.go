@@ -1,6 +1,6 @@
 // Package ledger is the state machine of one tool call in the pending-tool
-// ledger (SPEC §3) and the recovery table that says what a resuming run does
-// with each entry it finds (SPEC §4).
+// ledger (docs/design.md#the-ledger) and the recovery table that says what a resuming
+// run does with each entry it finds (docs/design.md#recovery).
 //
 // It is pure: no I/O, no clock, no store. The engine asks [Next] whether a
 // transition is legal before it writes the new state with a revision

@@ -24,7 +24,7 @@ var (
 )
 
 // allowed is written out independently of the package's own table, from the
-// SPEC §3 drawing and the API brief, so that a change to either shows up.
+// drawing in docs/design.md#the-ledger and the API brief, so that a change to either shows up.
 var allowed = map[string]ledger.State{
 	"prepared/ask_approval":     store.LedgerAwaitingApproval,
 	"prepared/skip":             store.LedgerCommitted,

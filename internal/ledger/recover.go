@@ -36,7 +36,7 @@ type RecoveryPolicy struct {
 // Action is what a resuming run does with one ledger entry.
 type Action int
 
-// The actions of the SPEC §4 recovery table.
+// The actions of the recovery table (docs/design.md#recovery).
 const (
 	// ActionNone: the entry is committed. Append its result to the
 	// transcript if it is missing; never call the tool.
@@ -78,7 +78,7 @@ func (a Action) String() string {
 	return fmt.Sprintf("Action(%d)", int(a))
 }
 
-// Recover is the SPEC §4 recovery table: what to do with an entry in state
+// Recover is the recovery table of docs/design.md#recovery: what to do with an entry in state
 // s of a tool with the given effect and persisted idempotency key, under
 // policy p.
 //

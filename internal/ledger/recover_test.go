@@ -8,7 +8,7 @@ import (
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// wantRecover is the SPEC §4 table restated independently of Recover.
+// wantRecover is the docs/design.md#recovery table restated independently of Recover.
 func wantRecover(s ledger.State, effect string, key string, p ledger.RecoveryPolicy) ledger.Action {
 	switch s {
 	case store.LedgerCommitted:
@@ -75,8 +75,8 @@ func TestRecoverExhaustive(t *testing.T) {
 	}
 }
 
-// TestRecoverSpecRows pins the rows of the SPEC §4 table by name, so a
-// reader can check them against the spec without reading wantRecover.
+// TestRecoverSpecRows pins the rows of the docs/design.md#recovery table by name, so
+// a reader can check them against the contract without reading wantRecover.
 func TestRecoverSpecRows(t *testing.T) {
 	t.Parallel()
 	all := ledger.RecoveryPolicy{RerunReads: true, RerunIdempotentWrites: true}

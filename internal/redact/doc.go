@@ -1,6 +1,6 @@
 // Package redact removes secrets from what the runtime persists and emits:
 // tool arguments and results, checkpoints, ledger entries, run events, MCP
-// server env and headers, error messages (SPEC §9). It runs before any sink
+// server env and headers, error messages (docs/design.md#events-and-redaction). It runs before any sink
 // and before any store write. Approvals bind to the digest of the unredacted
 // arguments, so compute digests before redacting.
 //
@@ -65,5 +65,5 @@
 // caller knows to be secret, such as the API keys it configured, use
 // [Redactor.String]. What the runtime applies it to, and what it does not
 // (a user's own message text, the model's text, a successful tool result's
-// text), is listed in the README's "Data hygiene" section.
+// text), is listed in docs/data-hygiene.md.
 package redact

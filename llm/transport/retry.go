@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// retryableStatus is the status rule of SPEC §5, before x-should-retry.
+// retryableStatus is the status rule of docs/design.md#model-calls, before x-should-retry.
 func retryableStatus(code int) bool {
 	switch {
 	case code == http.StatusRequestTimeout, // 408

@@ -1,7 +1,7 @@
 // Command campaign is the crash campaign of scripts/crash-campaign: it
 // SIGKILLs real processes at random instants while they drive agent runs,
 // resumes every run in new processes until it ends, and then counts what
-// the durability rules of SPEC §3 and §4 forbid.
+// the durability rules of docs/design.md#the-ledger and #recovery forbid.
 //
 //	go run ./internal/crashtest/campaign -n 2000 -seed 1 -store all
 //

@@ -1,6 +1,6 @@
 // Package providertest is the conformance suite every provider adapter
 // passes: the behaviours of the llm.Provider contract and of the shared
-// transport (SPEC §5) that must not depend on the wire format.
+// transport (docs/design.md#model-calls) that must not depend on the wire format.
 //
 // An adapter's test calls [Run] with a [Backend] that builds the provider
 // against a fake server and gives fixtures in the adapter's own wire format
