@@ -177,11 +177,11 @@ func TestBinaryWorkerMetricsAndNotify(t *testing.T) {
 			}
 		}
 	}
-	page, err := os.ReadFile("../../docs/operations.md")
+	doc, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(page), string(rules)) {
+	if !strings.Contains(string(doc), string(rules)) {
 		t.Error("docs/operations.md does not show docs/prometheus-alerts.yml as it is")
 	}
 }
