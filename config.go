@@ -96,6 +96,9 @@ type Config struct {
 	Holder string
 	// LeaseTTL is how long a run claim lives without a heartbeat; zero
 	// means 30 s, otherwise at least 1 ms. Heartbeats run every LeaseTTL/3.
+	// It must hold [LeaseSafeMultiple] store round trips: the runtime
+	// times them and reports a lease too short for its store
+	// ([Runtime.LeaseWarning], the run.lease_short event, Work's log).
 	LeaseTTL time.Duration
 	// Clock gives the time; nil means time.Now. Get and List compare
 	// claim expiries, which the store stamps with its own clock, against

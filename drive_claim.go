@@ -145,7 +145,11 @@ func (rt *Runtime) runClaim(c *store.Claim) *RunClaim {
 
 func (d *drive) claim(ctx context.Context) error {
 	p := &store.ClaimAcquireParams{Tenant: d.rt.tenant, Key: d.fence.Key, Holder: d.fence.Holder, TTL: d.rt.ttl}
+	began := d.rt.clock()
 	c, err := d.rt.store.ClaimAcquire(ctx, p)
+	if w := d.rt.observeStore("claim", began); w != nil { // a lease too short for the store (lease.go)
+		d.leaseShort(ctx, w, d.run.ID, d.run.ParentID)
+	}
 	var held *store.ClaimHeldError
 	if errors.As(err, &held) && d.rt.releaseDead(ctx, p.Key, held) {
 		c, err = d.rt.store.ClaimAcquire(ctx, p)
@@ -181,7 +185,14 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 					fences = append(fences, *d.sessionFence)
 				}
 				for _, f := range fences {
+					began := d.rt.clock()
 					_, err := d.rt.store.ClaimRenew(ctx, &store.ClaimRenewParams{Tenant: d.rt.tenant, Fence: f, TTL: d.rt.ttl})
+					if w := d.rt.observeStore("renew", began); w != nil { // a lease too short for the store (lease.go)
+						d.mu.Lock()
+						runID, parent := d.run.ID, d.run.ParentID
+						d.mu.Unlock()
+						d.leaseShort(ctx, w, runID, parent)
+					}
 					if errors.Is(err, store.ErrFenced) {
 						if f == d.fence {
 							d.leaseLost(ctx, f)
@@ -212,7 +223,7 @@ func (d *drive) leaseLost(ctx context.Context, f store.Fence) {
 	d.mu.Lock()
 	runID, parent := d.run.ID, d.run.ParentID
 	d.mu.Unlock()
-	data, _ := json.Marshal(&RunLeaseLostData{Holder: f.Holder, Epoch: f.Epoch})
+	data, _ := json.Marshal(&RunLeaseLostData{Holder: f.Holder, Epoch: f.Epoch, LeaseShort: d.rt.LeaseWarning()})
 	d.emit(ctx, Event{Schema: EventSchema, ID: d.rt.newID(), RunID: runID, ParentRunID: parent, TraceID: d.cp.TraceID,
 		SpanID: spanID(runID, ""), Type: EvRunLeaseLost, Time: d.rt.clock(), Data: data})
 }

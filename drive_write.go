@@ -73,7 +73,11 @@ func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*stor
 	p.Fence = &f
 	wctx, cancel := d.detached(ctx)
 	defer cancel()
+	began := d.rt.clock()
 	res, err := d.rt.store.RunWrite(wctx, p)
+	if w := d.rt.observeStore("write", began); w != nil { // a lease too short for the store (lease.go)
+		d.leaseShort(ctx, w, d.run.ID, d.run.ParentID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: write: %w", d.run.ID, err)
 	}

@@ -160,6 +160,9 @@ type RunLeaseLostData struct {
 	// Holder and Epoch name the claim that was lost.
 	Holder string `json:"holder"`
 	Epoch  int64  `json:"epoch"`
+	// LeaseShort is set when this runtime saw a store round trip that did
+	// not fit its lease ([Runtime.LeaseWarning]): the likely cause.
+	LeaseShort *LeaseWarning `json:"lease_short,omitempty"`
 }
 
 // EventTypes implements [EventData].
@@ -278,6 +281,7 @@ var eventPayloads = func() map[string]func() EventData {
 		func() EventData { return new(RunReleasedData) },
 		func() EventData { return new(RunClaimedData) },
 		func() EventData { return new(RunLeaseLostData) },
+		func() EventData { return new(LeaseShortData) },
 	} {
 		for _, t := range mk().EventTypes() {
 			m[t] = mk

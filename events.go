@@ -184,11 +184,14 @@ const (
 const EvRunReleased = "run.released"
 
 // Worker events, emitted (not stored) for metrics and logs; see
-// [RunClaimedData] and [RunLeaseLostData].
+// [RunClaimedData], [RunLeaseLostData] and [LeaseShortData].
 const (
 	// EvRunClaimed: a worker ([Runtime.Work]) claimed a run.
 	EvRunClaimed = "run.claimed"
 	// EvRunLeaseLost: a drive's heartbeat found its claim taken (its
 	// lease expired and another process claimed the run); the drive stops.
 	EvRunLeaseLost = "run.lease_lost"
+	// EvRunLeaseShort: a store round trip of a drive took longer than the
+	// lease allows ([Runtime.LeaseWarning]); the drive goes on.
+	EvRunLeaseShort = "run.lease_short"
 )

@@ -36,7 +36,8 @@ type Runtime struct {
 	retention Retention            // Config.Retention: the worker's sweeper
 	approvers approvals.Authorizer // nil: anyone named decides anything
 
-	reg registry // agents Work can drive
+	reg   registry   // agents Work can drive
+	lease leaseWatch // store round trips that did not fit the lease (lease.go)
 
 	mu      sync.Mutex
 	closed  bool

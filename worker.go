@@ -158,7 +158,14 @@ func (rt *Runtime) Work(ctx context.Context, opts *WorkOptions) error {
 	defer release(nil)
 	slots := make(chan struct{}, o.Concurrency)
 	var wg sync.WaitGroup
-	failures := 0
+	failures, leaseLogged := 0, 0
+	logLease := func() { // a lease too short for the store (lease.go)
+		if w, n := rt.leaseWarned(leaseLogged); w != nil {
+			leaseLogged = n
+			o.Logger.Warn("lease too short for the store", "lease", w.LeaseTTL, "op", w.Op, "took", w.Took, "suggested", w.Suggested, "warning", w.String())
+		}
+	}
+	defer logLease() // after the drives: what they saw last
 	for ctx.Err() == nil {
 		select {
 		case slots <- struct{}{}:
@@ -175,6 +182,8 @@ func (rt *Runtime) Work(ctx context.Context, opts *WorkOptions) error {
 		began := rt.clock()
 		run, claim, err := rt.store.RunClaimNext(ctx, &store.RunClaimNextParams{Tenant: rt.tenant, Holder: holder, TTL: rt.ttl,
 			AgentIDs: filter, Stale: true})
+		rt.observeStore("claim", began)
+		logLease()
 		if err == nil {
 			failures = 0
 			rt.claimed(ctx, o.Sinks, run, claim, rt.clock().Sub(began))
