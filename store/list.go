@@ -267,3 +267,26 @@ func SubtractCounts(all, some []RunCount) []RunCount {
 	SortCounts(out)
 	return out
 }
+
+// countedStatuses are the statuses whose runs the backends count as they
+// write them: the runs that are not finished.
+var countedStatuses = []RunStatus{RunQueued, RunRunning, RunInterrupted}
+
+// Counted reports whether a backend answers p from the counters it keeps
+// on every write (a few rows, whatever the number of runs): a count of
+// the whole tenant (no ParentID) over statuses that are all counted (not
+// finished), with no claim filter or the idle-claim filter without
+// HolderPrefix (the runs a live claim takes out are read from the claims
+// side, as many as are being driven right now).
+func Counted(p *RunCountParams) bool {
+	if p.ParentID != "" || len(p.Statuses) == 0 || p.Claim.HolderPrefix != "" ||
+		(p.Claim.State != ClaimAny && p.Claim.State != ClaimIdle) {
+		return false
+	}
+	for _, st := range p.Statuses {
+		if !slices.Contains(countedStatuses, st) {
+			return false
+		}
+	}
+	return true
+}

@@ -160,12 +160,22 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	if st, ok := waitingStatuses(p); ok {
-		// All waiting runs, minus those a live claim takes out: one
-		// statement (one snapshot), both parts read indexes, and no
-		// waiting run is probed one by one.
-		q := waitingCount
-		rows, err := s.pool.Query(ctx, s.q(q), p.Tenant, st, s.listNow(p.Now))
+	if store.Counted(p) {
+		// The counters every write keeps (a few rows per status and
+		// kind), minus, for the idle-claim filter, the runs a live claim
+		// takes out, found from the claims side: one statement, one
+		// snapshot; no run is read but those being driven right now.
+		sts := make([]string, len(p.Statuses))
+		for i, st := range p.Statuses {
+			sts[i] = string(st)
+		}
+		q := countersCount
+		args := []any{p.Tenant, sts}
+		if p.Claim.State == store.ClaimIdle {
+			q += liveCount
+			args = append(args, s.listNow(p.Now))
+		}
+		rows, err := s.pool.Query(ctx, s.q(q), args...)
 		if err != nil {
 			return nil, mapErr("count runs", err)
 		}
@@ -344,29 +354,14 @@ func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*sto
 	return out, nil
 }
 
-// waitingStatuses reports whether p counts waiting runs (interrupted or
-// running) whose claim is idle, and which statuses.
-func waitingStatuses(p *store.RunCountParams) ([]string, bool) {
-	if p.Claim.State != store.ClaimIdle || p.Claim.HolderPrefix != "" || p.ParentID != "" || len(p.Statuses) == 0 {
-		return nil, false
-	}
-	var out []string
-	for _, st := range p.Statuses {
-		if st != store.RunInterrupted && st != store.RunRunning {
-			return nil, false
-		}
-		out = append(out, string(st))
-	}
-	return out, true
-}
+// countersCount sums the counters (migrations/009_run_counts.sql) of the
+// statuses $2 of tenant $1 over their slots.
+const countersCount = `SELECT status, wait_kind, sum(n)::bigint FROM {{schema}}.run_counts
+	WHERE tenant = $1 AND status = ANY($2::text[]) GROUP BY status, wait_kind`
 
-// waitingCount counts the waiting runs (interrupted or running: $2) whose
-// claim is not live at $3: every one of them by status and wait kind from
-// runs_waiting_kind, with, negated, those a live claim takes out, found
-// from claims_live. The caller sums the two parts.
-const waitingCount = `SELECT r.status, r.wait_kind, count(*) FROM {{schema}}.runs r
-	WHERE r.tenant = $1 AND r.status = ANY($2::text[]) AND ` + waitingCond + `
-	GROUP BY r.status, r.wait_kind
+// liveCount, appended to countersCount, subtracts the runs of those
+// statuses whose claim is live at $3, found from claims_live.
+const liveCount = `
 	UNION ALL
 	SELECT r.status, r.wait_kind, -count(*) FROM {{schema}}.claims c
 	JOIN {{schema}}.runs r ON r.tenant = c.tenant AND r.id = substr(c.key, 5)

@@ -142,6 +142,19 @@ func TestMigrateScale(t *testing.T) {
 	if err != nil || res.Run.WaitKind != "recovery" {
 		t.Fatalf("write after the migration: %+v %v", res, err)
 	}
+	// The counters, filled from the stored runs, follow the writes since.
+	active, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t",
+		Statuses: []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStatus := map[store.RunStatus]int64{}
+	for _, c := range active {
+		byStatus[c.Status] += c.N
+	}
+	if byStatus[store.RunQueued] != 9 || byStatus[store.RunRunning] != 11 || byStatus[store.RunInterrupted] != 11 {
+		t.Fatalf("active counts after the migration, a claim and a write: %v", byStatus)
+	}
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = $1 AND p.proname = 'run_write'`, schema).Scan(&n); err != nil || n != 1 {

@@ -171,14 +171,17 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 	return q, args
 }
 
-// RunCount implements [store.Store].
+// RunCount implements [store.Store]. A count of active runs (queued,
+// running, interrupted) of the whole tenant reads the counters that every
+// write keeps (migrations/0009_run_counts.sql): a few rows, whatever the
+// number of runs. With the idle-claim filter, the runs a live claim takes
+// out are found from the claims side (claims_live: the runs being driven
+// right now) and subtracted, in the same snapshot.
 func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.RunCount, error) {
 	if err := validate(p); err != nil {
 		return nil, err
 	}
-	if all, live, args, ok := s.waitingCountQueries(p); ok {
-		// All waiting runs, minus those a live claim takes out: both read
-		// indexes only, and no waiting run is probed one by one.
+	if all, live, args, ok := s.counterQueries(p); ok {
 		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // one snapshot for both
 		if err != nil {
 			return nil, wrap("count runs", mapErr(ctx, err))
@@ -188,9 +191,11 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 		if err != nil {
 			return nil, err
 		}
-		l, err := scanCounts(ctx, tx, live, args[1])
-		if err != nil {
-			return nil, err
+		var l []store.RunCount
+		if live != "" {
+			if l, err = scanCounts(ctx, tx, live, args[1]); err != nil {
+				return nil, err
+			}
 		}
 		return store.SubtractCounts(a, l), nil
 	}
@@ -223,30 +228,29 @@ func scanCounts(ctx context.Context, q interface {
 	return out, nil
 }
 
-// waitingCountQueries are the two queries of a count of waiting runs
-// (interrupted or running) whose claim is idle: every such run, from
-// runs_waiting_kind, and those with a live claim, from claims_live.
-func (s *Store) waitingCountQueries(p *store.RunCountParams) (all, live string, args [2][]any, ok bool) {
-	if p.Claim.State != store.ClaimIdle || p.Claim.HolderPrefix != "" || p.ParentID != "" || len(p.Statuses) == 0 {
+// counterQueries are the queries of a count that the counters answer
+// (store.Counted): the counters' rows, and, for the idle-claim filter,
+// the runs among them with a live claim (from claims_live; empty
+// otherwise).
+func (s *Store) counterQueries(p *store.RunCountParams) (all, live string, args [2][]any, ok bool) {
+	if !store.Counted(p) {
 		return "", "", args, false
 	}
 	ph := make([]string, len(p.Statuses))
 	var sts []any
 	for i, st := range p.Statuses {
-		if st != store.RunInterrupted && st != store.RunRunning {
-			return "", "", args, false
-		}
 		ph[i] = "?"
 		sts = append(sts, string(st))
 	}
-	in := `r.status IN (` + strings.Join(ph, ", ") + `)`
-	all = `SELECT r.status, r.wait_kind, count(*) FROM runs r INDEXED BY runs_waiting_kind
-		WHERE r.tenant = ? AND ` + in + ` AND ` + waitingCond + ` GROUP BY r.status, r.wait_kind`
-	live = `SELECT r.status, r.wait_kind, count(*) FROM claims c INDEXED BY claims_live CROSS JOIN runs r
-		WHERE c.tenant = ? AND c.expires_at > ? AND r.tenant = c.tenant AND r.id = substr(c.key, 5) AND c.key LIKE 'run:%'
-		AND ` + in + ` GROUP BY r.status, r.wait_kind`
+	in := `status IN (` + strings.Join(ph, ", ") + `)`
+	all = `SELECT status, wait_kind, n FROM run_counts WHERE tenant = ? AND ` + in + ` AND n <> 0`
 	args[0] = append([]any{p.Tenant}, sts...)
-	args[1] = append([]any{p.Tenant, micros(s.listNow(p.Now))}, sts...)
+	if p.Claim.State == store.ClaimIdle {
+		live = `SELECT r.status, r.wait_kind, count(*) FROM claims c INDEXED BY claims_live CROSS JOIN runs r
+		WHERE c.tenant = ? AND c.expires_at > ? AND r.tenant = c.tenant AND r.id = substr(c.key, 5) AND c.key LIKE 'run:%'
+		AND r.` + in + ` GROUP BY r.status, r.wait_kind`
+		args[1] = append([]any{p.Tenant, micros(s.listNow(p.Now))}, sts...)
+	}
 	return all, live, args, true
 }
 

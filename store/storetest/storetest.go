@@ -85,6 +85,7 @@ func Run(t *testing.T, b Backend) {
 		{"RunCount", testRunCount},
 		{"LedgerListRuns", testLedgerListRuns},
 		{"RunPrune", testRunPrune},
+		{"RunCounters", testRunCounters},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

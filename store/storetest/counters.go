@@ -1,0 +1,187 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// The counts of active runs (issue 21): a backend may answer a count of
+// queued, running and interrupted runs from counters it keeps on every
+// write (store.Counted). Whatever it does, the counts must stay equal to
+// a full count of the runs, under creations, status and kind changes,
+// claims, writes that fail and roll back, prunes, and concurrent writers.
+
+var activeStatuses = []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted}
+
+// fullCount counts the tenant's runs in statuses by reading every one of
+// them (a list, not a count: the reference the counts are checked
+// against), with the claim filter cf at the clock's time.
+func fullCount(t *testing.T, bb *bundle, s store.Store, tenant string, statuses []store.RunStatus, cf store.ClaimFilter) []store.RunCount {
+	t.Helper()
+	runs := pageAll(t, bb, store.RunListParams{Tenant: tenant, Statuses: statuses, Claim: cf, Now: bb.clock.Now(), Summary: true}, 100)
+	n := map[[2]string]int64{}
+	for _, r := range runs {
+		n[[2]string{string(r.Status), r.WaitKind}]++
+	}
+	out := []store.RunCount{}
+	for k, v := range n {
+		out = append(out, store.RunCount{Status: store.RunStatus(k[0]), WaitKind: k[1], N: v})
+	}
+	store.SortCounts(out)
+	return out
+}
+
+// checkCounts compares every counted form of RunCount with a full count.
+func checkCounts(t *testing.T, bb *bundle, s store.Store, step string) {
+	t.Helper()
+	for _, tenant := range []string{"t1", "t2"} {
+		for _, sts := range [][]store.RunStatus{activeStatuses, {store.RunInterrupted, store.RunRunning}, {store.RunQueued}} {
+			for _, cf := range []store.ClaimFilter{{}, {State: store.ClaimIdle}} {
+				p := &store.RunCountParams{Tenant: tenant, Statuses: sts, Claim: cf, Now: bb.clock.Now()}
+				if !store.Counted(p) {
+					t.Fatalf("%+v is not a counted count", p)
+				}
+				got, err := s.RunCount(bb.ctx, p)
+				if err != nil {
+					t.Fatalf("%s: RunCount: %v", step, err)
+				}
+				if want := fullCount(t, bb, s, tenant, sts, cf); !slices.Equal(got, want) {
+					t.Fatalf("%s: %s %v claim %q: counts %+v, full count %+v", step, tenant, sts, cf.State, got, want)
+				}
+			}
+		}
+	}
+}
+
+func testRunCounters(t *testing.T, bb *bundle) {
+	rng := rand.New(rand.NewPCG(21, 21))
+	statuses := []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted, store.RunCompleted,
+		store.RunFailed, store.RunCancelled}
+	kinds := []string{"approval", "reconciliation", "provider", ""}
+	var ids []string
+	tenantOf := map[string]string{}
+	get := func(id string) *store.Run {
+		r, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: tenantOf[id], ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for step := range 400 {
+		name := ""
+		switch op := rng.IntN(10); {
+		case op < 3 || len(ids) < 5: // a new run, in any status
+			id := fmt.Sprintf("c%04d", step)
+			tenant := []string{"t1", "t2"}[rng.IntN(2)]
+			r := newRun(tenant, id)
+			r.Status, r.WaitKind = statuses[rng.IntN(len(statuses))], kinds[rng.IntN(len(kinds))]
+			mustCreate(t, bb, r)
+			ids, tenantOf[id] = append(ids, id), tenant
+			name = "create " + id + " " + string(r.Status)
+		case op < 6: // a status or kind change
+			id := ids[rng.IntN(len(ids))]
+			r := get(id)
+			st, k := statuses[rng.IntN(len(statuses))], kinds[rng.IntN(len(kinds))]
+			if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: r.Tenant, RunID: id,
+				Run: &store.RunUpdate{ExpectedRevision: r.Revision, Status: st, Checkpoint: r.Checkpoint, WaitKind: k}}); err != nil {
+				t.Fatal(err)
+			}
+			name = fmt.Sprintf("write %s %s->%s/%s", id, r.Status, st, k)
+		case op < 7: // a write whose run update applies, then fails: all of it rolls back
+			id := ids[rng.IntN(len(ids))]
+			r := get(id)
+			_, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: r.Tenant, RunID: id,
+				Run: &store.RunUpdate{ExpectedRevision: r.Revision, Status: statuses[rng.IntN(len(statuses))],
+					Checkpoint: r.Checkpoint, WaitKind: "approval"},
+				Ledger: []store.LedgerWrite{{Entry: entry(r.Tenant, id, "never", 0, store.LedgerPrepared), ExpectedRevision: 9}}})
+			if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("failing write: %v", err)
+			}
+			name = "rolled back " + id
+		case op < 8: // a claim: the oldest queued run becomes running
+			tenant := []string{"t1", "t2"}[rng.IntN(2)]
+			_, _, err := bb.s.RunClaimNext(bb.ctx, &store.RunClaimNextParams{Tenant: tenant, Holder: "h:1:x", TTL: time.Minute})
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Fatal(err)
+			}
+			name = "claim"
+		case op < 9: // time passes: claims expire
+			bb.clock.Advance(time.Duration(rng.IntN(90)) * time.Second)
+			name = "clock"
+		default: // a prune of what finished before now
+			for _, tenant := range []string{"t1", "t2"} {
+				res, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: tenant, FinishedBefore: bb.clock.Now(), Limit: 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(res.RunIDs, id) })
+			}
+			name = "prune"
+		}
+		if step%10 == 0 || step == 399 {
+			checkCounts(t, bb, bb.s, fmt.Sprintf("step %d (%s)", step, name))
+		}
+	}
+
+	// Concurrent writers on two handles flip statuses back and forth: no
+	// write fails for the counters' sake (no deadlock), and the counts
+	// still agree.
+	handles := []store.Store{bb.s, bb.open(t, bb.clock.Now)}
+	var flips []string
+	for i := range 16 {
+		id := fmt.Sprintf("flip%02d", i)
+		r := newRun("t1", id)
+		r.Status, r.WaitKind = store.RunInterrupted, "approval"
+		mustCreate(t, bb, r)
+		flips, tenantOf[id] = append(flips, id), "t1"
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := handles[w%2]
+			for i := range 25 {
+				id := flips[(w*2+i)%len(flips)]
+				for {
+					r, err := s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: id})
+					if err != nil {
+						errs <- err
+						return
+					}
+					st, k := store.RunRunning, ""
+					if r.Status == store.RunRunning {
+						st, k = store.RunInterrupted, []string{"approval", "provider"}[i%2]
+					}
+					_, err = s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: id,
+						Run: &store.RunUpdate{ExpectedRevision: r.Revision, Status: st, Checkpoint: json.RawMessage(`{}`), WaitKind: k}})
+					if errors.Is(err, store.ErrConflict) {
+						continue // another writer changed it first: read again
+					}
+					if err != nil {
+						errs <- fmt.Errorf("flip %s: %w", id, err)
+						return
+					}
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkCounts(t, bb, bb.s, "after concurrent writers")
+	// A store opened afresh reads the same counts.
+	checkCounts(t, bb, bb.open(t, bb.clock.Now), "new handle")
+}
