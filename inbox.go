@@ -61,7 +61,7 @@ type InboxPage struct {
 	// Total is the sum of Totals.
 	Total int64
 	// Next is the cursor of the next page (InboxParams.After); empty when
-	// no run follows. A full page always has one.
+	// no run follows.
 	Next string
 }
 
@@ -131,7 +131,17 @@ func (rt *Runtime) Inbox(ctx context.Context, p *InboxParams) (*InboxPage, error
 		}
 		sp.After = store.CursorOf(runs[len(runs)-1], store.RunsWaitingLongest)
 		if len(page.Runs) == limit {
-			page.Next = encodeCursor(sp.After)
+			// A full page: it has a next one if a run follows it (one
+			// index step; without it the last page could be an empty one).
+			probe := sp
+			probe.Limit, probe.Summary = 1, true
+			more, err := rt.store.RunList(ctx, &probe)
+			if err != nil && !errors.Is(err, store.ErrData) {
+				return nil, fmt.Errorf("actoviq: inbox: %w", err)
+			}
+			if len(more) > 0 || err != nil {
+				page.Next = encodeCursor(sp.After)
+			}
 			break
 		}
 	}

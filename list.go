@@ -18,8 +18,8 @@ type RunPage struct {
 	// Runs are the page's runs, newest first.
 	Runs []*RunInfo
 	// Next is the cursor of the next page (ListParams.After); empty when
-	// no run follows. A full page always has one, whose page may turn out
-	// empty. Cursors are keyset positions: a run created
+	// no run follows (the store is asked for one run more than the page
+	// holds). Cursors are keyset positions: a run created
 	// or removed meanwhile neither repeats nor skips a run of a later page.
 	Next string
 }
@@ -129,11 +129,13 @@ func (rt *Runtime) ListPage(ctx context.Context, p *ListParams) (*RunPage, error
 	// A run the store returns but the derivation drops (a live claim of a
 	// dead local process) leaves the page short: read on, from where the
 	// store stopped, until the page is full or the store has no more.
+	// The store is asked for one run more than the page needs: when it
+	// is there, the page has a next one; when it is not, Next stays empty.
 	for {
 		sp.Now = rt.clock()
 		sp.Limit = 0
 		if p.Limit > 0 {
-			sp.Limit = p.Limit - len(page.Runs)
+			sp.Limit = p.Limit - len(page.Runs) + 1
 		}
 		runs, err := rt.store.RunList(ctx, &sp)
 		if err != nil && !errors.Is(err, store.ErrData) {
@@ -147,19 +149,20 @@ func (rt *Runtime) ListPage(ctx context.Context, p *ListParams) (*RunPage, error
 		if err != nil {
 			return nil, err
 		}
-		for _, info := range infos {
+		for i, info := range infos {
+			if p.Limit > 0 && len(page.Runs) == p.Limit {
+				// A run follows the full page: the next page starts after
+				// the last run this one read.
+				page.Next = encodeCursor(sp.After)
+				return page, dataErr
+			}
 			if p.Status == "" || info.Status == p.Status {
 				page.Runs = append(page.Runs, info)
 			}
+			sp.After = store.CursorOf(runs[i], store.RunsNewest)
 		}
-		full := sp.Limit > 0 && len(runs) == sp.Limit
-		if !full {
-			return page, dataErr
-		}
-		sp.After = store.CursorOf(runs[len(runs)-1], store.RunsNewest)
-		if len(page.Runs) == p.Limit {
-			page.Next = encodeCursor(sp.After)
-			return page, dataErr
+		if sp.Limit == 0 || len(runs) < sp.Limit {
+			return page, dataErr // the store has no more
 		}
 	}
 }

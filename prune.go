@@ -18,9 +18,10 @@ const EvRunsPruned = "runs.pruned"
 // Retention is the policy of [Config.Retention]: finished runs (completed,
 // failed, cancelled) can be removed after a while, so that the store does
 // not grow forever. Removal works in bounded batches (store.RunPrune: one
-// short transaction of a few hundred runs each; on PostgreSQL FOR UPDATE
-// SKIP LOCKED), so writers never wait long behind it, and each batch is
-// emitted as a runs.pruned event ([EvRunsPruned]).
+// short transaction each, sized to take about BatchTime; on PostgreSQL FOR
+// UPDATE SKIP LOCKED), paced with a pause after each, so writers never
+// wait long behind it, and each batch is emitted as a runs.pruned event
+// ([EvRunsPruned]).
 //
 // Never removed, whatever the policy:
 //   - a run that is not finished (queued, running, interrupted);
@@ -40,9 +41,13 @@ type Retention struct {
 	KeepFinished time.Duration
 	// Sessions also removes the finished runs of sessions still in use.
 	Sessions bool
-	// Batch is how many runs one batch removes; zero means 500, at most
+	// Batch is the largest batch; zero means 500, at most
 	// store.MaxPruneBatch.
 	Batch int
+	// BatchTime is how long one batch may hold the store (the batch size
+	// adapts to it, and the sweep pauses twice as long after each batch:
+	// see [PruneParams].BatchTime); zero means 20 ms.
+	BatchTime time.Duration
 	// Every is how often [Runtime.Work] sweeps; zero means one minute.
 	Every time.Duration
 }
@@ -55,6 +60,8 @@ func (r *Retention) validate() error {
 		return fmt.Errorf("actoviq: Config.Retention.Batch %d is not from 0 to %d", r.Batch, store.MaxPruneBatch)
 	case r.Every < 0:
 		return errors.New("actoviq: Config.Retention.Every is negative")
+	case r.BatchTime < 0:
+		return errors.New("actoviq: Config.Retention.BatchTime is negative")
 	}
 	return nil
 }
@@ -66,19 +73,35 @@ type PruneParams struct {
 	FinishedBefore time.Time
 	// Sessions also removes the finished runs of sessions still in use.
 	Sessions bool
-	// Batch is the batch size; zero means 500, at most
-	// store.MaxPruneBatch.
+	// Batch is the largest batch; zero means 500, at most
+	// store.MaxPruneBatch. The batches of a prune are usually smaller:
+	// see BatchTime.
 	Batch int
-	// DryRun removes nothing: it reports the first batch that would be
-	// removed (and whether more would follow).
+	// BatchTime is how long one batch may hold the store: the batch size
+	// adapts, from 1 run up to Batch, so that a batch takes about this
+	// long; zero means 20 ms. After each batch the prune pauses twice as
+	// long as the batch took, so that other writers (workers, on SQLite
+	// waiting for its single write lock) have the store at least two
+	// thirds of the time.
+	BatchTime time.Duration
+	// Unpaced runs the batches back to back, without the pause and at
+	// size Batch: for a store nobody else writes to.
+	Unpaced bool
+	// DryRun removes nothing: it walks every batch that would be removed
+	// and reports the full counts, with the ids of the first
+	// [MaxDryRunIDs] runs (memory stays bounded).
 	DryRun bool
 	// Sinks receive the runs.pruned event of each batch, after
 	// [Config.Sinks].
 	Sinks []EventSink
 }
 
-// PruneResult counts what [Runtime.Prune] removed (or, for a dry run, the
-// first batch it would remove).
+// MaxDryRunIDs is the most run ids a dry run reports
+// (PruneResult.RunIDs); its counts cover every run.
+const MaxDryRunIDs = 1000
+
+// PruneResult counts what [Runtime.Prune] removed (or, for a dry run,
+// would remove).
 type PruneResult struct {
 	// Runs, LedgerEntries and Events count the rows removed.
 	Runs int64 `json:"runs"`
@@ -90,9 +113,11 @@ type PruneResult struct {
 	Batches int `json:"batches"`
 	// DryRun says nothing was removed.
 	DryRun bool `json:"dry_run,omitempty"`
-	// More, for a dry run, says that more runs would follow the batch.
+	// More, for a dry run, says that RunIDs holds only the first
+	// [MaxDryRunIDs] of the Runs that would be removed.
 	More bool `json:"more,omitempty"`
-	// RunIDs are the runs of a dry run's batch (not filled by a prune).
+	// RunIDs are the runs a dry run would remove, oldest first, at most
+	// [MaxDryRunIDs] (not filled by a prune).
 	RunIDs []string `json:"run_ids,omitempty"`
 }
 
@@ -121,20 +146,35 @@ func init() {
 // p.FinishedBefore, batch after batch until none is left or ctx ends, and
 // emits one runs.pruned event per batch. What it never removes is listed
 // at [Retention]. Memory stays bounded: a batch is read, removed and
-// forgotten before the next.
+// forgotten before the next. Batches are short and paced (see
+// PruneParams.BatchTime), so that writers never wait long behind a prune.
 func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, error) {
 	if p == nil || p.FinishedBefore.IsZero() {
 		return nil, &store.InvalidError{Field: "FinishedBefore", Reason: "zero"}
 	}
-	batch := p.Batch
-	if batch == 0 {
-		batch = 500
+	if p.Batch < 0 || p.Batch > store.MaxPruneBatch || p.BatchTime < 0 {
+		return nil, &store.InvalidError{Field: "Batch", Reason: fmt.Sprintf("%d is not from 0 to %d, or BatchTime is negative", p.Batch, store.MaxPruneBatch)}
+	}
+	maxBatch := p.Batch
+	if maxBatch == 0 {
+		maxBatch = 500
+	}
+	target := p.BatchTime
+	if target == 0 {
+		target = 20 * time.Millisecond
+	}
+	paced := !p.Unpaced && !p.DryRun // a dry run only reads
+	batch := maxBatch
+	if paced {
+		batch = min(maxBatch, 50) // a first batch that cannot hold the store long; it grows
 	}
 	res := &PruneResult{DryRun: p.DryRun}
 	var after *store.RunCursor // each batch starts after the previous one: no walk over what it removed
 	for {
+		t0 := time.Now()
 		b, err := rt.store.RunPrune(ctx, &store.RunPruneParams{Tenant: rt.tenant, FinishedBefore: p.FinishedBefore,
 			Limit: batch, Sessions: p.Sessions, DryRun: p.DryRun, After: after})
+		took := time.Since(t0)
 		if err != nil {
 			return res, fmt.Errorf("actoviq: prune: %w", err)
 		}
@@ -146,8 +186,9 @@ func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, err
 			rt.emitPruned(ctx, p, b)
 		}
 		if p.DryRun {
-			res.RunIDs, res.More = b.RunIDs, b.More
-			return res, nil
+			keep := min(len(b.RunIDs), MaxDryRunIDs-len(res.RunIDs))
+			res.RunIDs = append(res.RunIDs, b.RunIDs[:keep]...)
+			res.More = res.More || keep < len(b.RunIDs)
 		}
 		if !b.More || len(b.RunIDs) == 0 {
 			return res, nil
@@ -156,7 +197,27 @@ func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, err
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		if paced {
+			batch = nextBatch(batch, maxBatch, took, target)
+			t := time.NewTimer(max(2*took, time.Millisecond))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return res, ctx.Err()
+			case <-t.C:
+			}
+		}
 	}
+}
+
+// nextBatch is the size of the batch after one of n runs that took took:
+// about what fits in target, at most doubling, from 1 to maxBatch.
+func nextBatch(n, maxBatch int, took, target time.Duration) int {
+	if took <= 0 {
+		return min(2*n, maxBatch)
+	}
+	next := int(float64(n) * float64(target) / float64(took))
+	return max(1, min(next, 2*n, maxBatch))
 }
 
 // emitPruned hands the runs.pruned event of a batch to the sinks.
@@ -188,7 +249,7 @@ func (rt *Runtime) sweep(ctx context.Context, o *WorkOptions) {
 	defer t.Stop()
 	for {
 		res, err := rt.Prune(ctx, &PruneParams{FinishedBefore: rt.clock().Add(-pol.KeepFinished), Sessions: pol.Sessions,
-			Batch: pol.Batch, Sinks: o.Sinks})
+			Batch: pol.Batch, BatchTime: pol.BatchTime, Sinks: o.Sinks})
 		switch {
 		case err != nil && ctx.Err() == nil:
 			o.Logger.Warn("retention sweep failed", "err", err)

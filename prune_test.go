@@ -12,6 +12,7 @@ import (
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storemem"
 	"github.com/actoviq/actoviq-go/store/storesqlite"
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -65,7 +66,7 @@ func TestPrune(t *testing.T) {
 	if _, err := rt.Get(ctx, "done-0"); err != nil {
 		t.Fatalf("a dry run removed a run: %v", err)
 	}
-	got, err := rt.Prune(ctx, &actoviq.PruneParams{FinishedBefore: cut, Batch: 2})
+	got, err := rt.Prune(ctx, &actoviq.PruneParams{FinishedBefore: cut, Batch: 2, Unpaced: true})
 	if err != nil || got.Runs != 5 || got.Batches != 3 || got.Events != dry.Events || got.LedgerEntries != 0 {
 		t.Fatalf("prune: %+v (dry %+v) %v", got, dry, err)
 	}
@@ -94,6 +95,49 @@ func TestPrune(t *testing.T) {
 	}
 	if _, err := actoviq.New(st, &actoviq.Config{Retention: actoviq.Retention{KeepFinished: -1}}); err == nil {
 		t.Fatal("a negative retention was accepted")
+	}
+}
+
+// TestPruneDryRunCountsAll: a dry run walks every batch and counts every
+// run it would remove, with the ids of the first MaxDryRunIDs only; a
+// paced prune (batches sized by BatchTime, a pause after each) then
+// removes exactly that many.
+func TestPruneDryRunCountsAll(t *testing.T) {
+	ctx := context.Background()
+	st := storemem.New(nil)
+	rt, err := actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	const n = actoviq.MaxDryRunIDs + 234
+	for i := range n {
+		if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: store.DefaultTenant, ID: fmt.Sprintf("r%05d", i),
+			AgentID: "a", AgentDigest: "d", Status: store.RunCompleted, Checkpoint: json.RawMessage(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: store.DefaultTenant, ID: "waits",
+		AgentID: "a", AgentDigest: "d", Status: store.RunInterrupted, Checkpoint: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now().Add(time.Hour)
+	dry, err := rt.Prune(ctx, &actoviq.PruneParams{FinishedBefore: cut, Batch: 100, DryRun: true})
+	if err != nil || dry.Runs != n || len(dry.RunIDs) != actoviq.MaxDryRunIDs || !dry.More || dry.Batches < n/100 {
+		t.Fatalf("dry run: runs %d, %d ids, more %v, %d batches, %v", dry.Runs, len(dry.RunIDs), dry.More, dry.Batches, err)
+	}
+	if dry.RunIDs[0] != "r00000" || dry.RunIDs[actoviq.MaxDryRunIDs-1] != fmt.Sprintf("r%05d", actoviq.MaxDryRunIDs-1) {
+		t.Fatalf("dry run ids %s .. %s, want the oldest first", dry.RunIDs[0], dry.RunIDs[len(dry.RunIDs)-1])
+	}
+	got, err := rt.Prune(ctx, &actoviq.PruneParams{FinishedBefore: cut, Batch: 300})
+	if err != nil || got.Runs != n || got.Batches < n/300 {
+		t.Fatalf("paced prune: %+v %v", got, err)
+	}
+	if _, err := st.RunGet(ctx, &store.RunGetParams{Tenant: store.DefaultTenant, ID: "waits"}); err != nil {
+		t.Fatalf("the waiting run: %v", err)
+	}
+	if _, err := rt.Prune(ctx, &actoviq.PruneParams{FinishedBefore: cut, Batch: store.MaxPruneBatch + 1}); err == nil {
+		t.Fatal("a batch above MaxPruneBatch was accepted")
 	}
 }
 

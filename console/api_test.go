@@ -470,6 +470,11 @@ func TestInboxOrderFiltersAndStream(t *testing.T) {
 		if len(v.Items) != n {
 			t.Errorf("inbox%s: %d items, want %d", q, len(v.Items), n)
 		}
+		// The tool filter narrows the page only, and says so.
+		if narrowed := strings.HasPrefix(q, "?tool="); narrowed != (v.Narrowed != "") ||
+			narrowed && !strings.Contains(v.Narrowed, "this page only") {
+			t.Errorf("inbox%s: narrowed %q", q, v.Narrowed)
+		}
 	}
 
 	// The stream sends the inbox at once and again when it changes.

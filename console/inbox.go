@@ -65,6 +65,11 @@ type Inbox struct {
 	// Cut says, when this page is not the whole inbox, how much it shows
 	// and how to get the rest. Empty when the page is everything.
 	Cut string `json:"cut,omitempty"`
+	// Narrowed says, when the tool filter (or kind "resume", a state of
+	// the ledger rather than of the run) is set, that it narrows this
+	// page's runs only: the store pages by kind and agent, so runs on
+	// later pages may match too, and Totals do not follow it.
+	Narrowed string `json:"narrowed,omitempty"`
 	// Warning reports runs that could not be read (they are not hidden
 	// silently).
 	Warning string `json:"warning,omitempty"`
@@ -80,7 +85,8 @@ func filterFrom(r *http.Request) inboxFilter {
 // inbox is one page of what waits for a person, oldest first: a fixed
 // number of store queries (Runtime.Inbox), whatever the store holds. The
 // kind and agent filters are applied by the store; the tool filter (and
-// kind "resume", a state of the ledger) narrows the page's items.
+// kind "resume", a state of the ledger) narrows the page's items, and
+// says so (Inbox.Narrowed).
 func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 	p := &actoviq.InboxParams{Kind: f.kind, AgentID: f.agent, Limit: c.cfg.InboxLimit, After: f.after}
 	if f.kind == actoviq.InboxKindResume {
@@ -154,6 +160,18 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 		out.Cut = fmt.Sprintf("this page shows %d runs; %d runs wait in all", len(page.Runs), page.Total)
 		if page.Next != "" {
 			out.Cut += "; more on the next page"
+		}
+	}
+	if f.tool != "" || f.kind == actoviq.InboxKindResume {
+		what := "tool " + f.tool
+		if f.tool == "" {
+			what = "kind " + actoviq.InboxKindResume
+		} else if f.kind == actoviq.InboxKindResume {
+			what += " and kind " + actoviq.InboxKindResume
+		}
+		out.Narrowed = fmt.Sprintf("the filter on %s applies to the %d runs of this page only (%d items match)", what, len(page.Runs), len(out.Items))
+		if page.Next != "" {
+			out.Narrowed += "; later pages may hold more"
 		}
 	}
 	if len(problems) > 0 {

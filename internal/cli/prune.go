@@ -38,20 +38,23 @@ type pruneJSON struct {
 func (e *env) runsPruneCmd() *cobra.Command {
 	c := common{mustExist: true}
 	var before string
-	var dryRun, sessions, jsonOut bool
+	var dryRun, sessions, jsonOut, unpaced bool
 	var batch int
+	var batchTime time.Duration
 	cmd := &cobra.Command{
 		Use:   "prune --finished-before DURATION",
 		Short: "Remove finished runs older than a duration",
 		Long: "prune removes the runs that finished (completed, failed or cancelled) longer ago than --finished-before\n" +
-			"(their last write), with their ledger, events and claim, in batches of --batch runs, one short\n" +
-			"transaction each, so that workers are not held up.\n\n" +
+			"(their last write), with their ledger, events and claim, in batches of at most --batch runs, one short\n" +
+			"transaction each, sized to take about --batch-time, with a pause twice as long after each, so that\n" +
+			"workers are not held up (--unpaced: back to back, for a store nobody else writes to).\n\n" +
 			"Never removed: a run that is not finished; a finished run with a call whose outcome is unknown (it\n" +
 			"stays for the record until someone settles it: actoviq runs show RUN); a run with a child that is\n" +
 			"not finished, or a child whose parent is not; a run whose claim is live; and, without --sessions, a\n" +
 			"run of a session still in use (one with a run that is not finished or is younger than the cut-off).\n" +
 			"Session journals are never removed.\n\n" +
-			"--dry-run removes nothing and prints the first batch that would go. --json prints {\"schema\":1,...}.\n" +
+			"--dry-run removes nothing: it counts every run that would go and lists the first " + strconv.Itoa(actoviq.MaxDryRunIDs) + ".\n" +
+			"--json prints {\"schema\":1,...}.\n" +
 			"A worker removes finished runs by itself with Config.Retention (actoviq worker --keep-finished).",
 		Example: "  actoviq runs prune --finished-before 720h --dry-run\n  actoviq runs prune --finished-before 30d --store postgres://user@db/actoviq",
 		Args:    cobra.NoArgs,
@@ -66,13 +69,17 @@ func (e *env) runsPruneCmd() *cobra.Command {
 			if batch < 1 || batch > store.MaxPruneBatch {
 				return usageErr("--batch %d: want 1 to %d", batch, store.MaxPruneBatch)
 			}
+			if batchTime <= 0 {
+				return usageErr("--batch-time %v: want a positive duration (such as 20ms)", batchTime)
+			}
 			rt, done, err := e.runtime(cmd.Context(), &c)
 			if err != nil {
 				return err
 			}
 			defer done()
 			cut := time.Now().Add(-age)
-			res, err := rt.Prune(cmd.Context(), &actoviq.PruneParams{FinishedBefore: cut, DryRun: dryRun, Sessions: sessions, Batch: batch})
+			res, err := rt.Prune(cmd.Context(), &actoviq.PruneParams{FinishedBefore: cut, DryRun: dryRun, Sessions: sessions, Batch: batch,
+				BatchTime: batchTime, Unpaced: unpaced})
 			if res == nil {
 				res = &actoviq.PruneResult{}
 			}
@@ -87,7 +94,7 @@ func (e *env) runsPruneCmd() *cobra.Command {
 					fmt.Fprintln(e.stdout, "  "+id)
 				}
 				if res.More {
-					fmt.Fprintf(e.stdout, "and more after this batch of %d\n", batch)
+					fmt.Fprintf(e.stdout, "and %d more (the first %d are listed)\n", res.Runs-int64(len(res.RunIDs)), len(res.RunIDs))
 				}
 			default:
 				fmt.Fprintf(e.stdout, "removed %d runs finished before %s (%d ledger entries, %d events) in %d batches\n",
@@ -101,9 +108,11 @@ func (e *env) runsPruneCmd() *cobra.Command {
 	}
 	c.register(cmd)
 	cmd.Flags().StringVar(&before, "finished-before", "", "remove runs finished longer ago than this (such as 720h or 30d)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "remove nothing; print the first batch that would go")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "remove nothing; count what would go and list the first runs")
 	cmd.Flags().BoolVar(&sessions, "sessions", false, "also remove finished runs of sessions still in use")
-	cmd.Flags().IntVar(&batch, "batch", 500, "runs per batch (one transaction)")
+	cmd.Flags().IntVar(&batch, "batch", 500, "the most runs per batch (one transaction)")
+	cmd.Flags().DurationVar(&batchTime, "batch-time", 20*time.Millisecond, "how long one batch may hold the store (sizes the batches)")
+	cmd.Flags().BoolVar(&unpaced, "unpaced", false, "batches of --batch runs back to back, without pauses")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "JSON output")
 	return cmd
 }

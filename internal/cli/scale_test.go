@@ -71,7 +71,7 @@ func TestRunsListPagesAndPrune(t *testing.T) {
 	if err := json.Unmarshal(h.stdout.Bytes(), &dry); err != nil || dry.Runs != 30 || !dry.DryRun || len(dry.RunIDs) != 30 {
 		t.Fatalf("dry run: %v %s", err, h.stdout)
 	}
-	h.want(ExitCompleted, "runs", "prune", "--store", h.store, "--finished-before", "1h", "--batch", "7")
+	h.want(ExitCompleted, "runs", "prune", "--store", h.store, "--finished-before", "1h", "--batch", "7", "--unpaced")
 	if !strings.Contains(h.stdout.String(), "removed 30 runs") || !strings.Contains(h.stdout.String(), "in 5 batches") {
 		t.Fatalf("prune: %s", h.stdout)
 	}

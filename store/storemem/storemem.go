@@ -651,6 +651,12 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 			inUse[r.SessionID] = true
 		}
 	}
+	busyParent := map[string]bool{} // runs with a child that is not finished
+	for k, r := range s.runs {
+		if k.tenant == p.Tenant && r.ParentID != "" && !r.Status.Terminal() {
+			busyParent[r.ParentID] = true
+		}
+	}
 	var cand []*store.Run
 	for k, r := range s.runs {
 		if k.tenant != p.Tenant || !r.Status.Terminal() || !r.UpdatedAt.Before(p.FinishedBefore) {
@@ -662,7 +668,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		if !p.Sessions && r.SessionID != "" && inUse[r.SessionID] {
 			continue
 		}
-		if s.keepLocked(r, now) {
+		if busyParent[r.ID] || s.keepLocked(r, now) {
 			continue
 		}
 		cand = append(cand, r)
@@ -691,7 +697,8 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 }
 
 // keepLocked reports whether a finished run must be kept whatever the
-// policy: an unsettled call, a child or parent not finished, a live claim.
+// policy: an unsettled call, a parent not finished, a live claim (a child
+// not finished is checked by the caller, for all runs at once).
 func (s *Store) keepLocked(r *store.Run, now time.Time) bool {
 	for _, e := range s.ledger[key{r.Tenant, r.ID}] {
 		if e.State == store.LedgerStarted || e.State == store.LedgerUnknown {
@@ -703,11 +710,6 @@ func (s *Store) keepLocked(r *store.Run, now time.Time) bool {
 	}
 	if r.ParentID != "" {
 		if par, ok := s.runs[key{r.Tenant, r.ParentID}]; ok && !par.Status.Terminal() {
-			return true
-		}
-	}
-	for k, c := range s.runs {
-		if k.tenant == r.Tenant && c.ParentID == r.ID && !c.Status.Terminal() {
 			return true
 		}
 	}
