@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
@@ -158,6 +159,8 @@ type Console struct {
 	mu           sync.Mutex
 	resumes      map[string]chan struct{}     // run id → closed when its console-started drive ends
 	inboxFlights map[inboxFilter]*inboxFlight // the inbox computations live streams wait for
+
+	inboxComputed atomic.Int64 // pages the live streams computed (tests)
 }
 
 // New returns a console over rt. The console does not own rt.

@@ -106,9 +106,14 @@
 //
 // GET /api/v1/runs/{id} returns the run as the run page shows it: a [Run].
 //
-// GET /api/v1/inbox?kind=K&agent=A&tool=T returns the [Inbox];
-// GET /api/v1/inbox/stream (same filters) sends it as server-sent events
-// named "inbox": once at once, then whenever it changes.
+// GET /api/v1/inbox?kind=K&agent=A&tool=T returns the [Inbox] (kind and
+// agent page in the store; tool narrows one page, and [Inbox].Narrowed
+// says so); GET /api/v1/inbox/stream (same filters) sends it as
+// server-sent events named "inbox": once at once, then whenever it
+// changes. With a store that stamps what waits (store.WaitingStamper:
+// SQLite, PostgreSQL), an idle stream costs one small query per tick
+// (Config.PollInterval); the page is recomputed when the stamp moves, and
+// every 30 ticks anyway.
 //
 // POST /api/v1/runs/{id}/decisions records decisions without driving the
 // run. The body is one decision ([DecisionRequest]):

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/store"
 )
 
 // InboxItem is one thing that waits for a person.
@@ -209,6 +210,10 @@ func (c *Console) apiInbox(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, in)
 }
 
+// stampRefresh is how many ticks of an unchanged stamp a live inbox waits
+// before it recomputes its page anyway.
+const stampRefresh = 30
+
 // apiInboxStream sends the inbox as server-sent events: one "inbox" event
 // at once, then one whenever it changes. Ages are left out of the
 // comparison so that an unchanged inbox stays quiet; the page ages items
@@ -228,8 +233,36 @@ func (c *Console) apiInboxStream(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ticker := time.NewTicker(c.cfg.PollInterval)
 	defer ticker.Stop()
+	// With a store that stamps what waits (store.WaitingStamper), a tick
+	// costs one tiny query while nothing changed; the page is recomputed
+	// when the stamp moves, and every stampRefresh ticks anyway (what a
+	// stamp cannot see: a process of this host that died holding a claim).
+	ws, _ := c.rt.Store().(store.WaitingStamper)
 	var last []byte
+	var lastStamp string
 	for n := 0; ; n++ {
+		if ws != nil {
+			stamp, err := ws.WaitingStamp(ctx, c.rt.Tenant(), time.Time{})
+			same := err == nil && n > 0 && n%stampRefresh != 0 && stamp == lastStamp
+			if err == nil {
+				lastStamp = stamp
+			}
+			if same {
+				if n%15 == 0 {
+					fmt.Fprint(w, ": still here\n\n")
+					fl.Flush()
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-c.ctx.Done():
+					return
+				case <-ticker.C:
+				}
+				continue
+			}
+		}
+		c.inboxComputed.Add(1)
 		in, err := c.sharedInbox(ctx, f)
 		if err != nil {
 			if ctx.Err() != nil {

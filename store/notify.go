@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // QueueNotifier is an optional interface of a [Store] that can wake idle
 // workers when a run becomes queued ([RunCreateParams] with status queued,
@@ -14,4 +17,22 @@ type QueueNotifier interface {
 	// and one can be lost (a dropped connection): callers poll as well, and
 	// select on their own context. ctx bounds only setting up the watch.
 	QueueWatch(ctx context.Context, tenant string) (<-chan struct{}, error)
+}
+
+// WaitingStamper is an optional interface of a [Store] that tells cheaply
+// whether what waits for a person (the inbox: interrupted and running
+// runs, their claims) may have changed, so that a live inbox recomputes
+// its page only then. Consoles find it by type assertion; without it they
+// recompute on every tick.
+type WaitingStamper interface {
+	// WaitingStamp returns a short value that changes when a run becomes
+	// or stops being interrupted or running, or changes its wait kind;
+	// when a waiting run is written; when a claim of the tenant is taken,
+	// extended or released; and when a live claim expires (judged at
+	// now). It costs a few index probes, whatever the store holds. Equal
+	// stamps mean nothing of the above happened, with one exception a
+	// caller must allow for by recomputing now and then anyway: a claim
+	// taken and released between two stamps while a longer claim of the
+	// tenant stays live.
+	WaitingStamp(ctx context.Context, tenant string, now time.Time) (string, error)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -916,3 +917,54 @@ func (s *Store) notifyLocked(tenant string) {
 }
 
 var _ store.QueueNotifier = (*Store)(nil)
+
+var _ store.WaitingStamper = (*Store)(nil)
+
+// WaitingStamp implements [store.WaitingStamper] (by reading every run and
+// claim of the tenant: this store is for tests and small programs).
+func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) (string, error) {
+	if tenant == "" {
+		return "", &store.InvalidError{Field: "tenant", Reason: "empty"}
+	}
+	if err := s.lock(ctx); err != nil {
+		return "", err
+	}
+	defer s.mu.Unlock()
+	if now.IsZero() {
+		now = s.clock.Now()
+	}
+	var maxExp time.Time
+	live := 0
+	for k, c := range s.claims {
+		if k.tenant != tenant {
+			continue
+		}
+		if c.ExpiresAt.After(maxExp) {
+			maxExp = c.ExpiresAt
+		}
+		if c.ExpiresAt.After(now) {
+			live++
+		}
+	}
+	var newest *store.Run
+	counts := map[string]int{}
+	for k, r := range s.runs {
+		if k.tenant != tenant || (r.Status != store.RunInterrupted && r.Status != store.RunRunning) {
+			continue
+		}
+		counts[string(r.Status)+"/"+r.WaitKind]++
+		if newest == nil || cmpRun(r, store.CursorOf(newest, store.RunsWaitingLongest), store.RunsWaitingLongest) > 0 {
+			newest = r
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%d|", maxExp.UnixNano(), live)
+	if newest != nil {
+		fmt.Fprintf(&b, "%d/%s", newest.UpdatedAt.UnixNano(), newest.ID)
+	}
+	b.WriteString("|")
+	for _, g := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(&b, "%s=%d,", g, counts[g])
+	}
+	return b.String(), nil
+}

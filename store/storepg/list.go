@@ -367,3 +367,29 @@ const liveCount = `
 	JOIN {{schema}}.runs r ON r.tenant = c.tenant AND r.id = substr(c.key, 5)
 	WHERE c.tenant = $1 AND c.expires_at > $3 AND c.key LIKE 'run:%' AND r.status = ANY($2::text[])
 	GROUP BY r.status, r.wait_kind`
+
+var _ store.WaitingStamper = (*Store)(nil)
+
+// waitingStamp is the statement of WaitingStamp: the tenant's latest claim
+// expiry and live claims (claims_live), its newest waiting run
+// (runs_waiting, read backwards) and the counters of waiting runs.
+const waitingStamp = `SELECT concat_ws('|',
+	coalesce((SELECT max(expires_at) FROM {{schema}}.claims WHERE tenant = $1)::text, ''),
+	(SELECT count(*) FROM {{schema}}.claims WHERE tenant = $1 AND expires_at > $2),
+	coalesce((SELECT r.updated_at || '/' || r.id FROM {{schema}}.runs r WHERE r.tenant = $1 AND ` + waitingCond + `
+		ORDER BY r.updated_at DESC, r.id DESC LIMIT 1), ''),
+	coalesce((SELECT string_agg(status || '/' || wait_kind || '=' || n, ',' ORDER BY status, wait_kind) FROM
+		(SELECT status, wait_kind, sum(n) AS n FROM {{schema}}.run_counts WHERE tenant = $1 AND status IN ('interrupted', 'running')
+		GROUP BY status, wait_kind) c), ''))`
+
+// WaitingStamp implements [store.WaitingStamper].
+func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) (string, error) {
+	if tenant == "" {
+		return "", &store.InvalidError{Field: "tenant", Reason: "empty"}
+	}
+	var stamp string
+	if err := s.pool.QueryRow(ctx, s.q(waitingStamp), tenant, s.listNow(now)).Scan(&stamp); err != nil {
+		return "", mapErr("waiting stamp", err)
+	}
+	return stamp, nil
+}

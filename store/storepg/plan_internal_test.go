@@ -207,6 +207,10 @@ func TestQueryPlans(t *testing.T) {
 	if !readCounters {
 		t.Errorf("inbox totals do not read the counters\n%s", totals)
 	}
+	// The live inbox's stamp: no finished run read (the newest waiting
+	// one, through runs_waiting backwards; the bound allows the planner
+	// the waiting runs, not more).
+	checkPG(t, "waiting stamp", explain(t, s, waitingStamp, "t", now), []string{"runs_waiting", "runs_by_status"}, 510)
 	// The prune walks the finished runs oldest first, one batch.
 	pick := prunePick
 	checkPG(t, "prune", explain(t, s, pick, "t", base.Add(100000*time.Second), now, false, int64(500), base.Add(100*time.Second), "f00000100"),

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -396,4 +397,31 @@ func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*sto
 		return nil, wrap("list claims", mapErr(ctx, err))
 	}
 	return out, nil
+}
+
+var _ store.WaitingStamper = (*Store)(nil)
+
+// waitingStamp is the statement of WaitingStamp: the tenant's latest claim
+// expiry and live claims (claims_live), its newest waiting run
+// (runs_waiting, read backwards) and the counters of waiting runs.
+const waitingStamp = `SELECT
+	(SELECT expires_at FROM claims INDEXED BY claims_live WHERE tenant = ?1 ORDER BY expires_at DESC LIMIT 1),
+	(SELECT count(*) FROM claims INDEXED BY claims_live WHERE tenant = ?1 AND expires_at > ?2),
+	(SELECT r.updated_at || '/' || r.id FROM runs r INDEXED BY runs_waiting WHERE r.tenant = ?1 AND ` + waitingCond + `
+		ORDER BY r.updated_at DESC, r.id DESC LIMIT 1),
+	(SELECT group_concat(status || '/' || wait_kind || '=' || n, ',') FROM
+		(SELECT status, wait_kind, n FROM run_counts WHERE tenant = ?1 AND status IN ('interrupted', 'running') ORDER BY status, wait_kind))`
+
+// WaitingStamp implements [store.WaitingStamper].
+func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) (string, error) {
+	if tenant == "" {
+		return "", &store.InvalidError{Field: "tenant", Reason: "empty"}
+	}
+	var exp sql.NullInt64
+	var live int64
+	var newest, counts sql.NullString
+	if err := s.db.QueryRowContext(ctx, waitingStamp, tenant, micros(s.listNow(now))).Scan(&exp, &live, &newest, &counts); err != nil {
+		return "", wrap("waiting stamp", mapErr(ctx, err))
+	}
+	return fmt.Sprintf("%d|%d|%s|%s", exp.Int64, live, newest.String, counts.String), nil
 }

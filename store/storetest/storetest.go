@@ -86,6 +86,7 @@ func Run(t *testing.T, b Backend) {
 		{"LedgerListRuns", testLedgerListRuns},
 		{"RunPrune", testRunPrune},
 		{"RunCounters", testRunCounters},
+		{"WaitingStamp", testWaitingStamp},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
