@@ -281,8 +281,9 @@ const pruneDry = `WITH v AS (` + prunePick + `)
 		(SELECT count(*) FROM {{schema}}.ledger l JOIN v ON l.tenant = v.tenant AND l.run_id = v.id),
 		(SELECT count(*) FROM {{schema}}.events e JOIN v ON e.tenant = v.tenant AND e.run_id = v.id)`
 
-// RunPrune implements [store.Store]: one statement per batch (its own
-// short transaction), then, when the batch was full, one probe for more.
+// RunPrune implements [store.Store]: one short transaction per batch, one
+// statement that picks and removes the batch, then, when the batch was
+// full, one probe for more.
 func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.RunPruneResult, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
@@ -298,24 +299,34 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		afterAt, afterID = p.After.At, p.After.ID
 	}
 	var last *time.Time
+	// One transaction per batch, with JIT compilation off: the planner
+	// costs the per-run rule probes of a batch high enough to JIT-compile
+	// the statement, which took seconds per batch (scripts/bench-scale),
+	// for a statement that reads a few hundred index entries.
 	err := retryable(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q(q), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit), afterAt, afterID).
-			Scan(&res.RunIDs, &last, &res.LedgerEntries, &res.Events)
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+				return err
+			}
+			res.RunIDs, last, res.More = nil, nil, false
+			if err := tx.QueryRow(ctx, s.q(q), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit), afterAt, afterID).
+				Scan(&res.RunIDs, &last, &res.LedgerEntries, &res.Events); err != nil {
+				return err
+			}
+			if len(res.RunIDs) < p.Limit {
+				return nil
+			}
+			// A full batch: is there more? (In this transaction a prune's
+			// removed runs are gone, so the probe starts after them.)
+			return tx.QueryRow(ctx, s.q(`SELECT EXISTS (`+strings.Replace(prunePick, "LIMIT $5", "OFFSET $5 LIMIT 1", 1)+`)`),
+				p.Tenant, p.FinishedBefore, now, p.Sessions, int64(offsetAfter(p)), afterAt, afterID).Scan(&res.More)
+		})
 	})
 	if err != nil {
 		return nil, mapErr("prune runs", err)
 	}
 	if n := len(res.RunIDs); n > 0 && last != nil {
 		res.Last = &store.RunCursor{At: store.Time(*last), ID: res.RunIDs[n-1]}
-	}
-	if len(res.RunIDs) == p.Limit {
-		var more bool
-		err := s.pool.QueryRow(ctx, s.q(`SELECT EXISTS (`+strings.Replace(prunePick, "LIMIT $5", "OFFSET $5 LIMIT 1", 1)+`)`),
-			p.Tenant, p.FinishedBefore, now, p.Sessions, int64(offsetAfter(p)), afterAt, afterID).Scan(&more)
-		if err != nil {
-			return nil, mapErr("prune runs", err)
-		}
-		res.More = more
 	}
 	return res, nil
 }

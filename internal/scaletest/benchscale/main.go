@@ -148,6 +148,70 @@ func pages(ctx context.Context, rt *actoviq.Runtime, n int) (inbox, list time.Du
 	return median(a), median(b), shown, nil
 }
 
+// timedStore records how long each store call of an inbox page takes.
+type timedStore struct {
+	store.Store
+	mu  sync.Mutex
+	lat map[string][]time.Duration
+}
+
+func (t *timedStore) add(what string, t0 time.Time) {
+	d := time.Since(t0)
+	t.mu.Lock()
+	t.lat[what] = append(t.lat[what], d)
+	t.mu.Unlock()
+}
+
+func (t *timedStore) RunList(ctx context.Context, p *store.RunListParams) ([]*store.Run, error) {
+	defer t.add(fmt.Sprintf("RunList(limit %d)", p.Limit), time.Now())
+	return t.Store.RunList(ctx, p)
+}
+
+func (t *timedStore) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.RunCount, error) {
+	defer t.add("RunCount", time.Now())
+	return t.Store.RunCount(ctx, p)
+}
+
+func (t *timedStore) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
+	defer t.add("LedgerList", time.Now())
+	return t.Store.LedgerList(ctx, p)
+}
+
+func (t *timedStore) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*store.Claim, error) {
+	defer t.add("ClaimList", time.Now())
+	return t.Store.ClaimList(ctx, p)
+}
+
+// breakdown prints the median time of each store call of the inbox's
+// first page, and of the page itself, over n pages.
+func breakdown(ctx context.Context, name string, st store.Store, n int) error {
+	ts := &timedStore{Store: st, lat: map[string][]time.Duration{}}
+	rt, err := actoviq.New(ts, nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	var page []time.Duration
+	for range n {
+		t0 := time.Now()
+		if _, err := rt.Inbox(ctx, &actoviq.InboxParams{Limit: 50}); err != nil {
+			return err
+		}
+		page = append(page, time.Since(t0))
+	}
+	fmt.Printf("%s inbox first page, median of %d: page %v;", name, n, median(page).Round(time.Microsecond))
+	keys := make([]string, 0, len(ts.lat))
+	for k := range ts.lat {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Printf(" %s %v ×%d;", k, median(ts.lat[k]).Round(time.Microsecond), len(ts.lat[k])/n)
+	}
+	fmt.Println()
+	return nil
+}
+
 func ratio(a, b time.Duration) string { return fmt.Sprintf("%.2f", float64(a)/float64(b)) }
 
 func bench(ctx context.Context, small, large *backend) error {
@@ -197,11 +261,17 @@ func bench(ctx context.Context, small, large *backend) error {
 	if err != nil {
 		return err
 	}
+	if err := breakdown(ctx, large.name+" (10 waiting)", large.st, 15); err != nil {
+		return err
+	}
 	if err := large.seed(ctx, scaletest.Spec{Tenant: "default", Waiting: 9990, Base: base, Prefix: "b"}); err != nil {
 		return err
 	}
 	in10k, list10k, n10k, err := pages(ctx, rt, 15)
 	if err != nil {
+		return err
+	}
+	if err := breakdown(ctx, large.name+" (10,000 waiting)", large.st, 15); err != nil {
 		return err
 	}
 	fmt.Printf("%s inbox first page: %d waiting %v, %d waiting %v, ratio %s\n", large.name, n10, in10.Round(time.Microsecond),
