@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
-	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
@@ -29,7 +28,6 @@ func TestGetFinishedRunWithStartedCall(t *testing.T) {
 		_ = tool.IdempotencyKey(ctx)
 		close(entered)
 		<-ctx.Done()
-		time.Sleep(10 * time.Millisecond)
 		return "", ctx.Err()
 	})
 	model := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "pay", Arguments: json.RawMessage(`{}`)}}},

@@ -436,6 +436,6 @@ func TestCancelReachesAnotherProcess(t *testing.T) {
 type slowTool struct{ *payTool }
 
 func (s slowTool) Call(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the work itself, not synchronisation
 	return s.payTool.Call(ctx, args)
 }

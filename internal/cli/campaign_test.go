@@ -226,7 +226,7 @@ func campaign(t *testing.T, storeURL string, nRuns, nWorkers int) {
 			}
 			t.Fatalf("%d of %d runs completed in time", done, nRuns)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // polling the store the worker processes write; no signal to wait on
 	}
 	if !chaosStopped {
 		close(stopChaos)

@@ -229,6 +229,6 @@ func TestBinaryKilledRunLeavesNoMCPServer(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("MCP server %d outlived the SIGKILLed run", pid)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling another process's pid; no signal to wait on
 	}
 }

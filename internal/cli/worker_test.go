@@ -106,7 +106,7 @@ func TestBinaryWorkerDrivesDetachedRuns(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("runs not completed in time\nworker stderr:\n%s", w.stderr)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling the store a worker process writes; no signal to wait on
 	}
 	if !sawHolder {
 		t.Error("runs list never showed the worker process as the holder of a running run")

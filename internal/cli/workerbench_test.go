@@ -61,7 +61,7 @@ func waitReady(b *testing.B, w *workerProc) {
 		if time.Now().After(deadline) {
 			b.Fatalf("worker not ready:\n%s", w.stderr)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polling worker processes (their output, the store); no signal to wait on
 	}
 }
 
@@ -110,7 +110,7 @@ func BenchmarkWorkerRuns(b *testing.B) {
 						if info.Status == actoviq.StatusFailed || info.Status == actoviq.StatusCancelled || info.Status == actoviq.StatusInterrupted {
 							b.Fatalf("run %s is %s", id, info.Status)
 						}
-						time.Sleep(2 * time.Millisecond)
+						time.Sleep(2 * time.Millisecond) // polling worker processes (their output, the store); no signal to wait on
 					}
 				}
 				total += perIter
@@ -152,7 +152,7 @@ func BenchmarkWorkerTakeover(b *testing.B) {
 			if h != nil && h.Live && h.PID == first.cmd.Process.Pid {
 				break
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // polling worker processes (their output, the store); no signal to wait on
 		}
 		second := startWorker(b, wenv, "--store", storeURL, "--concurrency", "1", "--lease-ttl", "2s", "--poll", "100ms")
 		waitReady(b, second)
@@ -166,7 +166,7 @@ func BenchmarkWorkerTakeover(b *testing.B) {
 			if time.Since(killed) > time.Minute {
 				b.Fatal("no takeover in a minute")
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // polling worker processes (their output, the store); no signal to wait on
 		}
 		total += time.Since(killed)
 		if os.Getenv("WBENCH_DEBUG") != "" {

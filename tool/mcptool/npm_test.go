@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,9 +208,14 @@ func TestEverythingStreamableHTTP(t *testing.T) {
 	stop := httpEverything(t, entry, port)
 	const token = "http-token-8d2c6b19"
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	// answered is closed when the server has begun answering the POST of
+	// the long call: then it holds the call.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	answered := &signalOnAnswer{rt: tr, marker: "trigger-long-running-operation", answered: make(chan struct{})}
 	src := newSource(t, map[string]*mcptool.ServerConfig{
 		"web": {URL: url, Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}, TrustAnnotations: true},
-	}, &mcptool.Options{LookupEnv: func(string) (string, bool) { return token, true }})
+	}, &mcptool.Options{LookupEnv: func(string) (string, bool) { return token, true }, HTTPClient: &http.Client{Transport: answered}})
 	start := time.Now()
 	checkEverything(t, src, "web", true)
 	t.Logf("connect, list and 2 calls over streamable HTTP: %s", time.Since(start))
@@ -222,7 +229,11 @@ func TestEverythingStreamableHTTP(t *testing.T) {
 		_, err := long.Call(tool.WithIdempotencyKey(context.Background(), "run:long"), json.RawMessage(`{"duration":30,"steps":30}`))
 		done <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // let the POST reach the server
+	select {
+	case <-answered.answered:
+	case err := <-done:
+		t.Fatalf("the long call ended before the server answered its POST: %v", err)
+	}
 	stop()
 	select {
 	case err = <-done:
@@ -342,4 +353,33 @@ func TestMemoryServer(t *testing.T) {
 	if err != nil || !strings.Contains(res.Content, "never replays a call") {
 		t.Fatalf("read_graph: %+v %v", res, err)
 	}
+}
+
+// signalOnAnswer closes answered when the response headers to the first
+// POST whose body holds marker arrive: the server has the request.
+type signalOnAnswer struct {
+	rt       http.RoundTripper
+	marker   string
+	once     sync.Once
+	answered chan struct{}
+}
+
+func (s *signalOnAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	watch := false
+	if r.Method == http.MethodPost && r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r = r.Clone(r.Context())
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		watch = bytes.Contains(b, []byte(s.marker))
+	}
+	res, err := s.rt.RoundTrip(r)
+	if err == nil && watch {
+		s.once.Do(func() { close(s.answered) })
+	}
+	return res, err
 }
