@@ -40,7 +40,7 @@ func TestBinaryWorkerSIGTERMHandsTheRunOver(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the worker never started the payment\nstderr:\n%s", w.stderr)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling a file the worker process writes; no signal to wait on
 	}
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
