@@ -249,7 +249,9 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	d.cp.Items = append(d.cp.Items, items...)
 	d.cp.Turn = turn
 	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
-	respData := &ModelResponseData{Turn: turn, ResponseID: resp.ID, StopReason: resp.StopReason, Usage: resp.Usage, Items: items}
+	// The items are stored once, in the run's log: the event says where.
+	respData := &ModelResponseData{Turn: turn, ResponseID: resp.ID, StopReason: resp.StopReason, Usage: resp.Usage,
+		ItemsAt: &LogRange{From: len(d.cp.Items) - len(items), Count: len(items)}}
 	if len(calls) == 0 {
 		d.cp.Output = items
 		if err := d.appendSession(ctx); err != nil {

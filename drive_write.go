@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
 
@@ -100,9 +101,22 @@ func (d *drive) entry(callID string) *store.LedgerEntry {
 }
 
 func (d *drive) emitStored(ctx context.Context, evs []*store.EventRecord) {
+	if len(d.sinks) == 0 {
+		return
+	}
 	for _, ev := range evs {
+		data := ev.Data
+		if ev.Type == EvModelResponse {
+			// Its items are in the transcript (the log's items, in order).
+			data = d.rt.withItems(data, func(from, n int) ([]item.Item, bool) {
+				if from < 0 || n < 0 || from+n > len(d.cp.Items) {
+					return nil, false
+				}
+				return d.cp.Items[from : from+n], true
+			})
+		}
 		d.emit(ctx, Event{Schema: EventSchema, ID: ev.ID, Seq: ev.Seq, RunID: ev.RunID, ParentRunID: ev.ParentRunID,
-			TraceID: ev.TraceID, SpanID: ev.SpanID, Type: ev.Type, Time: ev.Time, Data: ev.Data})
+			TraceID: ev.TraceID, SpanID: ev.SpanID, Type: ev.Type, Time: ev.Time, Data: data})
 	}
 }
 

@@ -105,8 +105,24 @@ type ModelResponseData struct {
 	StopReason llm.StopReason `json:"stop_reason,omitempty"`
 	// Usage is this response's token usage.
 	Usage item.Usage `json:"usage"`
-	// Items are the response's output items.
-	Items []item.Item `json:"items"`
+	// Items are the response's output items. The store keeps them once,
+	// in the run's log (store.Run.Log): the stored event says where
+	// (ItemsAt) and leaves Items out. [Runtime.Events] and every sink
+	// receive the event with Items filled in from the log, redacted as
+	// any event data.
+	Items []item.Item `json:"items,omitempty"`
+	// ItemsAt is where the run's log holds Items. Events stored before
+	// the log existed have Items and no ItemsAt.
+	ItemsAt *LogRange `json:"items_at,omitempty"`
+}
+
+// LogRange is a range of a run's log (store.Run.Log): Count items from
+// index From.
+type LogRange struct {
+	// From is the index of the first item in the run's log.
+	From int `json:"from"`
+	// Count is the number of items.
+	Count int `json:"count"`
 }
 
 // ToolCallData is the payload of every tool.* event except tool.probed: a

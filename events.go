@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
 
@@ -78,19 +79,63 @@ func (rt *Runtime) Events(ctx context.Context, runID string, p *EventsParams) ([
 	if p == nil {
 		p = &EventsParams{}
 	}
-	if _, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID}); err != nil {
-		return nil, fmt.Errorf("actoviq: run %s: %w", runID, err)
-	}
 	evs, err := rt.store.EventList(ctx, &store.EventListParams{Tenant: rt.tenant, RunID: runID, AfterSeq: p.AfterSeq, Limit: p.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: events of %s: %w", runID, err)
 	}
+	// The run is read after its events: its log only grows, so it holds
+	// the items of every model.response listed.
+	run, err := rt.store.RunGet(ctx, &store.RunGetParams{Tenant: rt.tenant, ID: runID})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: run %s: %w", runID, err)
+	}
 	out := make([]Event, 0, len(evs))
 	for _, ev := range evs {
+		data := ev.Data
+		if ev.Type == EvModelResponse {
+			data = rt.withItems(data, func(from, n int) ([]item.Item, bool) { return logItems(run.Log, from, n) })
+		}
 		out = append(out, Event{Schema: EventSchema, ID: ev.ID, Seq: ev.Seq, RunID: ev.RunID, ParentRunID: ev.ParentRunID,
-			TraceID: ev.TraceID, SpanID: ev.SpanID, Type: ev.Type, Time: ev.Time, Data: ev.Data})
+			TraceID: ev.TraceID, SpanID: ev.SpanID, Type: ev.Type, Time: ev.Time, Data: data})
 	}
 	return out, nil
+}
+
+// withItems returns a stored model.response event's data with its Items
+// filled in from the run's log (items gives the log's items [from,
+// from+n)), redacted as event data is when it is stored. Data without
+// ItemsAt (stored before the log existed) is returned as it is, and so is
+// data whose range the log does not hold (it stays readable; Items stay
+// empty).
+func (rt *Runtime) withItems(data json.RawMessage, items func(from, n int) ([]item.Item, bool)) json.RawMessage {
+	var x ModelResponseData
+	if len(data) == 0 || json.Unmarshal(data, &x) != nil || x.ItemsAt == nil || len(x.Items) > 0 {
+		return data
+	}
+	its, ok := items(x.ItemsAt.From, x.ItemsAt.Count)
+	if !ok {
+		return data
+	}
+	x.Items = its
+	b, err := json.Marshal(&x)
+	if err != nil {
+		return data
+	}
+	return rt.redactor.MarshaledJSON(b)
+}
+
+// logItems decodes the items [from, from+n) of a run's log.
+func logItems(log []json.RawMessage, from, n int) ([]item.Item, bool) {
+	if from < 0 || n < 0 || from+n > len(log) {
+		return nil, false
+	}
+	out := make([]item.Item, n)
+	for i := range out {
+		if json.Unmarshal(log[from+i], &out[i]) != nil {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // EvSessionRecovered records that a run completed with the answer its own

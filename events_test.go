@@ -13,6 +13,7 @@ import (
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm/scripted"
+	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/store/storemem"
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -201,5 +202,92 @@ func TestEventPayloadCompat(t *testing.T) {
 	bad := actoviq.Event{Type: actoviq.EvToolStarted, ID: "e9", Data: json.RawMessage(`{"effect":"teleport"}`)}
 	if _, err := bad.Payload(); !errors.Is(err, actoviq.ErrData) {
 		t.Fatalf("bad payload: %v, want ErrData", err)
+	}
+}
+
+// A model response's items are stored once, in the run's log: the stored
+// model.response event says where they are (ItemsAt) and does not hold
+// them, while sinks and Runtime.Events receive the event with its items
+// (the same bytes), a secret-looking value in the model's text redacted
+// as in any event data.
+func TestModelResponseItemsStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	col := &collector{}
+	st := storemem.New(nil)
+	rt, err := actoviq.New(st, &actoviq.Config{Sinks: []actoviq.EventSink{col}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	lookup := tool.Func(tool.Spec{Name: "lookup", Effect: tool.Read},
+		func(ctx context.Context, q struct {
+			Q string `json:"q"`
+		}) (string, error) {
+			return "42", nil
+		})
+	model := scripted.New(
+		scripted.Turn{Text: "looking up, password=hunter2", ToolCalls: []scripted.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"q":"answer-one"}`)}}},
+		scripted.Turn{Text: "final answer-two"},
+	)
+	agent := &actoviq.AgentSpec{ID: "a", Provider: model, Model: "scripted", Tools: []tool.Tool{lookup}}
+	res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: "r", Items: []item.Item{item.UserText("?")}})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	stored, err := st.EventList(ctx, &store.EventListParams{Tenant: store.DefaultTenant, RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var storedResp []*store.EventRecord
+	for _, ev := range stored {
+		if ev.Type == actoviq.EvModelResponse {
+			storedResp = append(storedResp, ev)
+			for _, word := range []string{"answer-one", "answer-two", "hunter2"} {
+				if bytes.Contains(ev.Data, []byte(word)) {
+					t.Errorf("stored model.response %s holds %q: its items are stored twice", ev.Data, word)
+				}
+			}
+		}
+	}
+	if len(storedResp) != 2 {
+		t.Fatalf("stored %d model.response events, want 2", len(storedResp))
+	}
+	read, err := rt.Events(ctx, "r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromEvents, fromSinks []actoviq.Event
+	for _, ev := range read {
+		if ev.Type == actoviq.EvModelResponse {
+			fromEvents = append(fromEvents, ev)
+		}
+	}
+	for _, ev := range col.evs {
+		if ev.Type == actoviq.EvModelResponse {
+			fromSinks = append(fromSinks, ev)
+		}
+	}
+	if len(fromEvents) != 2 || len(fromSinks) != 2 {
+		t.Fatalf("model.response events: %d read, %d emitted; want 2 and 2", len(fromEvents), len(fromSinks))
+	}
+	wantText := []string{"looking up, password=[REDACTED]", "final answer-two"}
+	for i := range 2 {
+		if !bytes.Equal(fromEvents[i].Data, fromSinks[i].Data) {
+			t.Errorf("response %d: Events gave %s, the sink got %s", i+1, fromEvents[i].Data, fromSinks[i].Data)
+		}
+		if bytes.Contains(fromEvents[i].Data, []byte("hunter2")) {
+			t.Errorf("response %d: %s shows the secret", i+1, fromEvents[i].Data)
+		}
+		p, err := fromEvents[i].Payload()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := p.(*actoviq.ModelResponseData)
+		if d.Turn != i+1 || len(d.Items) == 0 || d.Items[0].Text != wantText[i] {
+			t.Errorf("response %d: %+v, want turn %d with first item %q", i+1, d, i+1, wantText[i])
+		}
+		if i == 0 && (len(d.Items) != 2 || d.Items[1].ToolCall == nil || d.Items[1].ToolCall.ID != "c1") {
+			t.Errorf("response 1 items %+v, want the text and call c1", d.Items)
+		}
 	}
 }
