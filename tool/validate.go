@@ -13,8 +13,11 @@ import (
 // validateJSON validates raw against sch and returns every violation, each
 // as "<instance location>: <message>". A nil result means valid.
 func validateJSON(sch *jsonschema.Schema, raw json.RawMessage) []string {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	v, err := decodeInstance(raw)
 	if err != nil {
+		if _, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
+			err = errInvalid
+		}
 		return []string{fmt.Sprintf("not valid JSON: %v", err)}
 	}
 	err = sch.Validate(v)
