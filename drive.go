@@ -29,6 +29,8 @@ type drive struct {
 	tcheck       llm.TranscriptCheck
 	ledger       map[string]*store.LedgerEntry
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
+	secretsMu    sync.Mutex
+	secrets      map[string]secretsMemo     // secretsOf's answers, by call id
 	sealErr      map[string]error           // why a sealed copy did not open or was not made
 	handles      map[string]*ToolHandleData // the last handle each call recorded in this process (drive_handle.go); under mu
 	sessionFence *store.Fence

@@ -1,6 +1,7 @@
 package actoviq
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -131,6 +132,29 @@ func (d *drive) secretsOf(callID string) []string {
 	if !ok {
 		return nil
 	}
+	// Each transition of a call asks: decode its arguments once. (Calls
+	// of one batch may run at once.)
+	d.secretsMu.Lock()
+	defer d.secretsMu.Unlock()
+	if m, ok := d.secrets[callID]; ok && bytes.Equal(m.raw, raw) {
+		return m.out
+	}
+	out := d.findSecrets(raw)
+	if d.secrets == nil {
+		d.secrets = map[string]secretsMemo{}
+	}
+	d.secrets[callID] = secretsMemo{raw: raw, out: out}
+	return out
+}
+
+// secretsMemo is what secretsOf found in a call's raw arguments.
+type secretsMemo struct {
+	raw json.RawMessage
+	out []string
+}
+
+// findSecrets returns the secret values of raw arguments (secretsOf).
+func (d *drive) findSecrets(raw json.RawMessage) []string {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return nil

@@ -121,52 +121,75 @@ func (p *RunWriteParams) Validate() error {
 			return err
 		}
 	}
-	seen := map[string]bool{}
+	// Field names are built only for an error: this runs on every write.
+	var seen map[string]bool
+	if len(p.Ledger) > 1 {
+		seen = make(map[string]bool, len(p.Ledger))
+	}
 	for i, w := range p.Ledger {
 		e := w.Entry
-		f := fmt.Sprintf("Ledger[%d]", i)
+		f := func(sub string) string { return fmt.Sprintf("Ledger[%d]", i) + sub }
 		if e == nil {
-			return invalid(f, "nil entry")
+			return invalid(f(""), "nil entry")
 		}
 		if e.RunID != p.RunID || e.Tenant != p.Tenant {
-			return invalid(f, "entry belongs to another run or tenant")
+			return invalid(f(""), "entry belongs to another run or tenant")
 		}
-		if seen[e.CallID] {
-			return invalid(f, "call id written twice in one write")
+		if seen != nil {
+			if seen[e.CallID] {
+				return invalid(f(""), "call id written twice in one write")
+			}
+			seen[e.CallID] = true
 		}
-		seen[e.CallID] = true
 		if !e.State.Valid() {
-			return invalid(f+".State", fmt.Sprintf("unknown state %q", e.State))
+			return invalid(f(".State"), fmt.Sprintf("unknown state %q", e.State))
 		}
 		if w.ExpectedRevision < 0 {
-			return invalid(f+".ExpectedRevision", "negative")
+			return invalid(f(".ExpectedRevision"), "negative")
 		}
-		if err := firstErr(need(f+".CallID", e.CallID), need(f+".Tool", e.Tool),
-			optionalJSON(f+".Args", e.Args), optionalJSON(f+".Result", e.Result),
-			optionalJSON(f+".Error", e.Error)); err != nil {
-			return err
+		switch {
+		case e.CallID == "":
+			return invalid(f(".CallID"), "empty")
+		case e.Tool == "":
+			return invalid(f(".Tool"), "empty")
+		case !validOptional(e.Args):
+			return invalid(f(".Args"), "not valid JSON")
+		case !validOptional(e.Result):
+			return invalid(f(".Result"), "not valid JSON")
+		case !validOptional(e.Error):
+			return invalid(f(".Error"), "not valid JSON")
 		}
 		if w.Event != nil {
-			if err := checkEvent(f+".Event", w.Event); err != nil {
+			if err := checkEvent(w.Event, func() string { return f(".Event") }); err != nil {
 				return err
 			}
 		}
 	}
 	for i, ev := range p.Events {
-		f := fmt.Sprintf("Events[%d]", i)
+		f := func() string { return fmt.Sprintf("Events[%d]", i) }
 		if ev == nil {
-			return invalid(f, "nil event")
+			return invalid(f(), "nil event")
 		}
-		if err := checkEvent(f, ev); err != nil {
+		if err := checkEvent(ev, f); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkEvent(f string, ev *EventRecord) error {
-	return firstErr(need(f+".Type", ev.Type), optionalJSON(f+".Data", ev.Data))
+// checkEvent checks an event; field names it for an error.
+func checkEvent(ev *EventRecord, field func() string) error {
+	switch {
+	case ev.Type == "":
+		return invalid(field()+".Type", "empty")
+	case !validOptional(ev.Data):
+		return invalid(field()+".Data", "not valid JSON")
+	}
+	return nil
 }
+
+// validOptional reports whether b is absent (nil) or valid JSON.
+func validOptional(b json.RawMessage) bool { return b == nil || json.Valid(b) }
 
 // items checks a list of log items: each is valid JSON.
 func items(field string, its []json.RawMessage) error {

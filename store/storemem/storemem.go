@@ -171,6 +171,18 @@ func copyEntry(e *store.LedgerEntry) *store.LedgerEntry {
 	return &c
 }
 
+// sharedEntry copies a stored entry for the result of the write that
+// stored it. Its JSON fields share the stored bytes, which nothing ever
+// changes in place: the store replaces a field, it never edits it, and a
+// write's result is for reading (RunWriteResult). Reads (LedgerList,
+// EventList, RunGet) return copies that share nothing.
+func sharedEntry(e *store.LedgerEntry) *store.LedgerEntry {
+	c := *e
+	c.Approval = cloneDecision(e.Approval)
+	c.Resolution = cloneDecision(e.Resolution)
+	return &c
+}
+
 func cloneEvent(e *store.EventRecord) *store.EventRecord {
 	c := *e
 	c.Data = cloneJSON(e.Data)
@@ -787,7 +799,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		e.UpdatedAt = now
 		e.Revision = w.ExpectedRevision + 1
 		entries[e.CallID] = e
-		res.Ledger = append(res.Ledger, copyEntry(e))
+		res.Ledger = append(res.Ledger, sharedEntry(e))
 	}
 	for _, ev := range p.AllEvents() {
 		e := cloneEvent(ev)
@@ -799,12 +811,13 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			e.Time = now
 		}
 		s.events[rk] = append(s.events[rk], e)
-		res.Events = append(res.Events, cloneEvent(e))
+		c := *e // its Data is shared (see sharedEntry)
+		res.Events = append(res.Events, &c)
 	}
 	if p.Run != nil {
 		// Just written from checked input: a copy, without checking again.
+		// Its JSON is shared, as the entries' (see sharedEntry).
 		rc := *run
-		rc.Checkpoint, rc.Meta = cloneJSON(run.Checkpoint), cloneJSON(run.Meta)
 		rc.Log, rc.LogLen = nil, len(run.Log)
 		res.Run = &rc
 	}
