@@ -44,9 +44,13 @@ func (d *drive) event(typ, callID string, data any) *store.EventRecord {
 // error and decisions by redactEntry), so the data is encoded once and
 // not walked by the redactor a second time.
 func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.EventRecord {
-	b, err := json.Marshal(entryData(en))
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+	data := entryData(en)
+	b, ok := marshalToolCallData(data)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(data); err != nil {
+			b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+		}
 	}
 	return &store.EventRecord{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
 		SpanID: spanID(d.run.ID, en.CallID), Type: typ, Time: d.rt.clock(), Data: b}

@@ -1,0 +1,50 @@
+package actoviq
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/tool"
+)
+
+// marshalToolCallData gives json.Marshal's bytes whenever it says it can.
+func FuzzMarshalToolCallData(f *testing.F) {
+	f.Add("c1", "pay", 2, "started", "t:r:c1", 1, []byte(`{"to":"ada","n":[1,2]}`), false, "")
+	f.Add("call_t1_0", "noop", 0, "committed", "k", 0, []byte(`{}`), true, "probe")
+	f.Add("c\"q", "x<y", 1, "prepared", "ké", 3, []byte(`{"a": 1}`), false, "committed")
+	f.Add("c", "t", 2, "unknown", "k", 1, []byte(`{"a":"<b>"}`), false, "")
+	f.Add("c", "t", 2, "unknown", "k", 1, []byte(`{"a":"x\" y"}`), false, "")
+	f.Add("c", "t", 9, "failed", "k\n", -1, []byte(nil), false, "not-run")
+	f.Add("c", "t", 1, "started", "k", 1, []byte("{\"a\":\"\u2028\"}"), false, "")
+	f.Fuzz(func(t *testing.T, callID, tl string, effect int, state, key string, attempt int, args []byte, isErr bool, res string) {
+		if len(args) > 0 && !json.Valid(args) {
+			return // the store refuses such arguments whatever the event says
+		}
+		d := &ToolCallData{CallID: callID, Tool: tl, Effect: tool.Effect(effect), State: store.LedgerState(state),
+			IdempotencyKey: key, Attempt: attempt, Args: args, IsError: isErr, Resolution: res}
+		got, ok := marshalToolCallData(d)
+		if !ok {
+			return
+		}
+		want, err := json.Marshal(d)
+		if err != nil {
+			t.Fatalf("%+v: fast path took data json.Marshal refuses: %v", d, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("fast %s\nwant %s", got, want)
+		}
+	})
+}
+
+// The common transition takes the fast path.
+func TestMarshalToolCallDataFastPath(t *testing.T) {
+	d := &ToolCallData{CallID: "c1", Tool: "pay", Effect: tool.SideEffect, State: store.LedgerStarted,
+		IdempotencyKey: "default:r:c1", Attempt: 1, Args: json.RawMessage(`{"to":"ada","amount":[1,2.5,true,null]}`)}
+	got, ok := marshalToolCallData(d)
+	want, _ := json.Marshal(d)
+	if !ok || !bytes.Equal(got, want) {
+		t.Fatalf("fast path %v %s, want %s", ok, got, want)
+	}
+}
