@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -85,7 +86,7 @@ func (d *Decision) Validate() error {
 	if d.CallID == "" {
 		return &DecisionError{CallID: d.CallID, Reason: "missing call id"}
 	}
-	if d.By == "" {
+	if strings.TrimSpace(d.By) == "" {
 		return &DecisionError{CallID: d.CallID, Reason: "missing who decided (By)"}
 	}
 	switch d.Kind {

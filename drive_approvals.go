@@ -69,6 +69,15 @@ func (d *drive) authorize(ctx context.Context, dec *Decision, en *store.LedgerEn
 	if dec.Kind == DecideApprove {
 		if p := d.partial(en, d.rt.clock()); p != nil {
 			req.Approvers = signers(p)
+			// Distinct people whatever the Authorizer checks: the same
+			// name in another case or with spaces is the same person.
+			for _, s := range req.Approvers {
+				if approvals.SamePerson(s, dec.By) {
+					rule := d.requirement(ctx, en)
+					return &approvals.RefusedError{Action: req.Action, By: dec.By, Call: c, Version: d.rt.approvers.Version(), Rule: rule.Rule,
+						Reason: fmt.Sprintf("%s already approved this call, and the rule needs %d distinct approvers", s, rule.Approvers)}
+				}
+			}
 		}
 	}
 	if err := d.rt.approvers.Authorize(ctx, req); err != nil {

@@ -414,10 +414,18 @@ func (p *Policy) Authorize(ctx context.Context, req *Request) error {
 	if !ok {
 		return refuse(name, "the rule lets %s %s; %s is not one of them", strings.Join(allowed, ", "), req.Action, req.By)
 	}
-	if req.Action == Approve && slices.Contains(req.Approvers, req.By) {
+	if req.Action == Approve && slices.ContainsFunc(req.Approvers, func(a string) bool { return SamePerson(a, req.By) }) {
 		return refuse(name, "%s already approved this call, and the rule needs %d distinct approvers", req.By, max(r.Approvers, 1))
 	}
 	return nil
+}
+
+// SamePerson reports whether two decision names name the same person:
+// equal once surrounding spaces are dropped and case is folded ("alice",
+// "Alice" and " alice " are one person). The approvers of a rule that
+// needs several must be distinct by this measure.
+func SamePerson(a, b string) bool {
+	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
 }
 
 // member reports whether name is one of who (names, groups, "*").
