@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/transport"
 	"github.com/actoviq/actoviq-go/store"
@@ -45,7 +46,7 @@ func (d *drive) modelFailed(ctx context.Context, err error) (*RunResult, error) 
 // whether the failure is transient.
 func (d *drive) providerFailure(err error) (*ProviderFailure, bool) {
 	pf := &ProviderFailure{Provider: d.agent.Provider.Name(), Model: d.agent.Model, Turn: d.cp.Turn + 1,
-		Attempts: d.modelAttempts + 1, Error: llm.RedactSecrets(err.Error()), At: d.rt.clock()}
+		Attempts: d.modelAttempts + 1, Error: redact.Credentials(err.Error()), At: d.rt.clock()}
 	var se *transport.StatusError
 	var te *transport.TransportError
 	switch {
@@ -167,7 +168,7 @@ func finalModelError(err error, a *AgentSpec) *RunError {
 	if !errors.As(err, &pe) {
 		return modelError(err)
 	}
-	text := llm.RedactSecrets(err.Error())
+	text := redact.Credentials(err.Error())
 	code := pe.Code
 	if code == "" {
 		code = pe.Type

@@ -3,9 +3,10 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/actoviq/actoviq-go/internal/redact"
 )
 
 // Sentinels matched with [errors.Is].
@@ -137,27 +138,10 @@ func (e *ProviderError) Error() string {
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, " (retry after %s)", e.RetryAfter)
 	}
-	return RedactSecrets(b.String())
+	return redact.Credentials(b.String())
 }
 
 func (e *ProviderError) Unwrap() error { return e.Err }
-
-// secretPattern finds credential-looking text: API keys of the common
-// providers, bearer tokens and key-like query parameters.
-var secretPattern = regexp.MustCompile(`(?i)(sk-[a-z0-9_\-]{6,}|bearer\s+[a-z0-9._~+/\-]+=*|((?:api[_-]?)?key|token|secret)=[^&\s"']+)`)
-
-// RedactSecrets replaces credential-looking substrings (provider API keys,
-// bearer tokens, key= query parameters) with "[redacted]". Error messages
-// built from provider responses or URLs go through it, because servers and
-// HTTP libraries echo credentials back.
-func RedactSecrets(s string) string {
-	return secretPattern.ReplaceAllStringFunc(s, func(m string) string {
-		if i := strings.IndexByte(m, '='); i > 0 && !strings.HasPrefix(strings.ToLower(m), "bearer") {
-			return m[:i+1] + "[redacted]"
-		}
-		return "[redacted]"
-	})
-}
 
 // StreamInterruptedError ends a stream that broke after output had been
 // delivered to the caller: the transport's event stream, and the model turn
@@ -186,7 +170,7 @@ func (e *StreamInterruptedError) Error() string {
 	if e.Err == nil {
 		return p + ": stream interrupted"
 	}
-	return RedactSecrets(p + ": stream interrupted: " + e.Err.Error())
+	return redact.Credentials(p + ": stream interrupted: " + e.Err.Error())
 }
 
 func (e *StreamInterruptedError) Unwrap() error { return e.Err }

@@ -147,7 +147,11 @@ func (r *Redactor) Map(m map[string]string) map[string]string {
 // secret, such as a configured API key echoed in an error message. Empty
 // secrets are ignored. Where secrets overlap, the longest one that matches
 // at a position wins, so no tail of a longer secret is left behind.
-func (r *Redactor) String(s string, secrets ...string) string {
+func (r *Redactor) String(s string, secrets ...string) string { return Values(s, secrets...) }
+
+// Values is [Redactor.String] for a caller without a Redactor: every
+// occurrence of each of secrets in s becomes [Placeholder], longest first.
+func Values(s string, secrets ...string) string {
 	ss := make([]string, 0, len(secrets))
 	for _, sec := range secrets {
 		if sec != "" && !slices.Contains(ss, sec) {

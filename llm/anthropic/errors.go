@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
@@ -34,7 +35,7 @@ func (e *MalformedToolCallError) Error() string {
 	if typ == "" {
 		typ = "tool_use"
 	}
-	return llm.RedactSecrets(fmt.Sprintf("anthropic: %s %q (%s): input is not a JSON object: %.200q", typ, e.CallID, e.Name, e.Input))
+	return redact.Credentials(fmt.Sprintf("anthropic: %s %q (%s): input is not a JSON object: %.200q", typ, e.CallID, e.Name, e.Input))
 }
 
 // Is matches ErrMalformedToolCall.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
@@ -122,7 +123,7 @@ func (p *Messages) scrub(s string) string {
 	if p.apiKey == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, p.apiKey, "[REDACTED]")
+	return redact.Values(s, p.apiKey)
 }
 
 func (p *Messages) prepare(req *llm.Request, stream bool) (*transport.Request, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
@@ -261,7 +262,7 @@ func (c *client) scrub(s string) string {
 	if c.apiKey == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, c.apiKey, "[REDACTED]")
+	return redact.Values(s, c.apiKey)
 }
 
 // includeList is the Responses "include" field: reasoning.encrypted_content

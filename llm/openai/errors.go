@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
@@ -30,7 +31,7 @@ type MalformedToolCallError struct {
 }
 
 func (e *MalformedToolCallError) Error() string {
-	return llm.RedactSecrets(fmt.Sprintf("%s: tool call %q (%s): arguments are not a JSON object: %.200q",
+	return redact.Credentials(fmt.Sprintf("%s: tool call %q (%s): arguments are not a JSON object: %.200q",
 		e.Provider, e.CallID, e.Name, e.Arguments))
 }
 

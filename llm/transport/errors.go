@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/actoviq/actoviq-go/internal/redact"
 )
 
 // Sentinels callers may branch on with errors.Is.
@@ -124,7 +126,7 @@ func (e *EventTooLargeError) Is(target error) bool { return target == ErrEventTo
 // scrubber replaces secrets with a marker.
 type scrubber []string
 
-const redacted = "[REDACTED]"
+const redacted = redact.Placeholder
 
 // secretHeaders are request headers whose values are always redacted.
 var secretHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key"}

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/actoviq/actoviq-go/internal/redact"
 )
 
 // redacted replaces every secret value this package scrubs.
-const redacted = "[REDACTED]"
+const redacted = redact.Placeholder
 
 // minWordLen is the shortest whitespace-separated part of a secret that is
 // scrubbed on its own ("Bearer abc…" is scrubbed whole and as "abc…").

@@ -15,7 +15,7 @@ import (
 
 // testKey is the API key every provider under test is given. It does not
 // look like any provider's key, so that only the adapter's and the
-// transport's own redaction can hide it, not llm.RedactSecrets' patterns.
+// transport's own redaction can hide it, not redact.Credentials' patterns.
 const testKey = "conformance-KEY-7c1f0e9d2b"
 
 var tools = []llm.ToolDef{
