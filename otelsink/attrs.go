@@ -180,8 +180,10 @@ func (d data) turnAttrs() []attribute.KeyValue {
 	return attrs
 }
 
-// usageAttrs: the "usage" object of model.response and run ends.
-func (d data) usageAttrs() []attribute.KeyValue {
+// usageAttrs: the "usage" object of model.response and run ends, in
+// either convention (only the cached-input key differs: AttrCachedTokens
+// or AttrGenAICacheRead).
+func (d data) usageAttrs(cached attribute.Key) []attribute.KeyValue {
 	u := d.obj("usage")
 	if u == nil {
 		return nil
@@ -189,19 +191,20 @@ func (d data) usageAttrs() []attribute.KeyValue {
 	var attrs []attribute.KeyValue
 	attrs = u.putInt(attrs, "input_tokens", AttrInputTokens)
 	attrs = u.putInt(attrs, "output_tokens", AttrOutputTokens)
-	attrs = u.putInt(attrs, "cached_input_tokens", AttrCachedTokens)
+	attrs = u.putInt(attrs, "cached_input_tokens", cached)
 	attrs = u.putInt(attrs, "reasoning_tokens", AttrReasonTokens)
 	return attrs
 }
 
-// toolAttrs: tool.* events. Arguments ("args") are never copied.
-func (d data) toolAttrs() []attribute.KeyValue {
-	var attrs []attribute.KeyValue
-	attrs = d.putStr(attrs, "call_id", AttrCallID)
-	attrs = d.putStr(attrs, "tool", AttrTool)
+// toolAttrs: tool.* events, in either convention (attrs holds what the
+// convention puts first; tool and callID are its keys for the tool's name
+// and the call id). Arguments ("args") are never copied.
+func (d data) toolAttrs(attrs []attribute.KeyValue, tool, callID attribute.Key) []attribute.KeyValue {
+	attrs = d.putStr(attrs, "tool", tool)
+	attrs = d.putStr(attrs, "call_id", callID)
 	attrs = d.putStr(attrs, "effect", AttrEffect)
-	attrs = d.putStr(attrs, "idempotency_key", AttrIdempotencyKey)
 	attrs = d.putStr(attrs, "state", AttrState)
+	attrs = d.putStr(attrs, "idempotency_key", AttrIdempotencyKey)
 	attrs = d.putInt(attrs, "attempt", AttrAttempt)
 	return attrs
 }

@@ -147,20 +147,6 @@ func (d data) driveAttrs() []attribute.KeyValue {
 	return attrs
 }
 
-// genaiUsageAttrs: token usage under ConventionsGenAI.
-func (d data) genaiUsageAttrs() []attribute.KeyValue {
-	u := d.obj("usage")
-	if u == nil {
-		return nil
-	}
-	var attrs []attribute.KeyValue
-	attrs = u.putInt(attrs, "input_tokens", AttrInputTokens)
-	attrs = u.putInt(attrs, "output_tokens", AttrOutputTokens)
-	attrs = u.putInt(attrs, "cached_input_tokens", AttrGenAICacheRead)
-	attrs = u.putInt(attrs, "reasoning_tokens", AttrReasonTokens)
-	return attrs
-}
-
 // genaiResponseAttrs: model.response under ConventionsGenAI.
 func (d data) genaiResponseAttrs() []attribute.KeyValue {
 	var attrs []attribute.KeyValue
@@ -168,18 +154,6 @@ func (d data) genaiResponseAttrs() []attribute.KeyValue {
 	if r := d.str("stop_reason"); r != "" {
 		attrs = append(attrs, AttrGenAIFinishReasons.StringSlice([]string{r}))
 	}
-	return attrs
-}
-
-// genaiToolAttrs: tool.* under ConventionsGenAI.
-func (d data) genaiToolAttrs() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{AttrGenAIOperation.String(OpExecuteTool), AttrGenAIToolType.String("function")}
-	attrs = d.putStr(attrs, "tool", AttrGenAIToolName)
-	attrs = d.putStr(attrs, "call_id", AttrGenAIToolCallID)
-	attrs = d.putStr(attrs, "effect", AttrEffect)
-	attrs = d.putStr(attrs, "state", AttrState)
-	attrs = d.putStr(attrs, "idempotency_key", AttrIdempotencyKey)
-	attrs = d.putInt(attrs, "attempt", AttrAttempt)
 	return attrs
 }
 

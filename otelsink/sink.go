@@ -186,10 +186,10 @@ func (s *Sink) handle(ctx context.Context, ev actoviq.Event, d data) []ending {
 		}
 		r.turn.SetAttributes(d.turnAttrs()...)
 		if s.genai {
-			r.turn.SetAttributes(d.genaiUsageAttrs()...)
+			r.turn.SetAttributes(d.usageAttrs(AttrGenAICacheRead)...)
 			r.turn.SetAttributes(d.genaiResponseAttrs()...)
 		} else {
-			r.turn.SetAttributes(d.usageAttrs()...)
+			r.turn.SetAttributes(d.usageAttrs(AttrCachedTokens)...)
 		}
 		mark(r.turn, ev)
 		t := r.turn
@@ -263,9 +263,9 @@ func (s *Sink) closeRun(ev actoviq.Event, d data) []ending {
 	delete(s.runs, ev.RunID)
 	r.span.SetAttributes(d.endAttrs()...)
 	if s.genai {
-		r.span.SetAttributes(d.genaiUsageAttrs()...)
+		r.span.SetAttributes(d.usageAttrs(AttrGenAICacheRead)...)
 	} else {
-		r.span.SetAttributes(d.usageAttrs()...)
+		r.span.SetAttributes(d.usageAttrs(AttrCachedTokens)...)
 	}
 	mark(r.span, ev)
 	if ev.Type == evRunFailed {
@@ -365,9 +365,10 @@ func (s *Sink) toolEvent(r *runSpans, ev actoviq.Event, d data) []ending {
 func (s *Sink) toolAttrs(r *runSpans, ev actoviq.Event, d data) []attribute.KeyValue {
 	var attrs []attribute.KeyValue
 	if s.genai {
-		attrs = d.genaiToolAttrs()
+		attrs = d.toolAttrs([]attribute.KeyValue{AttrGenAIOperation.String(OpExecuteTool), AttrGenAIToolType.String("function")},
+			AttrGenAIToolName, AttrGenAIToolCallID)
 	} else {
-		attrs = d.toolAttrs()
+		attrs = d.toolAttrs(nil, AttrTool, AttrCallID)
 	}
 	attrs = append(attrs, d.ownToolAttrs(ev.Type)...)
 	if r.hasEpoch && (ev.Type == evToolPrepared || ev.Type == evToolStarted) {
