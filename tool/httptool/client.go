@@ -246,6 +246,12 @@ func (c *Client) Do(req *http.Request) (*Response, error) {
 		return nil, &InProgressError{Request: where, Key: value, Status: st, RetryAfter: wait, Body: snippet(body)}
 	case c.cfg.KeyReused(st, res.Header, body):
 		return nil, &KeyReusedError{Request: where, Key: value, Status: st, Body: snippet(body)}
+	case st >= 400 && st < 500 && readErr != nil:
+		// A rejection whose body broke off: what it said (a predicate
+		// may read the body, as for Stripe's 400 idempotency_error) is
+		// not known.
+		return nil, &UnknownOutcomeError{Request: where, Key: value, Status: st, Body: snippet(body),
+			Err: fmt.Errorf("the target answered %d but its body could not be read: %w", st, readErr)}
 	case st >= 400 && st < 500:
 		return nil, &RejectedError{Request: where, Status: st, Body: snippet(body), RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now)}
 	default:
@@ -262,13 +268,30 @@ func (c *Client) Do(req *http.Request) (*Response, error) {
 // the wire (header names are case-insensitive) but not the one the
 // transport looks for (an empty body reader instead would make Go send
 // the request chunked).
+//
+// GET, HEAD, OPTIONS and TRACE the transport re-sends whatever their
+// headers, when they have no body or a rewindable one. They get an empty
+// body reader that is not http.NoBody: not rewindable, so not re-sent.
+// For GET, HEAD and OPTIONS Go finds it empty before writing and sends no
+// body at all.
 func noReplay(r *http.Request, header, value string) {
 	r.GetBody = nil
 	if r.Body == nil || r.Body == http.NoBody {
 		r.Header.Del(header)
 		r.Header[strings.ToLower(header)] = []string{value}
+		switch r.Method {
+		case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+			r.Body, r.ContentLength = emptyBody{}, 0
+		}
 	}
 }
+
+// emptyBody is a request body with nothing in it that Go's transport
+// cannot rewind.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
 
 // target names a request in messages: its method and URL without the
 // query (which may carry credentials) or user information.

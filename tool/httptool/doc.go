@@ -18,6 +18,7 @@
 //	422 (this key, a different request)          outcome unknown: a person   *KeyReusedError
 //	other 4xx (rejected before acting)           committed as an error       *RejectedError
 //	                                             result the model sees
+//	a 4xx whose body broke off                   outcome unknown             *UnknownOutcomeError
 //	5xx, 1xx, 3xx                                outcome unknown             *UnknownOutcomeError
 //	timeout, reset or closed connection after    outcome unknown             *UnknownOutcomeError
 //	the connection was made

@@ -27,9 +27,11 @@ import (
 // When c's target dedupes ([Config.Dedupes]), the tool also implements
 // [tool.Reconciler]: after a crash, or an unknown outcome, recovery sends
 // the same request again with the call's key, and the target's answer
-// settles the call (a 2xx committed, replayed or not; a rejection committed
-// as the error result the model would have seen; anything else to a
-// person, with what was seen as the probe's evidence). It sends again only
+// settles the call (a 2xx committed, replayed or not; a rejection of the
+// request's content committed as the error result the model would have
+// seen; a refusal of the re-sent request itself, 401, 403, 407, 408, 425
+// or 429, and anything else to a person, with what was seen as the
+// probe's evidence). It sends again only
 // while the call's last attempt started less than [Config.KeyWindow] ago;
 // past that the target may have forgotten the key, and the probe leaves
 // the call to a person without sending anything. Without that
@@ -180,12 +182,27 @@ func (d *dedupingTool[In, Out]) Reconcile(ctx context.Context, key string, args 
 			ev += fmt.Sprintf(" without %s: the target says nothing of a replay, so this request may be the one that acted (the first never arrived)", d.c.cfg.ReplayedHeader)
 		}
 		return tool.Probe{Outcome: tool.ProbeCommitted, Result: &r, Evidence: ev}, nil
+	case errors.As(err, &rej) && probeOwnRefusal(rej.Status):
+		return tool.Probe{Outcome: tool.ProbeUnknown, Evidence: why + "; it refused the re-sent request for a reason of its own (" + err.Error() + "), which says nothing of the first request"}, nil
 	case errors.As(err, &rej):
 		return tool.Probe{Outcome: tool.ProbeCommitted, Result: &tool.Result{Content: err.Error(), IsError: true},
 			Evidence: why + "; it rejected the request without acting: " + err.Error()}, nil
 	default:
 		return tool.Probe{Outcome: tool.ProbeUnknown, Evidence: why + "; " + err.Error()}, nil
 	}
+}
+
+// probeOwnRefusal reports whether a rejection is about the request that
+// carried it (its credentials, its rate, its timing) rather than about its
+// content: the target would refuse it whether or not an earlier request
+// with the key acted, so a probe learns nothing from it.
+func probeOwnRefusal(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusRequestTimeout,
+		http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	}
+	return false
 }
 
 // result is what tool.Func makes of out: its JSON as Data, and as Content

@@ -1,0 +1,164 @@
+package httptool_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/tool"
+	"github.com/actoviq/actoviq-go/tool/httptool"
+)
+
+// TestReview26NoMethodIsResentWithoutDedupes: Go's transport re-sends a
+// GET, HEAD, OPTIONS or TRACE whatever its headers when a reused keep-alive
+// connection breaks after the request was written. A side effect behind a
+// GET (a legacy SMS or webhook API) must be sent once too when the target
+// does not dedupe. Same raw server as TestTransportReplayOnlyWhenTheTargetDedupes.
+func TestReview26NoMethodIsResentWithoutDedupes(t *testing.T) {
+	t.Parallel()
+	for _, method := range []string{"GET", "OPTIONS", "DELETE", "PUT"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var keys []string
+		var wg sync.WaitGroup
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer conn.Close()
+					br := bufio.NewReader(conn)
+					for i := 0; ; i++ {
+						req, err := http.ReadRequest(br)
+						if err != nil {
+							return
+						}
+						io.Copy(io.Discard, req.Body)
+						mu.Lock()
+						k := req.Header.Get("Idempotency-Key")
+						if len(req.TransferEncoding) > 0 {
+							k += "(chunked)"
+						}
+						keys = append(keys, k)
+						mu.Unlock()
+						if i == 1 {
+							return // read, then close without an answer
+						}
+						io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+					}
+				}()
+			}
+		}()
+		tr := &http.Transport{MaxConnsPerHost: 1}
+		c := client(t, &httptool.Config{Key: httptool.BareKey, HTTPClient: &http.Client{Transport: tr}})
+		url := "http://" + ln.Addr().String() + "/send?to=1"
+		send := func(key string) error {
+			req, err := http.NewRequestWithContext(tool.WithIdempotencyKey(context.Background(), key), method, url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Do(req)
+			return err
+		}
+		if err := send("k1"); err != nil {
+			t.Fatalf("%s: first: %v", method, err)
+		}
+		err2 := send("k2")
+		ln.Close()
+		mu.Lock()
+		got := strings.Join(keys, ",")
+		mu.Unlock()
+		if got != "k1,k2" || !errors.Is(err2, tool.ErrOutcomeUnknown) {
+			t.Errorf("%s without Dedupes: keys %s, err %v; want k1,k2 (sent once, not chunked) and an unknown outcome", method, got, err2)
+		}
+		tr.CloseIdleConnections()
+		wg.Wait()
+	}
+}
+
+// TestReview26ProbeRejectedForItsOwnReasons: a probe's re-send that the
+// target refuses for reasons of the probe itself (rate limited, its
+// credentials expired since, a timeout on the server's side) says nothing
+// of whether the first request acted: the call stays unknown, it is not
+// committed as "rejected, nothing done".
+func TestReview26ProbeRejectedForItsOwnReasons(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{401, 403, 408, 429} {
+		var mu sync.Mutex
+		acted := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if acted == 0 {
+				acted++ // the first request acts; its answer is lost below
+				w.WriteHeader(200)
+				return
+			}
+			w.Header().Set("Retry-After", "30")
+			w.WriteHeader(status)
+		}))
+		c := client(t, &httptool.Config{Dedupes: true})
+		pay, err := httptool.NewTool(tool.Spec{Name: "pay", Description: "pay", Effect: tool.SideEffect}, c,
+			func(ctx context.Context, in struct{ N int }) (*http.Request, error) {
+				return http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader("{}"))
+			}, func(*httptool.Response) (string, error) { return "ok", nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := tool.WithCallStarted(tool.WithIdempotencyKey(context.Background(), "k1"), time.Now())
+		// The first request acts (its answer, for this test, is dropped:
+		// as if the process died before recording it).
+		if _, err := pay.Call(ctx, json.RawMessage(`{"N":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pay.(tool.Reconciler).Reconcile(ctx, "k1", json.RawMessage(`{"N":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Outcome != tool.ProbeUnknown {
+			t.Errorf("probe answered %d: outcome %v, result %+v; want unknown (the first request acted)", status, p.Outcome, p.Result)
+		}
+		srv.Close()
+	}
+}
+
+// TestReview26RejectionWhoseBodyWasCut: a 4xx whose body breaks off
+// cannot be told apart from "key reused" by a predicate that reads the
+// body (Stripe's 400 idempotency_error): it is not reported as a plain
+// rejection the model retries with a new key.
+func TestReview26RejectionWhoseBodyWasCut(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "400")
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":{"type":`)
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))
+	defer srv.Close()
+	c := client(t, &httptool.Config{KeyReused: func(status int, _ http.Header, body []byte) bool {
+		return status == 422 || status == 400 && strings.Contains(string(body), "idempotency_error")
+	}})
+	req, _ := http.NewRequestWithContext(tool.WithIdempotencyKey(context.Background(), "k1"), "POST", srv.URL, strings.NewReader("{}"))
+	_, err := c.Do(req)
+	if !errors.Is(err, tool.ErrOutcomeUnknown) {
+		t.Fatalf("a 400 whose body was cut: %T %v; want an unknown outcome", err, err)
+	}
+}
