@@ -111,8 +111,11 @@ func (rt *Runtime) Inbox(ctx context.Context, p *InboxParams) (*InboxPage, error
 	}
 	page := &InboxPage{Runs: []*InboxRun{}, Totals: map[string]int64{}}
 	var dataErr error
+	// The store is asked for one run more than the page needs: when it
+	// is there, the page has a next one; when it is not, Next stays empty.
 	for {
-		sp.Limit = limit - len(page.Runs)
+		need := limit - len(page.Runs)
+		sp.Limit = need + 1
 		runs, err := rt.store.RunList(ctx, &sp)
 		if err != nil && !errors.Is(err, store.ErrData) {
 			return nil, fmt.Errorf("actoviq: inbox: %w", err)
@@ -120,30 +123,28 @@ func (rt *Runtime) Inbox(ctx context.Context, p *InboxParams) (*InboxPage, error
 		if err != nil {
 			dataErr = errors.Join(dataErr, fmt.Errorf("actoviq: inbox: %w", err))
 		}
+		more := len(runs) > need
+		if more {
+			runs = runs[:need]
+		}
 		items, bad, err := rt.inboxRuns(ctx, runs)
 		if err != nil {
 			return nil, err
 		}
 		dataErr = errors.Join(dataErr, bad)
 		page.Runs = append(page.Runs, items...)
-		if len(runs) < sp.Limit {
+		if len(runs) > 0 {
+			sp.After = store.CursorOf(runs[len(runs)-1], store.RunsWaitingLongest)
+		}
+		if !more {
 			break
 		}
-		sp.After = store.CursorOf(runs[len(runs)-1], store.RunsWaitingLongest)
 		if len(page.Runs) == limit {
-			// A full page: it has a next one if a run follows it (one
-			// index step; without it the last page could be an empty one).
-			probe := sp
-			probe.Limit, probe.Summary = 1, true
-			more, err := rt.store.RunList(ctx, &probe)
-			if err != nil && !errors.Is(err, store.ErrData) {
-				return nil, fmt.Errorf("actoviq: inbox: %w", err)
-			}
-			if len(more) > 0 || err != nil {
-				page.Next = encodeCursor(sp.After)
-			}
+			page.Next = encodeCursor(sp.After)
 			break
 		}
+		// Runs the derivation left out (a live claim of a process of
+		// this host) leave the page short: read on from where it stopped.
 	}
 	counts, err := rt.store.RunCount(ctx, &store.RunCountParams{Tenant: rt.tenant,
 		Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning}, Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
