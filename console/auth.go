@@ -215,8 +215,9 @@ func (c *Console) api(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var p *principal
 		if hdr := r.Header.Get("Authorization"); hdr != "" {
-			secret, ok := strings.CutPrefix(hdr, "Bearer ")
-			if !ok {
+			// The scheme is case-insensitive (RFC 9110 11.1).
+			scheme, secret, ok := strings.Cut(hdr, " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="actoviq console"`)
 				writeError(w, http.StatusUnauthorized, "unauthorized", "the Authorization header must be \"Bearer TOKEN\"")
 				return

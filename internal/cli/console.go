@@ -171,6 +171,19 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.operator == "" {
+		if pol, err := e.approvers(c); err != nil {
+			return err
+		} else if pol != nil {
+			// The policy names people, but a token bound to no name lets
+			// whoever holds it sign in under any name: a refused person
+			// could type an allowed one, and one person could be both
+			// approvers of a two-person rule.
+			fmt.Fprintln(e.stderr, "actoviq: warning: an approvals policy is in effect, but the console's token is bound to no name: "+
+				"whoever holds it may sign in under any name the policy allows (and be both approvers of a two-person rule). "+
+				"Run one console per approver with --operator NAME and that person's own --token-file.")
+		}
+	}
 	op, err := e.newOps(&f.ops, nil)
 	if err != nil {
 		return err

@@ -306,3 +306,25 @@ func TestStoreReadableByOthersWarns(t *testing.T) {
 		t.Errorf("stderr: %q", msg)
 	}
 }
+
+// TestReview27ConsoleWarnsOfAnUnboundTokenUnderAPolicy: with an approvals
+// policy, a console token bound to no name lets its holder decide under
+// any name; the console says so when it starts, and not with --operator.
+func TestReview27ConsoleWarnsOfAnUnboundTokenUnderAPolicy(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "pay")...)
+	pol := filepath.Join(h.dir, "approvals.json")
+	if err := os.WriteFile(pol, []byte(`{"rules":[{"name":"all","approve":["alice"],"reject":["*"],"settle":["*"],"approvers":1}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, stop := startConsole(t, h, "--approvals", pol)
+	stop()
+	if !strings.Contains(stderr.String(), "bound to no name") {
+		t.Errorf("no warning for an unbound token under a policy: %q", stderr)
+	}
+	_, stderr, stop = startConsole(t, h, "--approvals", pol, "--operator", "alice")
+	stop()
+	if strings.Contains(stderr.String(), "bound to no name") {
+		t.Errorf("warned with --operator: %q", stderr)
+	}
+}
