@@ -388,6 +388,9 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 				return nil, why, err
 			}
 			if err := e.createChild(ctx, parent, agent, childID, input, &tree); err != nil && !errors.Is(err, store.ErrExists) {
+				if tree.Budget.MaxChildren > 0 {
+					e.freeChildSlot(ctx, tree.Root, tree.Budget.MaxChildren, childID)
+				}
 				return nil, "", err
 			}
 			continue
@@ -548,7 +551,7 @@ func (rt *Runtime) budgetRefusal(ctx context.Context, tree *childInfo, newChild 
 		return why, err
 	}
 	ok, err := rt.reserveChildSlot(ctx, tree.Root, tree.Budget.MaxChildren, newChild)
-	if err != nil || ok {
+	if err != nil || ok != nil {
 		return "", err
 	}
 	return fmt.Sprintf("This agent was not started: the run tree already has %d child runs, its budget.", tree.Budget.MaxChildren), nil
@@ -563,19 +566,40 @@ const childSlotTTL = 100 * 365 * 24 * time.Hour
 // "children:<root>:<n>", held by the child for good. Counting the
 // children listed in the store cannot do that: two Spawns that count
 // at once both see room for one more. A child that already holds a
-// place (a retried Spawn with the same id) keeps it.
-func (rt *Runtime) reserveChildSlot(ctx context.Context, root string, max int, childID string) (bool, error) {
+// place (a retried Spawn with the same id) keeps it. It returns the place
+// taken (nil: none left).
+func (rt *Runtime) reserveChildSlot(ctx context.Context, root string, max int, childID string) (*store.Fence, error) {
 	for n := range max {
-		_, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: fmt.Sprintf("children:%s:%d", root, n),
-			Holder: "child " + childID, TTL: childSlotTTL})
+		c, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: fmt.Sprintf("children:%s:%d", root, n),
+			Holder: childSlotHolder(childID), TTL: childSlotTTL})
 		if err == nil {
-			return true, nil
+			return &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}, nil
 		}
 		if !errors.Is(err, store.ErrClaimHeld) {
-			return false, fmt.Errorf("actoviq: child budget of tree %s: %w", root, err)
+			return nil, fmt.Errorf("actoviq: child budget of tree %s: %w", root, err)
 		}
 	}
-	return false, nil
+	return nil, nil
+}
+
+func childSlotHolder(childID string) string { return "child " + childID }
+
+// freeChildSlot gives back the place a child took when its write failed
+// and no run with its id exists (a retried Spawn whose child was written
+// keeps its place): a Spawn that writes no child spends no place.
+func (rt *Runtime) freeChildSlot(ctx context.Context, root string, max int, childID string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.commitTO)
+	defer cancel()
+	if _, err := rt.store.RunGet(rctx, &store.RunGetParams{Tenant: rt.tenant, ID: childID}); !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	for n := range max {
+		c, err := rt.store.ClaimGet(rctx, &store.ClaimGetParams{Tenant: rt.tenant, Key: fmt.Sprintf("children:%s:%d", root, n)})
+		if err == nil && c.Holder == childSlotHolder(childID) {
+			_ = rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: rt.tenant, Fence: store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}})
+			return
+		}
+	}
 }
 
 func (rt *Runtime) budgetLeft(ctx context.Context, tree *childInfo) (*budgetLeft, string, error) {

@@ -4,7 +4,9 @@ package actoviq_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,5 +83,50 @@ func TestReview23SpawnedIDIsNotACallsChild(t *testing.T) {
 	}
 	if len(kids) != 1 || kids[0].Status != store.RunQueued {
 		t.Fatalf("the spawned background child was driven by the parent's call: %d children, %v", len(kids), kids)
+	}
+}
+
+// createFailStore fails the next RunCreate once armed: a store error after
+// Spawn took its place in the tree's budget.
+type createFailStore struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *createFailStore) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		return nil, errors.New("the store failed the write")
+	}
+	return s.Store.RunCreate(ctx, p)
+}
+
+// The review's leftover: a Spawn whose child write fails after it took a
+// place of MaxChildren (a store error) kept the place for good, so the
+// tree, with no child, refused the next Spawn. The place is given back when
+// no child with that id exists.
+func TestSpawnWhoseWriteFailsSpendsNoPlace(t *testing.T) {
+	ctx := context.Background()
+	sq, err := storesqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := &createFailStore{Store: sq}
+	rt := newRT(t, st, "A", time.Minute)
+	if _, err := rt.Run(ctx, agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
+		t.Fatal(err)
+	}
+	opts := &actoviq.SpawnOptions{Budget: actoviq.Budget{MaxChildren: 1}}
+	good := childAgent("bg", scripted.New(scripted.Turn{Text: "x"}))
+	st.armed.Store(true)
+	if _, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.k0"}, opts); err == nil {
+		t.Fatal("a Spawn whose write failed returned no error")
+	}
+	if _, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.k1"}, opts); err != nil {
+		t.Fatalf("the tree has no child, MaxChildren 1, yet Spawn is refused: %v", err)
+	}
+	// The place is the child's now: another child is refused.
+	if _, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.k2"}, opts); err == nil {
+		t.Fatal("a second child was spawned under MaxChildren 1")
 	}
 }

@@ -136,6 +136,9 @@ func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in 
 		}
 	})
 	if err != nil {
+		if tree.Budget.MaxChildren > 0 && !errors.Is(err, ErrRunExists) {
+			rt.freeChildSlot(ctx, tree.Root, tree.Budget.MaxChildren, child.RunID)
+		}
 		return "", err
 	}
 	// The parent may have ended cancelled while the child was written,
