@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// Attempt is one real attempt of a call: the ledger recorded it started
+// CallAttempt is one real attempt of a call: the ledger recorded it started
 // (durably, before the tool ran), under a drive's holder and epoch, and it
 // ended with an outcome, or was interrupted without one. It is derived from
 // the run's stored events, which are written in the same transaction as the
 // ledger transitions they record, so the history survives any crash: an
 // attempt whose process died shows as interrupted, found so by the next
 // drive.
-type Attempt struct {
+type CallAttempt struct {
 	// CallID is the call; Number its ledger attempt count at the start
 	// (1 for the first execution, one more for each re-execution).
 	CallID string `json:"call_id"`
@@ -38,7 +38,7 @@ type Attempt struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// AttemptEnd is how an [Attempt] ended.
+// AttemptEnd is how a [CallAttempt] ended.
 type AttemptEnd string
 
 // Attempt ends.
@@ -66,7 +66,7 @@ const (
 // started, read from the run's stored events (one read, the size of the
 // run's history). An unknown run, or another tenant's, matches
 // [ErrNotFound].
-func (rt *Runtime) Attempts(ctx context.Context, runID string) ([]Attempt, error) {
+func (rt *Runtime) Attempts(ctx context.Context, runID string) ([]CallAttempt, error) {
 	evs, err := rt.Events(ctx, runID, nil)
 	if err != nil {
 		return nil, err
@@ -77,8 +77,8 @@ func (rt *Runtime) Attempts(ctx context.Context, runID string) ([]Attempt, error
 // AttemptsFromEvents folds a run's stored events, in sequence order (as
 // [Runtime.Events] returns them), into the attempts of its calls.
 // [Runtime.Attempts] reads and folds in one call.
-func AttemptsFromEvents(evs []Event) []Attempt {
-	var out []Attempt
+func AttemptsFromEvents(evs []Event) []CallAttempt {
+	var out []CallAttempt
 	open := map[string]int{} // call id → index in out of its open attempt
 	var holder string
 	var epoch int64
@@ -115,7 +115,7 @@ func AttemptsFromEvents(evs []Event) []Attempt {
 			}
 			end(d.CallID, ev.Time, AttemptInterrupted, "a new attempt started")
 			open[d.CallID] = len(out)
-			out = append(out, Attempt{CallID: d.CallID, Number: d.Attempt, Tool: d.Tool, StartedAt: ev.Time, Holder: holder, Epoch: epoch})
+			out = append(out, CallAttempt{CallID: d.CallID, Number: d.Attempt, Tool: d.Tool, StartedAt: ev.Time, Holder: holder, Epoch: epoch})
 		case EvToolCommitted, EvToolUnknown, EvToolSettled, EvToolReexecute:
 			var d ToolCallData
 			if json.Unmarshal(ev.Data, &d) != nil || d.CallID == "" {

@@ -22,7 +22,7 @@ func TestRunPageAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v struct {
-		Attempts []actoviq.Attempt `json:"attempts"`
+		Attempts []actoviq.CallAttempt `json:"attempts"`
 	}
 	f.callWith(b.c, "GET", "/api/v1/runs/run-a", "", "").json(t, &v)
 	if len(v.Attempts) != 1 {

@@ -33,7 +33,7 @@
 //     attempt, started and committed times, worker and epoch, probe
 //     answer), the worker that drives it (or drove it last), every real
 //     attempt of each call (who started it, under which epoch, how it ended
-//     or why it was interrupted: [actoviq.Attempt]), the transcript, the audit trail of decisions and of agent versions that
+//     or why it was interrupted: [actoviq.CallAttempt]), the transcript, the audit trail of decisions and of agent versions that
 //     took the run over, child runs as a tree and the event timeline, one
 //     line per event. A finished run's unsettled calls (started when it was
 //     cancelled) can still be settled for the record. Secrets appear

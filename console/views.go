@@ -83,7 +83,7 @@ type Run struct {
 	Tasks []Task `json:"tasks,omitempty"`
 	// Attempts are the real attempts of the run's calls: who started each
 	// (holder and epoch), when, and how it ended or why it was interrupted.
-	Attempts []actoviq.Attempt `json:"attempts"`
+	Attempts []actoviq.CallAttempt `json:"attempts"`
 	// CancelTask says whether this console can send tasks/cancel itself.
 	CancelTask bool `json:"cancel_task"`
 	// Children are the run's child runs, each with its own children.

@@ -65,7 +65,7 @@ type runJSON struct {
 	// AgentChanges are the agent versions that took the run over.
 	AgentChanges []actoviq.AgentChangeRecord `json:"agent_changes,omitempty"`
 	// Attempts are the real attempts of the run's calls (runs show).
-	Attempts []actoviq.Attempt `json:"attempts,omitempty"`
+	Attempts []actoviq.CallAttempt `json:"attempts,omitempty"`
 }
 
 type ledgerJSON struct {

@@ -173,7 +173,7 @@ func (e *env) runsShowCmd() *cobra.Command {
 
 // printAttempts lists every real attempt of the run's calls: who started
 // it, under which epoch, and how it ended or why it was interrupted.
-func printAttempts(w io.Writer, atts []actoviq.Attempt) {
+func printAttempts(w io.Writer, atts []actoviq.CallAttempt) {
 	if len(atts) == 0 {
 		return
 	}
