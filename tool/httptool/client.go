@@ -207,12 +207,25 @@ func (c *Client) Do(req *http.Request) (*Response, error) {
 	if err != nil {
 		return nil, &NotSentError{Request: where, Err: fmt.Errorf("format the key %q for %s: %w", key, c.cfg.KeyHeader, err)}
 	}
-	if vs := req.Header.Values(c.cfg.KeyHeader); len(vs) > 0 && (len(vs) > 1 || vs[0] != value) {
+	// The header map may hold the name under any case (set directly, not
+	// through Set); every spelling goes on the wire.
+	var vs []string
+	for k, v := range req.Header {
+		if strings.EqualFold(k, c.cfg.KeyHeader) {
+			vs = append(vs, v...)
+		}
+	}
+	if len(vs) > 0 && (len(vs) > 1 || vs[0] != value) {
 		return nil, &NotSentError{Request: where, Err: fmt.Errorf("%w: the request already carries %s %q", ErrKeyPreset, c.cfg.KeyHeader, vs[0])}
 	}
 	var gotConn atomic.Bool
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { gotConn.Store(true) }}
 	out := req.Clone(httptrace.WithClientTrace(ctx, trace))
+	for k := range out.Header {
+		if strings.EqualFold(k, c.cfg.KeyHeader) {
+			delete(out.Header, k)
+		}
+	}
 	out.Header.Set(c.cfg.KeyHeader, value)
 	if !c.cfg.Dedupes {
 		noReplay(out, c.cfg.KeyHeader, value)

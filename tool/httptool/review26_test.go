@@ -162,3 +162,23 @@ func TestReview26RejectionWhoseBodyWasCut(t *testing.T) {
 		t.Fatalf("a 400 whose body was cut: %T %v; want an unknown outcome", err, err)
 	}
 }
+
+// TestReview26PresetKeyUnderAnotherCase: a key header set straight into
+// the header map under a non-canonical name (as a tool copying headers
+// from the model's arguments does) is a preset key too: it is never sent
+// beside the call's own.
+func TestReview26PresetKeyUnderAnotherCase(t *testing.T) {
+	t.Parallel()
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, strings.Join(r.Header.Values("Idempotency-Key"), "|"))
+	}))
+	defer srv.Close()
+	c := client(t, &httptool.Config{Key: httptool.BareKey})
+	req, _ := http.NewRequestWithContext(tool.WithIdempotencyKey(context.Background(), "k1"), "POST", srv.URL, strings.NewReader("{}"))
+	req.Header["idempotency-key"] = []string{"model-key"}
+	_, err := c.Do(req)
+	if !errors.Is(err, httptool.ErrKeyPreset) || len(got) != 0 {
+		t.Fatalf("a lowercase preset key: err %v, the target saw %q", err, got)
+	}
+}
