@@ -60,9 +60,8 @@ func testWaitingStamp(t *testing.T, bb *bundle) {
 	step("a claim still live", false)
 	bb.clock.Advance(31 * time.Second)
 	step("a claim expired", true)
-	res, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "waits",
-		Run: &store.RunUpdate{ExpectedRevision: res.Run.Revision, Status: store.RunCompleted, Checkpoint: got.Checkpoint}})
-	if err != nil {
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "waits",
+		Run: &store.RunUpdate{ExpectedRevision: res.Run.Revision, Status: store.RunCompleted, Checkpoint: got.Checkpoint}}); err != nil {
 		t.Fatal(err)
 	}
 	step("a waiting run finished", true)
