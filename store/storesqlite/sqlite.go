@@ -105,11 +105,43 @@ func Open(path string, cfg *Config) (*Store, error) {
 	}
 	s := &Store{db: db, clock: c.Clock}
 	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, Run: s.runBatch}
-	if err := s.migrate(context.Background()); err != nil {
+	if err := s.migrateWaiting(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// openPatience bounds how long Open waits for other handles that hold the
+// database's write lock while it migrates.
+const openPatience = time.Minute
+
+// migrateWaiting migrates, trying again while the database is busy. Several
+// processes that open one new file at once queue on the migration's write
+// lock, and on a loaded machine that queue can outlast one busy timeout;
+// the migration is idempotent, so a busy try is simply made again, until
+// openPatience has passed.
+func (s *Store) migrateWaiting(ctx context.Context) error {
+	deadline := time.Now().Add(openPatience)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := s.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+	}
+}
+
+// isBusy reports SQLite's "database is locked" (SQLITE_BUSY or
+// SQLITE_LOCKED, any extended code): another connection holds a lock
+// longer than the busy timeout.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
 }
 
 // private creates the database file readable and writable by its owner

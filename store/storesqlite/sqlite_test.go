@@ -131,6 +131,51 @@ func TestMigrationsIdempotentAndConcurrent(t *testing.T) {
 	}
 }
 
+// TestOpenOutwaitsALockHeldPastTheBusyTimeout: a new file whose write lock
+// another process holds for longer than the busy timeout (six workers
+// migrating one new file on a loaded machine) is still opened and
+// migrated once the lock is free; Open does not fail with "database is
+// locked".
+func TestOpenOutwaitsALockHeldPastTheBusyTimeout(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "new.db")
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		s, err := storesqlite.Open(path, &storesqlite.Config{BusyTimeout: 20 * time.Millisecond})
+		if err == nil {
+			s.Close()
+		}
+		opened <- err
+	}()
+	// The lock is held ten busy timeouts: that is the case under test,
+	// not a wait for the goroutine.
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case err := <-opened:
+		t.Fatalf("Open returned while the lock was held: %v", err)
+	default:
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open after the lock was freed: %v", err)
+	}
+}
+
 // Two handles (separate pools, as two processes would have) race RunWrite
 // on the same revision under the same fence: exactly one wins, the other
 // gets a ConflictError carrying both revisions.
