@@ -43,8 +43,8 @@ var layers = map[string]int{
 	"internal/ledger":                   6,
 	"internal/scaletest":                6,  // seeds large stores in SQL (tests and scripts/bench-scale)
 	"internal/scaletest/benchscale":     10, // scripts/bench-scale's program
-	"internal/redact":                   0, // the one redactor: every package that hides a secret uses it; imports no module package
-	"":                                  8, // root package actoviq
+	"internal/redact":                   0,  // the one redactor: every package that hides a secret uses it; imports no module package
+	"":                                  8,  // root package actoviq
 	"otelsink":                          9,
 	"otelmetrics":                       9, // OpenTelemetry metrics and the Prometheus endpoint
 	"notify":                            9, // webhook notifier over the root's events
