@@ -106,6 +106,10 @@ func validHeaderName(s string) bool {
 type Client struct {
 	cfg  Config
 	http *http.Client
+	// traced is set when the transport is net/http's own, whose trace
+	// reports a connection obtained: only then can "not sent" be told
+	// from "sent, then failed".
+	traced bool
 }
 
 // New returns a Client.
@@ -149,7 +153,8 @@ func New(cfg *Config) (*Client, error) {
 		*hc = *c.HTTPClient
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Client{cfg: c, http: hc}, nil
+	_, std := hc.Transport.(*http.Transport)
+	return &Client{cfg: c, http: hc, traced: hc.Transport == nil || std}, nil
 }
 
 // Dedupes reports whether the Client was told that its target dedupes on
@@ -181,6 +186,9 @@ type Response struct {
 //
 //   - [*NotSentError]: nothing left this machine (no key in the context, a
 //     key already set on the request, no connection); the model may see it.
+//     "No connection" is known only through net/http's own *http.Transport
+//     (its trace reports the connection); any error from another
+//     RoundTripper is an unknown outcome.
 //   - [*RejectedError]: a 4xx the target answered without acting; the model
 //     sees it and may correct its arguments.
 //   - [*InProgressError]: the target is still processing a request with
@@ -232,7 +240,7 @@ func (c *Client) Do(req *http.Request) (*Response, error) {
 	}
 	res, err := c.http.Do(out)
 	if err != nil {
-		if !gotConn.Load() {
+		if !gotConn.Load() && c.traced {
 			return nil, &NotSentError{Request: where, Err: err}
 		}
 		return nil, &UnknownOutcomeError{Request: where, Key: value, Err: err}

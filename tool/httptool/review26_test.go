@@ -182,3 +182,40 @@ func TestReview26PresetKeyUnderAnotherCase(t *testing.T) {
 		t.Fatalf("a lowercase preset key: err %v, the target saw %q", err, got)
 	}
 }
+
+// lostTrace is a RoundTripper that is not net/http's (an HTTP/3 client, a
+// test double, a retrying middleware): it sends the request without
+// reporting the connection through httptrace, then fails.
+type lostTrace struct{}
+
+func (lostTrace) RoundTrip(r *http.Request) (*http.Response, error) {
+	out := r.Clone(context.Background())
+	if res, err := http.DefaultTransport.RoundTrip(out); err == nil {
+		res.Body.Close()
+	}
+	return nil, errors.New("stream reset by peer")
+}
+
+// TestReview26UnknownTransportIsNotNotSent: "nothing left this machine"
+// is known only from net/http's own transport (its trace says a connection
+// was obtained). Through another RoundTripper an error may come after the
+// request acted: outcome unknown, not an error the model retries.
+func TestReview26UnknownTransportIsNotNotSent(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	acted := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		acted++
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	c := client(t, &httptool.Config{HTTPClient: &http.Client{Transport: lostTrace{}}})
+	req, _ := http.NewRequestWithContext(tool.WithIdempotencyKey(context.Background(), "k1"), "POST", srv.URL, strings.NewReader("{}"))
+	_, err := c.Do(req)
+	mu.Lock()
+	defer mu.Unlock()
+	if acted != 1 || !errors.Is(err, tool.ErrOutcomeUnknown) {
+		t.Fatalf("the target acted %d times; err %T %v; want an unknown outcome", acted, err, err)
+	}
+}
