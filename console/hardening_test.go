@@ -358,6 +358,6 @@ func TestSecretsInStringsNeverStored(t *testing.T) {
 	}
 	// Documented: the user's own text is not redacted.
 	if !bytes.Contains(r.body, []byte("my-own-words=typed-by-the-user")) {
-		t.Errorf("the user's message text was changed; the README says it is stored as written")
+		t.Errorf("the user's message text was changed; docs/data-hygiene.md says it is stored as written")
 	}
 }
