@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,7 @@ import (
 type consoleFlags struct {
 	listen         string
 	tokenFile      string
+	tokensFile     string
 	operator       string
 	tlsCert        string
 	tlsKey         string
@@ -43,6 +45,11 @@ func (e *env) consoleCmd() *cobra.Command {
 		Long: "console serves the web console and its JSON API (/api/v1/) for one store and tenant.\n\n" +
 			"It needs a token: $ACTOVIQ_CONSOLE_TOKEN, or the first line of --token-file. With neither, it makes one\n" +
 			"and prints a login URL once. Decisions are recorded under the name given at sign-in, or under --operator.\n\n" +
+			"--tokens-file FILE gives each person their own token bound to their name instead: each line is NAME TOKEN\n" +
+			"(blank lines and lines starting with # are skipped; a token is at least 16 characters; no name or token twice;\n" +
+			"chmod 600 the file). Each decision is then recorded under the name bound to the token that signed in, whatever\n" +
+			"name is typed, so an approvals policy's groups and two-person rules hold. It excludes --token-file,\n" +
+			"$ACTOVIQ_CONSOLE_TOKEN and --operator.\n\n" +
 			"It listens on loopback unless told otherwise; another address needs --tls-cert and --tls-key, or\n" +
 			"--insecure-listen (behind a TLS-terminating proxy: the session cookie is Secure, so a browser keeps it\n" +
 			"only over https or on localhost).\n\n" +
@@ -64,6 +71,7 @@ func (e *env) consoleCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (loopback unless TLS or --insecure-listen)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file whose first line is the console's token (default $ACTOVIQ_CONSOLE_TOKEN, else a new one)")
+	fl.StringVar(&f.tokensFile, "tokens-file", "", "file of named tokens, one NAME TOKEN per line: each person signs in with their own (excludes --token-file, --operator)")
 	fl.StringVar(&f.operator, "operator", "", "record every decision made with this token under this name (default: the name given at sign-in)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "TLS certificate file (PEM)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "TLS private key file (PEM)")
@@ -117,6 +125,59 @@ func consoleHosts(f *consoleFlags) ([]string, error) {
 	return hosts, nil
 }
 
+// consoleTokensFile reads --tokens-file: one "NAME TOKEN" per line, blank
+// lines and # comments skipped. An error names the line and never
+// echoes a token.
+func (e *env) consoleTokensFile(path string) ([]console.Token, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErr("--tokens-file: %v", err)
+	}
+	var toks []console.Token
+	names := map[string]int{}
+	secrets := map[string]int{}
+	for i, line := range strings.Split(string(b), "\n") {
+		n := i + 1
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, usageErr("--tokens-file %s line %d: want NAME TOKEN (two fields separated by spaces), found %d fields", path, n, len(fields))
+		}
+		name, secret := fields[0], fields[1]
+		switch {
+		case len(name) > 64:
+			return nil, usageErr("--tokens-file %s line %d: the name is longer than 64 bytes", path, n)
+		case strings.EqualFold(name, "console"):
+			return nil, usageErr(`--tokens-file %s line %d: "console" is not a person: give the operator's own name`, path, n)
+		case strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+			return nil, usageErr("--tokens-file %s line %d: the name has non-printable characters", path, n)
+		case len(secret) < 16:
+			return nil, usageErr("--tokens-file %s line %d: %s's token is shorter than 16 characters", path, n, name)
+		}
+		// Names are compared as the approvals policy compares approvers
+		// (without case), so two lines cannot pass as two people.
+		key := strings.ToLower(name)
+		if first, ok := names[key]; ok {
+			return nil, usageErr("--tokens-file %s line %d: the name %s is already on line %d: one token per person", path, n, name, first)
+		}
+		if first, ok := secrets[secret]; ok {
+			return nil, usageErr("--tokens-file %s line %d: %s's token is the same as line %d's: each person needs their own token", path, n, name, first)
+		}
+		names[key], secrets[secret] = n, n
+		toks = append(toks, console.Token{Secret: secret, Operator: name})
+	}
+	if len(toks) == 0 {
+		return nil, usageErr("--tokens-file %s: no NAME TOKEN line", path)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		fmt.Fprintf(e.stderr, "actoviq: warning: %s can be read by other users (mode %v); chmod 600 it\n", path, st.Mode().Perm())
+	}
+	return toks, nil
+}
+
 func (e *env) consoleToken(f *consoleFlags) (secret string, generated bool, err error) {
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
@@ -167,11 +228,30 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	if !local && !useTLS && !f.insecureListen {
 		return usageErr("--listen %s is not a loopback address: give --tls-cert and --tls-key, or --insecure-listen behind a TLS-terminating proxy", f.listen)
 	}
-	secret, generated, err := e.consoleToken(f)
-	if err != nil {
-		return err
+	var (
+		tokens    []console.Token
+		secret    string
+		generated bool
+	)
+	if f.tokensFile != "" {
+		switch {
+		case f.tokenFile != "":
+			return usageErr("--tokens-file and --token-file go apart: --tokens-file gives each person a named token, --token-file one shared token")
+		case strings.TrimSpace(e.getenv("ACTOVIQ_CONSOLE_TOKEN")) != "":
+			return usageErr("--tokens-file and $ACTOVIQ_CONSOLE_TOKEN go apart: unset ACTOVIQ_CONSOLE_TOKEN (a shared token would let its holder sign in under any name)")
+		case f.operator != "":
+			return usageErr("--tokens-file and --operator go apart: the file binds each token to its own name")
+		}
+		if tokens, err = e.consoleTokensFile(f.tokensFile); err != nil {
+			return err
+		}
+	} else {
+		if secret, generated, err = e.consoleToken(f); err != nil {
+			return err
+		}
+		tokens = []console.Token{{Secret: secret, Operator: f.operator}}
 	}
-	if f.operator == "" {
+	if f.operator == "" && f.tokensFile == "" {
 		if pol, err := e.approvers(c); err != nil {
 			return err
 		} else if pol != nil {
@@ -181,7 +261,7 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 			// approvers of a two-person rule.
 			fmt.Fprintln(e.stderr, "actoviq: warning: an approvals policy is in effect, but the console's token is bound to no name: "+
 				"whoever holds it may sign in under any name the policy allows (and be both approvers of a two-person rule). "+
-				"Run one console per approver with --operator NAME and that person's own --token-file.")
+				"Give each approver their own token bound to their name with --tokens-file FILE (lines NAME TOKEN).")
 		}
 	}
 	op, err := e.newOps(&f.ops, nil)
@@ -200,7 +280,7 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 		return err
 	}
 	cfg := &console.Config{
-		Tokens: []console.Token{{Secret: secret, Operator: f.operator}},
+		Tokens: tokens,
 		Hosts:  hosts,
 		// actoviq resume rebuilds only the runs this command started; a
 		// run a Go program started is resumed by that program (or a
@@ -263,6 +343,8 @@ func (e *env) console(cmd *cobra.Command, c *common, f *consoleFlags) error {
 	fmt.Fprintf(&banner, "actoviq console for tenant %s of %s on %s\n", rt.Tenant(), redactURL(e.storeURL(c)), base)
 	if generated {
 		fmt.Fprintf(&banner, "sign in at %s/login#token=%s\n(the token is shown only now; set ACTOVIQ_CONSOLE_TOKEN or --token-file to keep one)\n", base, secret)
+	} else if f.tokensFile != "" {
+		fmt.Fprintf(&banner, "sign in at %s/login with your own token from %s (%d named tokens)\n", base, f.tokensFile, len(tokens))
 	} else {
 		fmt.Fprintf(&banner, "sign in at %s/login with the console's token\n", base)
 	}
