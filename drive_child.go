@@ -573,13 +573,43 @@ func (rt *Runtime) reserveChildSlot(ctx context.Context, root string, max int, c
 		c, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: fmt.Sprintf("children:%s:%d", root, n),
 			Holder: childSlotHolder(childID), TTL: childSlotTTL})
 		if err == nil {
-			return &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}, nil
+			taken := &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}
+			return rt.ownChildSlot(ctx, root, max, n, taken)
 		}
 		if !errors.Is(err, store.ErrClaimHeld) {
 			return nil, fmt.Errorf("actoviq: child budget of tree %s: %w", root, err)
 		}
 	}
 	return nil, nil
+}
+
+// ownChildSlot keeps a child to one place: a place given back by a Spawn
+// whose write failed leaves a hole before the places others hold, and a
+// retried Spawn of a child that holds a later place took the hole above
+// as a second one. When the child holds a place after n, the place n just
+// taken is given back and the child's own is returned.
+func (rt *Runtime) ownChildSlot(ctx context.Context, root string, max, n int, taken *store.Fence) (*store.Fence, error) {
+	now := rt.clock()
+	for from := n + 1; from < max; from += store.MaxLedgerRuns {
+		var keys []string
+		for m := from; m < max && m < from+store.MaxLedgerRuns; m++ {
+			keys = append(keys, fmt.Sprintf("children:%s:%d", root, m))
+		}
+		cs, err := rt.store.ClaimList(ctx, &store.ClaimListParams{Tenant: rt.tenant, Keys: keys})
+		if err != nil {
+			return nil, fmt.Errorf("actoviq: child budget of tree %s: %w", root, err)
+		}
+		for _, c := range cs {
+			if c.Holder != taken.Holder || !c.ExpiresAt.After(now) {
+				continue
+			}
+			if err := rt.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: rt.tenant, Fence: *taken}); err != nil {
+				return nil, fmt.Errorf("actoviq: child budget of tree %s: %w", root, err)
+			}
+			return &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}, nil
+		}
+	}
+	return taken, nil
 }
 
 func childSlotHolder(childID string) string { return "child " + childID }

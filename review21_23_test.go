@@ -1,0 +1,86 @@
+package actoviq_test
+
+// Adversarial review (second) of issues 21 and 23: probes of this
+// session's promises through the public API.
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	actoviq "github.com/actoviq/actoviq-go"
+	"github.com/actoviq/actoviq-go/llm/scripted"
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
+)
+
+// gatedCreateStore holds the RunCreate of one run id until released, then
+// fails it: a Spawn that took a place of MaxChildren, wrote nothing, and
+// gave the place back after others had taken the places behind it.
+type gatedCreateStore struct {
+	store.Store
+	id      string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *gatedCreateStore) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
+	if p.Run != nil && p.Run.ID == s.id {
+		close(s.entered)
+		<-s.release
+		return nil, errors.New("the store failed the write")
+	}
+	return s.Store.RunCreate(ctx, p)
+}
+
+// A place given back by a failed Spawn leaves a hole before the places
+// other children hold. A retried Spawn of a child that exists (its first
+// answer was lost) must keep the child's one place, not take the hole as
+// a second one: the tree, with one child and MaxChildren 2, must still
+// accept another child.
+func TestReview23RetriedSpawnTakesNoSecondPlace(t *testing.T) {
+	ctx := context.Background()
+	sq, err := storesqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := &gatedCreateStore{Store: sq, id: "root.a", entered: make(chan struct{}), release: make(chan struct{})}
+	rt := newRT(t, st, "A", time.Minute)
+	if _, err := rt.Run(ctx, agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
+		t.Fatal(err)
+	}
+	opts := &actoviq.SpawnOptions{Budget: actoviq.Budget{MaxChildren: 2}}
+	good := childAgent("bg", scripted.New(scripted.Turn{Text: "x"}))
+	failed := make(chan error, 1)
+	go func() {
+		_, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.a"}, opts)
+		failed <- err
+	}()
+	<-st.entered // root.a holds place 0
+	if _, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.b"}, opts); err != nil {
+		t.Fatalf("first child: %v", err)
+	}
+	close(st.release)
+	if err := <-failed; err == nil {
+		t.Fatal("the failing Spawn returned no error")
+	}
+	// root.b's caller did not see its answer and asks again.
+	id, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.b"}, opts)
+	t.Logf("retried Spawn of root.b: %q %v", id, err)
+	kids, err := sq.RunList(ctx, &store.RunListParams{Tenant: "default", ParentID: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != 1 {
+		t.Fatalf("%d children, want 1", len(kids))
+	}
+	if _, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.c"}, opts); err != nil {
+		t.Fatalf("the tree has 1 child and MaxChildren 2, yet Spawn is refused: %v", err)
+	}
+	if _, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.d"}, opts); err == nil {
+		t.Fatal("a third child was spawned under MaxChildren 2")
+	}
+}
