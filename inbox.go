@@ -162,6 +162,36 @@ func (rt *Runtime) Inbox(ctx context.Context, p *InboxParams) (*InboxPage, error
 		page.Totals[kind] += c.N
 		page.Total += c.N
 	}
+	// The page lists the runs whose live claim is held by a process of
+	// this host that is gone (see deadLocalHolder); the store's idle count
+	// cannot see that, so they are added here (as many runs to read as
+	// are being driven right now).
+	if localHolderPrefix() != "" {
+		live, err := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant,
+			Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning}, Claim: store.ClaimFilter{State: store.ClaimLive}, Now: now, Summary: true})
+		if err != nil {
+			return nil, fmt.Errorf("actoviq: inbox totals: %w", err)
+		}
+		claims, err := rt.claimsOf(ctx, live)
+		if err != nil {
+			return nil, fmt.Errorf("actoviq: inbox totals: %w", err)
+		}
+		for _, r := range live {
+			c := claims[store.RunClaimKey(r.ID)]
+			if c == nil || !c.ExpiresAt.After(now) || !deadLocalHolder(c.Holder) {
+				continue
+			}
+			kind := r.WaitKind
+			switch {
+			case r.Status == store.RunRunning:
+				kind = InboxKindStalled
+			case kind == "":
+				kind = string(StatusInterrupted)
+			}
+			page.Totals[kind]++
+			page.Total++
+		}
+	}
 	return page, dataErr
 }
 
