@@ -90,64 +90,70 @@ func (rt *Runtime) runHolder(ctx context.Context, runID string) (*RunClaim, erro
 
 // RunInfo is a run as an operator sees it: status, transcript, ledger and
 // the interruptions still open, with their evidence.
+//
+// Its JSON encoding is the one JSON view of a run: snake_case names, zero
+// values left out. The CLI's `runs show --json` and `runs list --json` and
+// the console's run API print it, each adding only what is its own around
+// it, so a field added here appears in all of them under one name.
 type RunInfo struct {
 	// ID is the run's id.
-	ID string
+	ID string `json:"id"`
 	// ParentID is the parent run's id for a child run; empty otherwise.
-	ParentID string
+	ParentID string `json:"parent_id,omitempty"`
 	// SessionID is the session the run continues; empty for none.
-	SessionID string
+	SessionID string `json:"session_id,omitempty"`
 	// AgentID is the AgentSpec.ID the run was started with.
-	AgentID string
+	AgentID string `json:"agent_id,omitempty"`
 	// AgentDigest is the digest of the agent definition last driven.
-	AgentDigest string
+	AgentDigest string `json:"agent_digest,omitempty"`
 	// Status is derived from the stored status and the run's claim:
 	// running only while a live holder holds an unexpired claim, stalled
 	// when the stored status is running but no live process holds it (see
 	// [StatusStalled]).
-	Status Status
+	Status Status `json:"status"`
 	// StoredStatus is the status the last drive wrote.
-	StoredStatus Status
+	StoredStatus Status `json:"stored_status,omitempty"`
 	// Holder is the run's claim: the worker driving it, or the one that
 	// drove it last, with its epoch; nil when the run was never claimed.
 	// Get always reads it; List reads it only for runs not finished.
-	Holder *RunClaim
+	Holder *RunClaim `json:"holder,omitempty"`
 	// Meta is the caller's JSON given in Input.Meta.
-	Meta json.RawMessage
+	Meta json.RawMessage `json:"meta,omitempty"`
 	// Deadline is the run's deadline; zero means none.
-	Deadline time.Time
-	// CreatedAt and UpdatedAt are the store's times of the first and the
-	// latest write.
-	CreatedAt, UpdatedAt time.Time
+	Deadline time.Time `json:"deadline,omitzero"`
+	// CreatedAt is the store's time of the run's first write.
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	// UpdatedAt is the store's time of the run's latest write.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	// Revision is the run's compare-and-swap revision.
-	Revision int64
+	Revision int64 `json:"revision,omitempty"`
 	// Turn counts committed model responses. Get fills it; List does not.
-	Turn int
+	Turn int `json:"turn,omitempty"`
 	// Transcript is the conversation so far, committed results included,
 	// tool-call arguments redacted. Get fills it; List does not.
-	Transcript []item.Item
+	Transcript []item.Item `json:"transcript,omitempty"`
 	// Output is the final answer of a completed run.
-	Output []item.Item
+	Output []item.Item `json:"output,omitempty"`
 	// Usage is the run's total token usage.
-	Usage item.Usage
+	Usage item.Usage `json:"usage,omitzero"`
 	// Error says why a failed run failed.
-	Error *RunError
+	Error *RunError `json:"error,omitempty"`
 	// Ledger holds one entry per tool call, in order: state, effect,
 	// idempotency key, attempt, times, holder and epoch, decisions. Get
 	// fills it; List does not.
-	Ledger []*store.LedgerEntry
+	Ledger []*store.LedgerEntry `json:"ledger,omitempty"`
 	// Interruptions are the open ones: those whose call is still in the
 	// state that stopped the run.
-	Interruptions []Interruption
+	Interruptions []Interruption `json:"interruptions,omitempty"`
 	// Unsettled lists, for a finished run (cancelled, or past its
 	// deadline), the calls it left started or unknown. The run does not
 	// continue, but [Runtime.Decide] can record what happened to each
 	// (committed or failed), for the audit trail (Get only).
-	Unsettled []Interruption
+	Unsettled []Interruption `json:"unsettled,omitempty"`
 	// AgentChanges are the agent versions that took the run over after it
 	// started, with what changed and, for an accepted change, who accepted
 	// it and why (Get only).
-	AgentChanges []AgentChangeRecord
+	AgentChanges []AgentChangeRecord `json:"agent_changes,omitempty"`
 }
 
 // Get reads a run with its ledger and open interruptions.

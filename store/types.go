@@ -108,58 +108,61 @@ func (s LedgerState) Valid() bool {
 	return false
 }
 
-// LedgerEntry is the durable record of one tool call.
+// LedgerEntry is the durable record of one tool call. Its JSON encoding
+// (snake_case, zero values left out) is the ledger entry of a run's JSON
+// view (actoviq.RunInfo); Tenant and RunID are left out, since the run
+// names them.
 type LedgerEntry struct {
 	// Tenant and RunID name the run the call belongs to.
-	Tenant string
+	Tenant string `json:"-"`
 	// RunID is the run's id.
-	RunID string
+	RunID string `json:"-"`
 	// CallID is the call's id in the run.
-	CallID string
+	CallID string `json:"call_id"`
 	// Turn is the model turn that asked for the call; Index its position in
 	// that turn's response. Together they order the calls of a run.
-	Turn int
+	Turn int `json:"turn,omitempty"`
 	// Index is the call's position in its turn's response.
-	Index int
+	Index int `json:"index,omitempty"`
 	// Tool is the called tool's name.
-	Tool string
+	Tool string `json:"tool"`
 	// Effect is the tool's declared effect: "read", "idempotent-write" or
 	// "side-effect".
-	Effect string
+	Effect string `json:"effect,omitempty"`
 	// State is where the call is in the ledger's state machine.
-	State LedgerState
+	State LedgerState `json:"state"`
 	// IdempotencyKey is the call's stable key, persisted before the first
 	// start and the same on every attempt.
-	IdempotencyKey string
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Attempt counts started executions; 0 until the first start.
-	Attempt int
+	Attempt int `json:"attempt,omitempty"`
 	// ArgsDigest is the digest of the unredacted arguments.
-	ArgsDigest string
+	ArgsDigest string `json:"args_digest,omitempty"`
 	// Args are the call's arguments after redaction.
-	Args json.RawMessage
+	Args json.RawMessage `json:"args,omitempty"`
 	// Result is the committed tool result (JSON), set in state committed.
-	Result json.RawMessage
+	Result json.RawMessage `json:"result,omitempty"`
 	// Error is the persisted runtime error of the last attempt, if any.
-	Error json.RawMessage
+	Error json.RawMessage `json:"error,omitempty"`
 	// Approval records the approval decision, if one was needed.
-	Approval *DecisionRecord
+	Approval *DecisionRecord `json:"approval,omitempty"`
 	// Resolution records how an unknown outcome was settled.
-	Resolution *DecisionRecord
+	Resolution *DecisionRecord `json:"resolution,omitempty"`
 	// Holder and Epoch identify the worker that last moved the entry.
-	Holder string
+	Holder string `json:"holder,omitempty"`
 	// Epoch is that worker's claim epoch.
-	Epoch int64
+	Epoch int64 `json:"epoch,omitempty"`
 	// Revision is the entry's CAS revision.
-	Revision int64
+	Revision int64 `json:"revision,omitempty"`
 	// CreatedAt and UpdatedAt are the store's times of the first and the
 	// latest write.
-	CreatedAt time.Time
+	CreatedAt time.Time `json:"created_at,omitzero"`
 	// UpdatedAt is the time of the latest write.
-	UpdatedAt time.Time
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	// StartedAt is when the last attempt was recorded started; zero until then.
-	StartedAt time.Time
+	StartedAt time.Time `json:"started_at,omitzero"`
 	// CommittedAt is when the result was committed; zero until then.
-	CommittedAt time.Time
+	CommittedAt time.Time `json:"committed_at,omitzero"`
 }
 
 // DecisionRecord is a recorded decision on a ledger entry: an approval or

@@ -32,7 +32,7 @@ func TestRejectedOutcomeAndJSONStyle(t *testing.T) {
 
 	h.want(ExitCompleted, "runs", "show", "r1", "--store", h.store, "--json")
 	raw := h.stdout.String()
-	for _, bad := range []string{`"ID"`, `"Deadline"`, `"0001-01-01T00:00:00Z"`, `"deadline"`, `"Ledger"`} {
+	for _, bad := range []string{`"ID"`, `"Deadline"`, `"0001-01-01T00:00:00Z"`, `"deadline"`, `"Ledger"`, `"Tenant"`, `"RunID"`} {
 		if strings.Contains(raw, bad) {
 			t.Errorf("runs show --json has %s:\n%s", bad, raw)
 		}
