@@ -299,13 +299,31 @@ type SessionAppendParams struct {
 	Fence *Fence
 }
 
-// SessionLoadParams loads a session from its latest snapshot. A session
-// that does not exist loads as empty, at revision 0.
+// SessionLoadParams loads a session: by default as it is now, from its
+// latest snapshot. A session that does not exist loads as empty, at
+// revision 0.
+//
+// AsOf and Last load less, so that a run continuing a long session costs
+// what it reads, not the session's length: a run records the revision it
+// started from, and reads the session back as of that revision, or only
+// its last items.
 type SessionLoadParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string
 	// SessionID names the session.
 	SessionID string
+	// AsOf, when above 0, loads the session as it was at that revision:
+	// the latest snapshot at or below it and the entries after that
+	// snapshot up to it; [SessionState.Revision] is then AsOf. A revision
+	// the journal has not reached is an [*InvalidError] (field AsOf).
+	// 0 loads the latest revision.
+	AsOf int64
+	// Last, when above 0, loads only the last Last journal entries up to
+	// the revision (all of them when the journal is shorter) and no
+	// snapshot: Entries[0].Seq says where they start. The backends read
+	// only the rows that hold them, through an index, whatever the
+	// session's length. 0 loads everything from the latest snapshot.
+	Last int
 }
 
 // SessionSnapshotPutParams stores a snapshot covering the journal up to

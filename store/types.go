@@ -327,13 +327,15 @@ type SessionState struct {
 	Tenant string
 	// SessionID is the session's id.
 	SessionID string
-	// Revision is the seq of the last journal entry; 0 for a new session.
+	// Revision is the revision loaded: the seq of the last journal entry,
+	// or [SessionLoadParams.AsOf]; 0 for a new session.
 	Revision int64
 	// SnapshotRevision is the revision the snapshot covers (0: none).
 	SnapshotRevision int64
 	// Snapshot is the compacted history up to SnapshotRevision (JSON).
 	Snapshot json.RawMessage
-	// Entries are the journal entries with Seq > SnapshotRevision.
+	// Entries are the journal entries with Seq > SnapshotRevision, up to
+	// Revision; with [SessionLoadParams.Last], the last ones only.
 	Entries []SessionEntry
 }
 

@@ -335,7 +335,16 @@ func (p *RunListParams) Validate() error {
 
 // Validate checks the parameters.
 func (p *SessionLoadParams) Validate() error {
-	return firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID))
+	if err := firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID)); err != nil {
+		return err
+	}
+	if p.AsOf < 0 {
+		return invalid("AsOf", "negative")
+	}
+	if p.Last < 0 {
+		return invalid("Last", "negative")
+	}
+	return nil
 }
 
 // Validator is what every params struct implements.

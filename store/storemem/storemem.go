@@ -866,19 +866,32 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 	st := &store.SessionState{Tenant: p.Tenant, SessionID: p.SessionID}
 	ss, ok := s.sessions[key{p.Tenant, p.SessionID}]
 	if !ok {
-		return st, nil
+		ss = &session{}
 	}
 	st.Revision = ss.revision
-	for rev, data := range ss.snapshots {
-		if rev > st.SnapshotRevision {
-			st.SnapshotRevision, st.Snapshot = rev, data
+	if p.AsOf > ss.revision {
+		return nil, &store.InvalidError{Field: "AsOf",
+			Reason: fmt.Sprintf("%d exceeds the journal revision %d of session %s", p.AsOf, ss.revision, p.SessionID)}
+	}
+	if p.AsOf > 0 {
+		st.Revision = p.AsOf
+	}
+	from := int64(0) // entries[from:st.Revision] are loaded
+	if p.Last > 0 {
+		from = max(0, st.Revision-int64(p.Last))
+	} else {
+		for rev, data := range ss.snapshots {
+			if rev > st.SnapshotRevision && rev <= st.Revision {
+				st.SnapshotRevision, st.Snapshot = rev, data
+			}
 		}
+		if err := checkJSON("session snapshot", p.SessionID, st.Snapshot); err != nil {
+			return nil, err
+		}
+		st.Snapshot = cloneJSON(st.Snapshot)
+		from = st.SnapshotRevision
 	}
-	if err := checkJSON("session snapshot", p.SessionID, st.Snapshot); err != nil {
-		return nil, err
-	}
-	st.Snapshot = cloneJSON(st.Snapshot)
-	for _, e := range ss.entries[st.SnapshotRevision:] {
+	for _, e := range ss.entries[from:st.Revision] {
 		if err := checkJSON("session", fmt.Sprintf("%s#%d", p.SessionID, e.Seq), e.Item); err != nil {
 			return nil, err
 		}

@@ -235,3 +235,59 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal("the claim's condition is not runs_active's")
 	}
 }
+
+// TestSessionLoadPlan fills a session of 100,000 items (20,000 appends of
+// 5) beside other sessions and checks with EXPLAIN ANALYZE that loading its
+// last 1,000 items as of a revision reads the journal through its primary
+// key and only the rows that hold them, not the session.
+func TestSessionLoadPlan(t *testing.T) {
+	s := openPlanStore(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO {{schema}}.sessions (tenant, session_id, revision)
+			SELECT 't', 's' || k, 100000 FROM generate_series(1, 3) k`,
+		`INSERT INTO {{schema}}.session_entries (tenant, session_id, seq, run_id, turn, n, crc, item)
+			SELECT 't', 's' || k, (n - 1) * 5 + 1, 'r' || n, 1, 5, NULL, '1' || chr(30) || '2' || chr(30) || '3' || chr(30) || '4' || chr(30) || '5'
+			FROM generate_series(1, 3) k, generate_series(1, 20000) n`,
+		`VACUUM ANALYZE {{schema}}.session_entries`,
+	} {
+		if _, err := s.pool.Exec(ctx, s.q(q)); err != nil {
+			t.Fatalf("seed: %v", err)
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		from, upTo int64
+		maxRows    float64
+	}{
+		{"last 1000 of 100000", 99001, 100000, 1000/5 + 2},
+		{"last 1000 as of 50003", 49004, 50003, 1000/5 + 2},
+		{"last 1 as of 7", 7, 7, 2},
+	} {
+		p := explain(t, s, sessionLoadEntries, "t", "s2", c.from, c.upTo)
+		var read float64
+		used := false
+		p.walk(func(n *planNode) {
+			if n.Relation != "session_entries" {
+				return
+			}
+			if n.NodeType == "Seq Scan" || n.NodeType == "Bitmap Heap Scan" && n.Index == "" && n.RemovedRecheck > 0 {
+				t.Errorf("%s: %s of session_entries\n%s", c.name, n.NodeType, p)
+			}
+			used = used || n.Index == "session_entries_pkey"
+			read += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+		})
+		if !used {
+			t.Errorf("%s: not through session_entries_pkey\n%s", c.name, p)
+		}
+		if read > c.maxRows {
+			t.Errorf("%s: read %.0f journal rows, want at most %.0f\n%s", c.name, read, c.maxRows, p)
+		}
+	}
+	// And the load answers with those items.
+	st, err := s.SessionLoad(ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "s2", AsOf: 50003, Last: 1000})
+	if err != nil || len(st.Entries) != 1000 || st.Entries[0].Seq != 49004 || string(st.Entries[0].Item) != "4" ||
+		st.Entries[999].Seq != 50003 || string(st.Entries[999].Item) != "3" || st.Revision != 50003 {
+		t.Fatalf("load: %d entries, %v", len(st.Entries), err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -108,33 +109,64 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 	return p.ExpectedRevision + n, nil
 }
 
+// sessionLoadEntries reads the journal rows of a session that hold its
+// items from a seq ($3: the row holding that item, and those after it) up
+// to a revision ($4). Both bounds are ranges of the primary key, so a load
+// of the last N items reads those rows only, whatever the session's length
+// (TestSessionLoadPlan).
+const sessionLoadEntries = `SELECT seq, run_id, turn, n, crc, item FROM {{schema}}.session_entries
+	WHERE tenant = $1 AND session_id = $2 AND seq <= $4
+	  AND seq >= COALESCE((SELECT max(seq) FROM {{schema}}.session_entries
+		WHERE tenant = $1 AND session_id = $2 AND seq <= $3), 0)
+	ORDER BY seq`
+
 // SessionLoad implements [store.Store]. It reads the session's revision R
-// and its latest snapshot first, then the entries after the snapshot up to
-// R: appends only add entries above R, so the two reads are consistent
-// without a transaction.
+// (or AsOf) and the latest snapshot at or below it first, then the entries
+// after the snapshot up to R: appends only add entries above R, so the two
+// reads are consistent without a transaction.
 func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
 	st := &store.SessionState{Tenant: p.Tenant, SessionID: p.SessionID}
 	var (
+		head     int64
 		snapRev  *int64
 		snapData *string
 	)
+	// $3: the revision the snapshot may cover at most (0: none is read).
+	snapAt := p.AsOf
+	if snapAt == 0 {
+		snapAt = math.MaxInt64
+	}
+	if p.Last > 0 {
+		snapAt = -1
+	}
 	err := s.pool.QueryRow(ctx, s.q(`
 		SELECT s.revision, sn.revision, sn.data
 		FROM {{schema}}.sessions s
 		LEFT JOIN LATERAL (
 			SELECT revision, data FROM {{schema}}.session_snapshots
-			WHERE tenant = s.tenant AND session_id = s.session_id
+			WHERE tenant = s.tenant AND session_id = s.session_id AND revision <= LEAST(s.revision, $3)
 			ORDER BY revision DESC LIMIT 1
 		) sn ON true
-		WHERE s.tenant = $1 AND s.session_id = $2`), p.Tenant, p.SessionID).Scan(&st.Revision, &snapRev, &snapData)
+		WHERE s.tenant = $1 AND s.session_id = $2`), p.Tenant, p.SessionID, snapAt).Scan(&head, &snapRev, &snapData)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return st, nil
+		err, head = nil, 0
 	}
 	if err != nil {
 		return nil, mapErr("load session "+p.SessionID, err)
+	}
+	if p.AsOf > head {
+		return nil, &store.InvalidError{Field: "AsOf",
+			Reason: fmt.Sprintf("%d exceeds the journal revision %d of session %s", p.AsOf, head, p.SessionID)}
+	}
+	st.Revision = head
+	if p.AsOf > 0 {
+		st.Revision = p.AsOf
+	}
+	if st.Revision == 0 {
+		return st, nil
 	}
 	if snapRev != nil {
 		d := &decoder{kind: "session snapshot", id: p.SessionID}
@@ -144,20 +176,19 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 			return nil, err
 		}
 	}
-	// The rows after the snapshot, and the row that holds the snapshot's
-	// revision (an append can straddle it).
-	rows, err := s.pool.Query(ctx, s.q(`SELECT seq, run_id, turn, n, crc, item FROM {{schema}}.session_entries
-		WHERE tenant = $1 AND session_id = $2 AND seq <= $4
-		  AND seq >= COALESCE((SELECT max(seq) FROM {{schema}}.session_entries
-			WHERE tenant = $1 AND session_id = $2 AND seq <= $3), 0)
-		ORDER BY seq`),
-		p.Tenant, p.SessionID, st.SnapshotRevision, st.Revision)
+	after := st.SnapshotRevision // entries after it are loaded
+	if p.Last > 0 {
+		after = max(st.Revision-int64(p.Last), 0)
+	}
+	// The rows holding the entries after `after` (an append can straddle
+	// it) up to the revision.
+	rows, err := s.pool.Query(ctx, s.q(sessionLoadEntries), p.Tenant, p.SessionID, after+1, st.Revision)
 	if err != nil {
 		return nil, mapErr("load session "+p.SessionID, err)
 	}
 	defer rows.Close()
-	st.Entries = make([]store.SessionEntry, 0, st.Revision-st.SnapshotRevision)
-	next := st.SnapshotRevision + 1 // the seq the next entry must have
+	st.Entries = make([]store.SessionEntry, 0, st.Revision-after)
+	next := after + 1 // the seq the next entry must have
 	for rows.Next() {
 		var (
 			seq         int64
@@ -193,9 +224,9 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 	if err := rows.Err(); err != nil {
 		return nil, mapErr("load session "+p.SessionID, err)
 	}
-	if int64(len(st.Entries)) != st.Revision-st.SnapshotRevision {
+	if int64(len(st.Entries)) != st.Revision-after {
 		return nil, &store.DataError{Kind: "session", ID: p.SessionID,
-			Err: fmt.Errorf("journal has %d entries after revision %d, want %d", len(st.Entries), st.SnapshotRevision, st.Revision-st.SnapshotRevision)}
+			Err: fmt.Errorf("journal has %d entries after revision %d, want %d", len(st.Entries), after, st.Revision-after)}
 	}
 	if len(st.Entries) == 0 {
 		st.Entries = nil

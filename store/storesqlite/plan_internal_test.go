@@ -200,3 +200,56 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatalf("counts = %+v, %v", counts, err)
 	}
 }
+
+// TestSessionLoadPlan checks with EXPLAIN QUERY PLAN that loading a
+// session's last items as of a revision searches the journal by its
+// primary key's index, bounded on both sides of seq (never a scan of the journal
+// or of one session's rows), with and without statistics, on a session of
+// 100,000 items beside others.
+func TestSessionLoadPlan(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "plans.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO sessions (tenant, session_id, revision, created_at, updated_at)
+		VALUES ('t', 's1', 100000, 0, 0), ('t', 's2', 100000, 0, 0), ('t', 's3', 100000, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 20000)
+		INSERT INTO session_journal (tenant, session_id, seq, run_id, turn, n, crc, item)
+		SELECT 't', 's' || k.k, (n - 1) * 5 + 1, 'r' || n, 1, 5, NULL, '1' || char(30) || '2' || char(30) || '3' || char(30) || '4' || char(30) || '5'
+		FROM g, (SELECT 1 AS k UNION ALL SELECT 2 UNION ALL SELECT 3) k`); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T) {
+		lines := plan(t, s, sessionLoadQuery, "t", "s2", 100000, "t", "s2", 99001)
+		searches := 0
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "SCAN session_journal"):
+				t.Errorf("scans the journal: %q\n%s", l, strings.Join(lines, "\n"))
+			case strings.HasPrefix(l, "SEARCH session_journal USING ") && strings.HasSuffix(l, " (tenant=? AND session_id=? AND seq>? AND seq<?)"):
+				searches++
+			case strings.HasPrefix(l, "SEARCH session_journal USING ") && strings.HasSuffix(l, " (tenant=? AND session_id=? AND seq<?)"):
+				searches++ // the row holding the first item: MAX(seq), one probe
+			case strings.Contains(l, "TEMP B-TREE"):
+				t.Errorf("sorts: %q\n%s", l, strings.Join(lines, "\n"))
+			}
+		}
+		if searches != 2 {
+			t.Errorf("want a bounded search of the primary key and one probe:\n%s", strings.Join(lines, "\n"))
+		}
+	}
+	t.Run("no statistics", check)
+	if _, err := s.db.Exec(`ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("after ANALYZE", check)
+	st, err := s.SessionLoad(ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "s2", AsOf: 50003, Last: 1000})
+	if err != nil || len(st.Entries) != 1000 || st.Entries[0].Seq != 49004 || string(st.Entries[0].Item) != "4" ||
+		st.Entries[999].Seq != 50003 || string(st.Entries[999].Item) != "3" || st.Revision != 50003 {
+		t.Fatalf("load: %d entries, %v", len(st.Entries), err)
+	}
+}

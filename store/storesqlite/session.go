@@ -72,6 +72,16 @@ func sessionRevision(ctx context.Context, tx querier, tenant, id string) (int64,
 	return rev, err
 }
 
+// sessionLoadQuery reads the journal rows of a session that hold its
+// items from a seq (the row holding that item, and those after it) up to a
+// revision. Both bounds are ranges of the
+// primary key, so a load of the last N items reads those rows only,
+// whatever the session's length (TestSessionLoadPlan).
+const sessionLoadQuery = `SELECT seq, run_id, turn, n, crc, item FROM session_journal
+	WHERE tenant = ? AND session_id = ? AND seq <= ? AND seq >= COALESCE((SELECT MAX(seq) FROM session_journal
+		WHERE tenant = ? AND session_id = ? AND seq <= ?), 0)
+	ORDER BY seq`
+
 // SessionLoad implements [store.Store]. It reads in one snapshot of the
 // database, so the revision, snapshot and entries agree.
 func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
@@ -81,37 +91,49 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 	st := &store.SessionState{Tenant: p.Tenant, SessionID: p.SessionID, Entries: []store.SessionEntry{}}
 	err := s.read(ctx, func(tx querier) error {
 		var err error
-		if st.Revision, err = sessionRevision(ctx, tx, p.Tenant, p.SessionID); err != nil || st.Revision == 0 {
+		if st.Revision, err = sessionRevision(ctx, tx, p.Tenant, p.SessionID); err != nil {
 			return err
+		}
+		if p.AsOf > st.Revision {
+			return &store.InvalidError{Field: "AsOf",
+				Reason: fmt.Sprintf("%d exceeds the journal revision %d of session %s", p.AsOf, st.Revision, p.SessionID)}
+		}
+		if p.AsOf > 0 {
+			st.Revision = p.AsOf
+		}
+		if st.Revision == 0 {
+			return nil
 		}
 		d := decoder{kind: "session", id: p.SessionID}
-		var data sql.NullString
-		_, err = queryOne(one(tx.QueryContext(ctx, `SELECT revision, data FROM session_snapshots
-			WHERE tenant = ? AND session_id = ? ORDER BY revision DESC LIMIT 1`, p.Tenant, p.SessionID)),
-			func(sc scanner) error {
-				if err := sc.Scan(&st.SnapshotRevision, &data); err != nil {
-					return d.scanErr(err)
-				}
-				st.Snapshot = d.reqJSON("snapshot", data)
-				return d.result()
-			})
-		if err != nil {
-			return err
+		after := st.Revision - int64(p.Last) // entries after it are loaded
+		if p.Last == 0 {
+			var data sql.NullString
+			_, err = queryOne(one(tx.QueryContext(ctx, `SELECT revision, data FROM session_snapshots
+				WHERE tenant = ? AND session_id = ? AND revision <= ? ORDER BY revision DESC LIMIT 1`, p.Tenant, p.SessionID, st.Revision)),
+				func(sc scanner) error {
+					if err := sc.Scan(&st.SnapshotRevision, &data); err != nil {
+						return d.scanErr(err)
+					}
+					st.Snapshot = d.reqJSON("snapshot", data)
+					return d.result()
+				})
+			if err != nil {
+				return err
+			}
+			after = st.SnapshotRevision
 		}
-		// The rows after the snapshot, and the row that holds the
-		// snapshot's revision (an append can straddle it).
-		rows, err := tx.QueryContext(ctx, `SELECT seq, run_id, turn, n, crc, item FROM session_journal
-			WHERE tenant = ? AND session_id = ? AND seq >= COALESCE((SELECT MAX(seq) FROM session_journal
-				WHERE tenant = ? AND session_id = ? AND seq <= ?), 0)
-			ORDER BY seq`, p.Tenant, p.SessionID, p.Tenant, p.SessionID, st.SnapshotRevision)
+		after = max(after, 0)
+		// The rows holding the items after `after` up to the revision (an
+		// append can straddle `after`): a range of the primary key.
+		rows, err := tx.QueryContext(ctx, sessionLoadQuery, p.Tenant, p.SessionID, st.Revision, p.Tenant, p.SessionID, after+1)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		if n := st.Revision - st.SnapshotRevision; n > 0 {
+		if n := st.Revision - after; n > 0 {
 			st.Entries = make([]store.SessionEntry, 0, n)
 		}
-		next := st.SnapshotRevision + 1 // the seq the next entry must have
+		next := after + 1 // the seq the next entry must have
 		for rows.Next() {
 			var (
 				seq, n int64
@@ -133,7 +155,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 				return d.result()
 			}
 			for i, it := range items {
-				if s := seq + int64(i); s >= next {
+				if s := seq + int64(i); s >= next && s <= st.Revision {
 					if s != next {
 						d.fail("journal has no item %d", next)
 						return d.result()

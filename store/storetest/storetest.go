@@ -78,6 +78,7 @@ func Run(t *testing.T, b Backend) {
 		{"QueueWatch", testQueueWatch},
 		{"Sessions", testSessions},
 		{"SessionRace", testSessionRace},
+		{"SessionAsOf", testSessionAsOf},
 		{"Once", testOnce},
 		{"Invalid", testInvalid},
 		{"RunListPaging", testRunListPaging},
