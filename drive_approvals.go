@@ -202,7 +202,7 @@ func (d *drive) approve(ctx context.Context, dec Decision, en *store.LedgerEntry
 }
 
 // moveWith moves en to next through the ledger with one typed event.
-func (d *drive) moveWith(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Event, event *store.EventRecord) error {
+func (d *drive) moveWith(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Trigger, event *store.EventRecord) error {
 	to, err := ledger.Next(en.State, ev)
 	if err != nil {
 		return fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, err)

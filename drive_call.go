@@ -28,7 +28,7 @@ func entryData(en *store.LedgerEntry) *ToolCallData {
 
 // transition moves en to next (a copy with the new fields) through the
 // ledger state machine, as one fenced CAS write.
-func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Event, evType string, extra ...*store.EventRecord) error {
+func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev ledger.Trigger, evType string, extra ...*store.EventRecord) error {
 	to, err := ledger.Next(en.State, ev)
 	if err != nil {
 		return fmt.Errorf("actoviq: run %s call %s: %w", d.run.ID, en.CallID, err)
@@ -46,7 +46,7 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 
 // commitResult records a call's result (the tool's, or an error result the
 // model sees).
-func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledger.Event, evType string, r tool.Result, mutate func(*store.LedgerEntry)) error {
+func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledger.Trigger, evType string, r tool.Result, mutate func(*store.LedgerEntry)) error {
 	next := cloneEntry(en)
 	r, notice := d.boundResult(r)
 	b, err := json.Marshal(r)

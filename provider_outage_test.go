@@ -20,11 +20,8 @@ import (
 	"github.com/actoviq/actoviq-go/tool"
 )
 
-// noSleep is a transport clock whose backoff returns at once.
-type noSleep struct{}
-
-func (noSleep) Now() time.Time { return time.Now() }
-func (noSleep) Sleep(ctx context.Context, d time.Duration) error {
+// noSleep is a transport Sleep whose backoff returns at once.
+func noSleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
@@ -174,7 +171,7 @@ func TestProviderOutageInterruptsAndResumes(t *testing.T) {
 			p, err := openai.NewChat(&openai.Config{
 				APIKey:  "sk-test-000000",
 				BaseURL: "http://" + m.addr + "/v1",
-				Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: noSleep{}},
+				Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Sleep: noSleep},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -291,7 +288,7 @@ func TestProviderFinalErrors(t *testing.T) {
 			p, err := openai.NewChat(&openai.Config{
 				APIKey:  "sk-test-000000",
 				BaseURL: "http://" + m.addr + "/v1",
-				Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: noSleep{}},
+				Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Sleep: noSleep},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -328,7 +325,7 @@ func TestProviderFinalErrors(t *testing.T) {
 func TestProviderInterruptionsBounded(t *testing.T) {
 	m := newFlakyModel(t)
 	m.down()
-	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Options: transport.Options{Clock: noSleep{}}})
+	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Options: transport.Options{Sleep: noSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +382,7 @@ func TestBrokenStreamResumesAfresh(t *testing.T) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // the connection breaks mid-stream
 	})
-	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Options: transport.Options{Clock: noSleep{}}})
+	p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: "http://" + m.addr + "/v1", Options: transport.Options{Sleep: noSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +460,7 @@ func TestProviderTransientClasses(t *testing.T) {
 			defer srv.Close()
 			defer close(release)
 			p, err := openai.NewChat(&openai.Config{APIKey: "sk-test-000000", BaseURL: srv.URL + "/v1",
-				Options: transport.Options{Clock: noSleep{}, MaxRetries: transport.Retries(0)}})
+				Options: transport.Options{Sleep: noSleep, MaxRetries: transport.Retries(0)}})
 			if err != nil {
 				t.Fatal(err)
 			}

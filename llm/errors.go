@@ -17,7 +17,40 @@ var (
 	ErrDanglingToolCall = errors.New("llm: tool call without matching result")
 	// ErrStreamInterrupted matches a [*StreamInterruptedError].
 	ErrStreamInterrupted = errors.New("llm: stream interrupted")
+	// ErrMalformedToolCall matches a [*MalformedToolCallError].
+	ErrMalformedToolCall = errors.New("llm: malformed tool call arguments")
 )
+
+// MalformedToolCallError reports a tool call whose arguments, once every
+// streamed fragment was joined, are not a JSON object. The adapter rejects
+// the response as a whole: none of its calls may be executed.
+type MalformedToolCallError struct {
+	// Provider names the adapter: "anthropic", "openai.chat" or
+	// "openai.responses".
+	Provider string
+	// CallID and Name identify the call.
+	CallID, Name string
+	// Type is the provider's block type where it has several: Anthropic's
+	// "tool_use", or a server-side block such as "server_tool_use" whose
+	// input must go back whole. Empty for OpenAI.
+	Type string
+	// Arguments is the joined argument text as received.
+	Arguments string
+	// Response is everything else the model returned, as evidence.
+	Response *Response
+}
+
+func (e *MalformedToolCallError) Error() string {
+	call := "tool call"
+	if e.Type != "" {
+		call = e.Type
+	}
+	return redact.Credentials(fmt.Sprintf("%s: %s %q (%s): arguments are not a JSON object: %.200q",
+		e.Provider, call, e.CallID, e.Name, e.Arguments))
+}
+
+// Is reports whether target is [ErrMalformedToolCall].
+func (e *MalformedToolCallError) Is(target error) bool { return target == ErrMalformedToolCall }
 
 // UnsupportedError reports a request that needs a feature the model lacks.
 // Adapters return it before any network call.

@@ -21,7 +21,7 @@
 //	started/unknown ──settle──> committed        (operator or probe recorded the outcome)
 //	started/unknown ──reexecute──> prepared      (explicit decision or recovery policy only)
 //
-// committed is terminal: no event leaves it. started and unknown are the
+// committed is terminal: no trigger leaves it. started and unknown are the
 // states in which the tool may have acted ([MayHaveRun]); the only ways out
 // are a recorded outcome (settle) or an explicit new attempt (reexecute),
 // which keeps the idempotency key and increments the attempt at the next

@@ -17,7 +17,7 @@ var (
 		store.LedgerUnknown,
 		store.LedgerCommitted,
 	}
-	allEvents = []ledger.Event{
+	allEvents = []ledger.Trigger{
 		ledger.AskApproval, ledger.Approve, ledger.Sign, ledger.Reject, ledger.Skip,
 		ledger.Start, ledger.Commit, ledger.Lose, ledger.Settle, ledger.Reexecute, ledger.Withhold,
 	}
@@ -70,8 +70,8 @@ func TestNextExhaustive(t *testing.T) {
 					t.Errorf("error %v does not match ErrTransition", err)
 				}
 				var te *ledger.TransitionError
-				if !errors.As(err, &te) || te.From != from || te.Event != ev {
-					t.Errorf("error %#v does not carry From=%s Event=%s", err, from, ev)
+				if !errors.As(err, &te) || te.From != from || te.Trigger != ev {
+					t.Errorf("error %#v does not carry From=%s Trigger=%s", err, from, ev)
 				}
 			})
 			if _, ok := allowed[name]; ok {
@@ -87,7 +87,7 @@ func TestNextExhaustive(t *testing.T) {
 func TestNextUnknownStateAndEvent(t *testing.T) {
 	t.Parallel()
 	for _, from := range append([]ledger.State{"", "Prepared", "done"}, allStates...) {
-		for _, ev := range []ledger.Event{"", "START", "retry", "re-execute"} {
+		for _, ev := range []ledger.Trigger{"", "START", "retry", "re-execute"} {
 			if got, err := ledger.Next(from, ev); !errors.Is(err, ledger.ErrTransition) || got != from {
 				t.Errorf("Next(%q, %q) = %q, %v; want %q and ErrTransition", from, ev, got, err, from)
 			}

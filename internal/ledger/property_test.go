@@ -40,7 +40,7 @@ func sideEffect(effect string) bool { return effect != "read" && effect != "idem
 
 // apply is the engine's "CAS the new state" step: it writes only what Next
 // allows, and checks the two structural rules on every write.
-func (m *callModel) apply(t *rapid.T, ev ledger.Event) bool {
+func (m *callModel) apply(t *rapid.T, ev ledger.Trigger) bool {
 	from := m.durable
 	to, err := ledger.Next(from, ev)
 	if err != nil {
@@ -143,7 +143,7 @@ func (m *callModel) resume(t *rapid.T) {
 // decide is an operator decision, offered whether or not it is legal; an
 // illegal one must be refused without changing anything.
 func (m *callModel) decide(t *rapid.T) {
-	ev := rapid.SampledFrom([]ledger.Event{ledger.Settle, ledger.Reexecute, ledger.Approve, ledger.Reject}).Draw(t, "decision")
+	ev := rapid.SampledFrom([]ledger.Trigger{ledger.Settle, ledger.Reexecute, ledger.Approve, ledger.Reject}).Draw(t, "decision")
 	if m.apply(t, ev) && ev == ledger.Reexecute {
 		m.reexecDecisions++
 	}

@@ -29,11 +29,12 @@ func TestConformance(t *testing.T) {
 		NoToolsModel:    "no-tools",
 		RequestIDHeader: "Request-Id",
 		New: func(t *testing.T, env providertest.Env) llm.Provider {
+			fc := wiretest.NewFakeClock()
 			p, err := anthropic.New(&anthropic.Config{
 				APIKey:  env.APIKey,
 				BaseURL: env.BaseURL,
 				Models:  map[string]llm.Capabilities{"no-tools": {Streaming: true}},
-				Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: wiretest.NewFakeClock(), Jitter: func(d time.Duration) time.Duration { return d }},
+				Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: fc.Now, Sleep: fc.Sleep, Jitter: func(d time.Duration) time.Duration { return d }},
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -59,7 +59,7 @@
 // mcp_tool_use…) are joined and parsed once, at content_block_stop; only
 // a tool_use, which the client runs, is announced with
 // llm.EventToolCallDelta. Input that is not a JSON object rejects the
-// response with *MalformedToolCallError, so none of its calls can run. An
+// response with *llm.MalformedToolCallError, so none of its calls can run. An
 // "error" event is classified by its type (overloaded_error as 529,
 // api_error as 500, rate_limit_error as 429, …): before the first event the
 // transport retries it like that status; after, the stream ends with an

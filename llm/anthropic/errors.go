@@ -4,42 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 
-	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
-
-// ErrMalformedToolCall matches a *MalformedToolCallError.
-var ErrMalformedToolCall = errors.New("anthropic: malformed tool input")
-
-// MalformedToolCallError reports a tool_use block whose joined
-// input_json_delta fragments are not a JSON object. The response is
-// rejected as a whole: none of its calls may be executed.
-type MalformedToolCallError struct {
-	// CallID and Name identify the block.
-	CallID, Name string
-	// Type is the block's type: "tool_use", or a server-side block such
-	// as "server_tool_use" whose input must go back whole.
-	Type string
-	// Input is the joined input text as received.
-	Input string
-	// Response is everything else received, as evidence.
-	Response *llm.Response
-}
-
-func (e *MalformedToolCallError) Error() string {
-	typ := e.Type
-	if typ == "" {
-		typ = "tool_use"
-	}
-	return redact.Credentials(fmt.Sprintf("anthropic: %s %q (%s): input is not a JSON object: %.200q", typ, e.CallID, e.Name, e.Input))
-}
-
-// Is matches ErrMalformedToolCall.
-func (e *MalformedToolCallError) Is(target error) bool { return target == ErrMalformedToolCall }
 
 // errorBody is {"type":"error","error":{"type","message"},"request_id"}.
 type errorBody struct {
@@ -77,7 +46,7 @@ func errorStatus(typ string) int {
 }
 
 // errorEvent classifies an "error" event inside a 200 stream.
-func errorEvent(ev transport.Event) (int, bool) {
+func errorEvent(ev transport.SSEEvent) (int, bool) {
 	if ev.Type != "error" && (ev.Type != "" || !bytes.Contains(ev.Data, []byte(`"error"`))) {
 		return 0, false
 	}

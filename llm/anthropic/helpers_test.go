@@ -59,7 +59,7 @@ func (b *bundle) config() *anthropic.Config {
 		Models: map[string]llm.Capabilities{
 			"no-tools": {Streaming: true},
 		},
-		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a llm.Attempt) {
+		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock.Now, Sleep: b.clock.Sleep, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a llm.Attempt) {
 			b.mu.Lock()
 			b.attempts = append(b.attempts, a)
 			b.mu.Unlock()

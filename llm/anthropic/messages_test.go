@@ -304,8 +304,8 @@ func TestMalformedInput(t *testing.T) {
 	b := setup(t, sse(t, "bad_input.sse"))
 	p := newMessages(t, b, nil)
 	evs, err := collect(p.Stream(context.Background(), toolRequest("claude-test")))
-	var me *anthropic.MalformedToolCallError
-	if !errors.As(err, &me) || !errors.Is(err, anthropic.ErrMalformedToolCall) || me.CallID != "toolu_bad" || me.Input != `{"amount": ` {
+	var me *llm.MalformedToolCallError
+	if !errors.As(err, &me) || !errors.Is(err, llm.ErrMalformedToolCall) || me.CallID != "toolu_bad" || me.Arguments != `{"amount": ` {
 		t.Fatalf("err = %T %v", err, err)
 	}
 	if countType(evs, llm.EventItemDone) != 0 || countType(evs, llm.EventDone) != 0 {

@@ -57,7 +57,7 @@ type streamEvent struct {
 	Usage *usage `json:"usage"`
 }
 
-func (a *acc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
+func (a *acc) Handle(ev transport.SSEEvent, emit func(llm.StreamEvent) bool) (bool, error) {
 	var e streamEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return false, &llm.StreamInterruptedError{Provider: a.provider, Partial: a.Partial(),
@@ -165,7 +165,7 @@ func (a *acc) close(ob *openBlock) (item.Item, error) {
 		}
 		in, ok := wire.ParseArguments(joined)
 		if !ok || (b.Type == "tool_use" && b.Name == "") {
-			return item.Item{}, &MalformedToolCallError{CallID: b.ID, Name: b.Name, Type: b.Type, Input: joined, Response: a.Partial()}
+			return item.Item{}, &llm.MalformedToolCallError{Provider: "anthropic", CallID: b.ID, Name: b.Name, Type: b.Type, Arguments: joined, Response: a.Partial()}
 		}
 		input = in
 		set = append(set, field{"input", in})

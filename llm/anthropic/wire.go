@@ -337,7 +337,7 @@ func blockItem(raw json.RawMessage, typ string) item.Item {
 // response maps a complete message.
 func (p *Messages) response(m *message) (*llm.Response, error) {
 	out := &llm.Response{ID: m.ID, Model: m.Model, Usage: m.Usage.normalise(), StopReason: stopReason(m.StopReason)}
-	var bad *MalformedToolCallError
+	var bad *llm.MalformedToolCallError
 	for _, raw := range m.Content {
 		var b block
 		if json.Unmarshal(raw, &b) != nil {
@@ -347,7 +347,7 @@ func (p *Messages) response(m *message) (*llm.Response, error) {
 			in, ok := wire.ParseArguments(string(b.Input))
 			if !ok || b.Name == "" {
 				if bad == nil {
-					bad = &MalformedToolCallError{CallID: b.ID, Name: b.Name, Type: b.Type, Input: string(b.Input)}
+					bad = &llm.MalformedToolCallError{Provider: "anthropic", CallID: b.ID, Name: b.Name, Type: b.Type, Arguments: string(b.Input)}
 				}
 				continue
 			}

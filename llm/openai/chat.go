@@ -104,7 +104,7 @@ func (p *Chat) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Strea
 
 // chatErrorEvent classifies a chunk carrying an "error" object (OpenAI and
 // compatible servers report failures inside a 200 stream that way).
-func chatErrorEvent(ev transport.Event) (int, bool) {
+func chatErrorEvent(ev transport.SSEEvent) (int, bool) {
 	if !bytes.Contains(ev.Data, []byte(`"error`)) {
 		return 0, false
 	}
@@ -210,13 +210,13 @@ func (a *chatAcc) items() ([]item.Item, error) {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	var bad *MalformedToolCallError
+	var bad *llm.MalformedToolCallError
 	for _, i := range idx {
 		tc := a.calls[i]
 		args, ok := wire.ParseArguments(tc.args.String())
 		if !ok || tc.name == "" {
 			if bad == nil {
-				bad = &MalformedToolCallError{Provider: a.provider, CallID: tc.id, Name: tc.name, Arguments: tc.args.String()}
+				bad = &llm.MalformedToolCallError{Provider: a.provider, CallID: tc.id, Name: tc.name, Arguments: tc.args.String()}
 			}
 			continue
 		}
@@ -257,7 +257,7 @@ func (a *chatAcc) response() (*llm.Response, error) {
 		StopReason: chatStop(a.finish, len(a.calls) > 0)}, nil
 }
 
-func (a *chatAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
+func (a *chatAcc) Handle(ev transport.SSEEvent, emit func(llm.StreamEvent) bool) (bool, error) {
 	data := bytes.TrimSpace(ev.Data)
 	if string(data) == "[DONE]" {
 		a.done = true

@@ -296,8 +296,8 @@ func TestChatMalformedArguments(t *testing.T) {
 	b := setup(t, sse(t, "chat_bad_args.sse"))
 	p := newChat(t, b, nil)
 	evs, err := collect(p.Stream(context.Background(), toolRequest("gpt-test")))
-	var me *openai.MalformedToolCallError
-	if !errors.As(err, &me) || !errors.Is(err, openai.ErrMalformedToolCall) || me.CallID != "call_bad" || me.Arguments != `{"amount": 5` {
+	var me *llm.MalformedToolCallError
+	if !errors.As(err, &me) || !errors.Is(err, llm.ErrMalformedToolCall) || me.CallID != "call_bad" || me.Arguments != `{"amount": 5` {
 		t.Fatalf("err = %T %v", err, err)
 	}
 	if countType(evs, llm.EventItemDone) != 0 || countType(evs, llm.EventDone) != 0 {

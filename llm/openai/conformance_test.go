@@ -38,11 +38,12 @@ func conformanceBackend(name string, build func(*openai.Config) (llm.Provider, e
 		NoToolsModel:    "no-tools",
 		RequestIDHeader: "X-Request-Id",
 		New: func(t *testing.T, env providertest.Env) llm.Provider {
+			fc := wiretest.NewFakeClock()
 			p, err := build(&openai.Config{
 				APIKey:  env.APIKey,
 				BaseURL: env.BaseURL + "/v1",
 				Models:  map[string]llm.Capabilities{"no-tools": {Streaming: true}},
-				Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: wiretest.NewFakeClock(), Jitter: func(d time.Duration) time.Duration { return d }},
+				Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: fc.Now, Sleep: fc.Sleep, Jitter: func(d time.Duration) time.Duration { return d }},
 			})
 			if err != nil {
 				t.Fatal(err)

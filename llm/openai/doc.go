@@ -82,7 +82,7 @@
 // Completions leaves it out, since compatible servers may reject it.
 //
 // Joined arguments that are not a JSON object reject the whole response
-// with *MalformedToolCallError: none of its calls can be executed. Empty
+// with *llm.MalformedToolCallError: none of its calls can be executed. Empty
 // arguments are read as {}.
 //
 // The API key never appears in an error or event: the transport redacts it,

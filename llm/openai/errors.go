@@ -4,39 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 
-	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/internal/wire"
 	"github.com/actoviq/actoviq-go/llm/transport"
 )
-
-// ErrMalformedToolCall matches a *MalformedToolCallError.
-var ErrMalformedToolCall = errors.New("openai: malformed tool call arguments")
-
-// MalformedToolCallError reports a tool call whose arguments, once every
-// fragment was joined, are not a JSON object. The response is rejected as a
-// whole: none of its calls may be executed.
-type MalformedToolCallError struct {
-	// Provider names the adapter: "openai.chat" or "openai.responses".
-	Provider string
-	// CallID and Name identify the call.
-	CallID, Name string
-	// Arguments is the joined argument text as received.
-	Arguments string
-	// Response is everything else the model returned, as evidence.
-	Response *llm.Response
-}
-
-func (e *MalformedToolCallError) Error() string {
-	return redact.Credentials(fmt.Sprintf("%s: tool call %q (%s): arguments are not a JSON object: %.200q",
-		e.Provider, e.CallID, e.Name, e.Arguments))
-}
-
-// Is matches ErrMalformedToolCall.
-func (e *MalformedToolCallError) Is(target error) bool { return target == ErrMalformedToolCall }
 
 // apiError is OpenAI's error object: {"error":{"message","type","param","code"}}.
 // code is a string on OpenAI and sometimes a number on compatible servers.
@@ -158,7 +131,7 @@ var finalCodes = map[string]bool{"insufficient_quota": true, "billing_hard_limit
 
 // finalErrorEvent reports an error event (Chat's error chunk, a Responses
 // "error" or "response.failed" event, in either shape) whose code is final.
-func finalErrorEvent(ev transport.Event) bool {
+func finalErrorEvent(ev transport.SSEEvent) bool {
 	var doc struct {
 		Code     json.RawMessage `json:"code"`
 		Error    *apiError       `json:"error"`

@@ -81,7 +81,7 @@ func (p *Responses) Generate(ctx context.Context, req *llm.Request) (*llm.Respon
 func (c *client) respResponse(ro *respObject, joined map[int]*bytes.Buffer) (*llm.Response, error) {
 	out := &llm.Response{ID: ro.ID, Model: ro.Model, Usage: ro.Usage.usage()}
 	hasCalls := false
-	var bad *MalformedToolCallError
+	var bad *llm.MalformedToolCallError
 	for i, raw := range ro.Output {
 		var args *string
 		if b := joined[i]; b != nil {
@@ -91,7 +91,7 @@ func (c *client) respResponse(ro *respObject, joined map[int]*bytes.Buffer) (*ll
 		items, oi, ok := outputItems(raw, args)
 		if !ok {
 			if bad == nil {
-				bad = &MalformedToolCallError{Provider: c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments}
+				bad = &llm.MalformedToolCallError{Provider: c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments}
 			}
 			continue
 		}
@@ -137,7 +137,7 @@ type respEvent struct {
 	Message     string          `json:"message"`
 }
 
-func respErrorEvent(ev transport.Event) (int, bool) {
+func respErrorEvent(ev transport.SSEEvent) (int, bool) {
 	typ := ev.Type
 	if typ == "" || typ == "message" {
 		var head struct {
@@ -196,7 +196,7 @@ func buf(m map[int]*bytes.Buffer, i int) *bytes.Buffer {
 	return b
 }
 
-func (a *respAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (bool, error) {
+func (a *respAcc) Handle(ev transport.SSEEvent, emit func(llm.StreamEvent) bool) (bool, error) {
 	var e respEvent
 	if err := json.Unmarshal(ev.Data, &e); err != nil {
 		return false, &llm.StreamInterruptedError{Provider: a.c.name, Partial: a.Partial(), Err: fmt.Errorf("undecodable event %q: %w", ev.Type, err)}
@@ -234,7 +234,7 @@ func (a *respAcc) Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (b
 		}
 		items, oi, ok := outputItems(e.Item, joined)
 		if !ok {
-			return false, &MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments, Response: a.Partial()}
+			return false, &llm.MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments, Response: a.Partial()}
 		}
 		a.items[e.OutputIndex] = items
 		for i := range items {
@@ -271,7 +271,7 @@ func (a *respAcc) complete(ro *respObject, emit func(llm.StreamEvent) bool) (boo
 		n = max(n, i+1)
 	}
 	hasCalls := false
-	var bad *MalformedToolCallError
+	var bad *llm.MalformedToolCallError
 	type fresh struct {
 		index int
 		items []item.Item
@@ -290,7 +290,7 @@ func (a *respAcc) complete(ro *respObject, emit func(llm.StreamEvent) bool) (boo
 			if !ok {
 				hasCalls = true
 				if bad == nil {
-					bad = &MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments}
+					bad = &llm.MalformedToolCallError{Provider: a.c.name, CallID: oi.CallID, Name: oi.Name, Arguments: oi.Arguments}
 				}
 				continue
 			}

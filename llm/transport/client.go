@@ -48,13 +48,13 @@ type Request struct {
 	// an "error" key → its status). Before the first event is delivered
 	// such an event is retried under the status rule; after, it ends the
 	// stream with a *StatusError.
-	ErrorEvent func(Event) (status int, isError bool)
+	ErrorEvent func(SSEEvent) (status int, isError bool)
 
 	// ErrorEventFinal, when set, is asked about each event ErrorEvent
 	// reported; true makes it final whatever its status, as an
 	// x-should-retry: false header would (OpenAI's insufficient_quota is a
 	// 429 that no retry can fix). Nil means the status rule alone.
-	ErrorEventFinal func(Event) bool
+	ErrorEventFinal func(SSEEvent) bool
 }
 
 // Client is the retrying HTTP client every provider adapter uses. It is
@@ -105,7 +105,7 @@ type failure struct {
 	status    int         // 0: no response
 	header    http.Header // response header, if any
 	body      []byte      // scrubbed excerpt or event data
-	event     *Event      // error event, if any
+	event     *SSEEvent   // error event, if any
 	err       error       // transport or stream error when status == 0
 	retryable bool
 }
@@ -148,19 +148,19 @@ func (c *Client) run(ctx context.Context, req *Request, accept func(n int, resp 
 		}
 		wait := c.cfg.jitter(backoff(n, c.cfg.initial, c.cfg.max))
 		wait = min(max64(wait, 0), c.cfg.max)
-		if asked, ok := serverWait(f.header, c.cfg.clock.Now()); ok {
+		if asked, ok := serverWait(f.header, c.cfg.now()); ok {
 			if asked > c.cfg.max {
 				c.report(cl, n, f.status, errText, false, 0)
 				return c.final(cl, f, n, asked, ErrRetryWaitTooLong)
 			}
 			wait = max64(wait, asked)
 		}
-		if dl, ok := ctx.Deadline(); ok && c.cfg.clock.Now().Add(wait).After(dl) {
+		if dl, ok := ctx.Deadline(); ok && c.cfg.now().Add(wait).After(dl) {
 			c.report(cl, n, f.status, errText, false, 0)
 			return c.final(cl, f, n, wait, ErrRetryPastDeadline)
 		}
 		c.report(cl, n, f.status, errText, true, wait)
-		if err := c.cfg.clock.Sleep(ctx, wait); err != nil {
+		if err := c.cfg.sleep(ctx, wait); err != nil {
 			if ctx.Err() != nil {
 				err = context.Cause(ctx)
 			}

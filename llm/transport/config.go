@@ -19,18 +19,6 @@ const (
 	DefaultMaxErrorBody   = 64 << 10 // 64 KiB
 )
 
-// Clock is the source of time for backoff and for reading an HTTP-date
-// Retry-After header. Tests inject a fake; production uses the wall clock.
-type Clock interface {
-	// Now returns the current time. It is compared with the context
-	// deadline and with HTTP-date Retry-After values.
-	Now() time.Time
-	// Sleep waits for d or until ctx is done, whichever comes first. It
-	// returns nil after a full wait, or a non-nil error (normally
-	// context.Cause(ctx)) when interrupted.
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
 // Retries returns a pointer to n, for Config.MaxRetries.
 func Retries(n int) *int { return &n }
 
@@ -61,9 +49,16 @@ type Options struct {
 	// Zero means DefaultMaxBackoff (30s). Must not be below InitialBackoff.
 	MaxBackoff time.Duration
 
-	// Clock supplies Now and an interruptible Sleep.
-	// Zero (nil) means the wall clock.
-	Clock Clock
+	// Clock gives the current time, compared with the context deadline
+	// and with HTTP-date Retry-After values. It has the type of
+	// store.Clock, the one clock of the module. Zero (nil) means time.Now.
+	Clock func() time.Time
+
+	// Sleep waits for d between attempts, or until ctx is done, whichever
+	// comes first. It returns nil after a full wait, or a non-nil error
+	// (normally context.Cause(ctx)) when interrupted. Tests inject one that
+	// advances their Clock instead of waiting. Zero (nil) means a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 
 	// Jitter maps a computed backoff to the wait actually used. The result
 	// is clamped to [0, d]. It is not applied to a server-requested wait.
@@ -105,7 +100,8 @@ type config struct {
 	hc           *http.Client
 	maxRetries   int
 	initial, max time.Duration
-	clock        Clock
+	now          func() time.Time
+	sleep        func(context.Context, time.Duration) error
 	jitter       func(time.Duration) time.Duration
 	onAttempt    func(llm.Attempt)
 	redact       []string
@@ -148,7 +144,8 @@ func (c *Config) resolve() config {
 		maxRetries: DefaultMaxRetries,
 		initial:    c.InitialBackoff,
 		max:        c.MaxBackoff,
-		clock:      c.Clock,
+		now:        c.Clock,
+		sleep:      c.Sleep,
 		jitter:     c.Jitter,
 		onAttempt:  c.OnAttempt,
 		maxEvent:   c.MaxEventSize,
@@ -166,8 +163,11 @@ func (c *Config) resolve() config {
 	if r.max == 0 {
 		r.max = DefaultMaxBackoff
 	}
-	if r.clock == nil {
-		r.clock = wallClock{}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.sleep == nil {
+		r.sleep = timerSleep
 	}
 	if r.jitter == nil {
 		r.jitter = defaultJitter
@@ -186,11 +186,8 @@ func (c *Config) resolve() config {
 	return r
 }
 
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
-func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+// timerSleep is the default Options.Sleep.
+func timerSleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return context.Cause(ctx)
 	}

@@ -40,11 +40,11 @@
 // (250ms, 500ms, 1s, …), capped at MaxBackoff (30s), then jittered (by
 // default 0–25% is taken off). A server-requested wait — retry-after-ms
 // (milliseconds, fractions allowed), else Retry-After (seconds, fractions
-// allowed, or an HTTP date measured from Clock.Now) — is used instead when
+// allowed, or an HTTP date measured from Options.Clock) — is used instead when
 // it is larger. Invalid, negative and past values are ignored.
 //
 // A wait is not slept when the server asks for more than MaxBackoff, or
-// when it would end after the context deadline (judged by Clock.Now): the
+// when it would end after the context deadline (judged by Options.Clock): the
 // call fails at once with the last failure, the wait in its Wait field,
 // and ErrRetryWaitTooLong or ErrRetryPastDeadline as its Cause. Context
 // cancellation interrupts a sleep at once. A failed response body is read

@@ -45,7 +45,7 @@ type StatusError struct {
 	// the data of the error event, scrubbed of secrets.
 	Body []byte
 	// Event is the SSE error event, nil for a status response.
-	Event *Event
+	Event *SSEEvent
 	// Attempts is how many requests were sent.
 	Attempts int
 	// Retryable reports whether the status is in the retry set (after

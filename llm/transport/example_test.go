@@ -19,7 +19,7 @@ func ExampleDecoder() {
 		": keep-alive comment\r\n" +
 		"event: content_block_delta\r\ndata: {\"text\":\"Hel\"}   \r\n\r\n" +
 		"data: line one\ndata: line two" // no final blank line
-	dec := transport.NewDecoder(strings.NewReader(stream), 0)
+	dec := transport.NewSSEDecoder(strings.NewReader(stream), 0)
 	for {
 		ev, err := dec.Next()
 		if err == io.EOF {
@@ -37,12 +37,9 @@ func ExampleDecoder() {
 	// "" "line one\nline two"
 }
 
-// instantClock is a Clock whose Sleep returns at once, for examples and
+// instantSleep is an Options.Sleep that returns at once, for examples and
 // tests.
-type instantClock struct{}
-
-func (instantClock) Now() time.Time                                   { return time.Unix(0, 0) }
-func (instantClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+func instantSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
 func ExampleClient_Do() {
 	var n atomic.Int64
@@ -62,7 +59,7 @@ func ExampleClient_Do() {
 
 	c, err := transport.New(&transport.Config{
 		Redact: []string{"sk-secret"},
-		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: instantClock{}, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a llm.Attempt) {
+		Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Sleep: instantSleep, Jitter: func(d time.Duration) time.Duration { return d }, OnAttempt: func(a llm.Attempt) {
 			fmt.Printf("attempt %d: status %d, retry %v after %v\n", a.Number, a.Status, a.Retry, a.Wait)
 		}},
 	})

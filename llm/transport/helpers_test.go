@@ -96,7 +96,7 @@ func setup(t *testing.T, h func(n int, w http.ResponseWriter, r *http.Request), 
 	t.Cleanup(tr.CloseIdleConnections)
 	b.hc = &http.Client{Transport: tr}
 	cfg := &transport.Config{
-		Options: transport.Options{HTTPClient: b.hc, Clock: b.clock, Jitter: noJitter, OnAttempt: func(a llm.Attempt) {
+		Options: transport.Options{HTTPClient: b.hc, Clock: b.clock.Now, Sleep: b.clock.Sleep, Jitter: noJitter, OnAttempt: func(a llm.Attempt) {
 			b.mu.Lock()
 			b.attempts = append(b.attempts, a)
 			b.mu.Unlock()

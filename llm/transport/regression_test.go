@@ -34,7 +34,8 @@ func TestMaxRetriesZeroNoHiddenReplayOnReusedConn(t *testing.T) {
 	defer srv.Close()
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
-	c, err := transport.New(&transport.Config{Options: transport.Options{HTTPClient: hc, MaxRetries: transport.Retries(0), Clock: newFakeClock()}})
+	fc := newFakeClock()
+	c, err := transport.New(&transport.Config{Options: transport.Options{HTTPClient: hc, MaxRetries: transport.Retries(0), Clock: fc.Now, Sleep: fc.Sleep}})
 	if err != nil {
 		t.Fatal(err)
 	}

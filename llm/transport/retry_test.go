@@ -289,7 +289,7 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // runs before the server closes
 	tr := &http.Transport{ResponseHeaderTimeout: 20 * time.Millisecond}
 	t.Cleanup(tr.CloseIdleConnections)
-	c, err := transport.New(&transport.Config{Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock, Jitter: noJitter}})
+	c, err := transport.New(&transport.Config{Options: transport.Options{HTTPClient: &http.Client{Transport: tr}, Clock: b.clock.Now, Sleep: b.clock.Sleep, Jitter: noJitter}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		fmt.Fprintf(w, "event: error\ndata: {\"message\":\"key %s\"}\n\n", bearer)
 	}, func(c *transport.Config) { c.OnAttempt = b.attemptsSink() })
 	for _, err := range b2.client.Stream(context.Background(), &transport.Request{
-		URL: b2.srv.URL, Header: hdr, ErrorEvent: func(e transport.Event) (int, bool) { return 400, e.Type == "error" },
+		URL: b2.srv.URL, Header: hdr, ErrorEvent: func(e transport.SSEEvent) (int, bool) { return 400, e.Type == "error" },
 	}) {
 		if err == nil {
 			t.Fatal("want error")

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Event is one Server-Sent Event.
-type Event struct {
+// SSEEvent is one Server-Sent Event.
+type SSEEvent struct {
 	// Type is the last "event:" field of the event; empty when there was
 	// none (the SSE spec calls that type "message").
 	Type string
@@ -27,16 +27,16 @@ type Event struct {
 	Retry time.Duration
 }
 
-// Decoder reads Server-Sent Events from an io.Reader. It accepts LF, CRLF
+// SSEDecoder reads Server-Sent Events from an io.Reader. It accepts LF, CRLF
 // and CR line endings, ignores comment lines (starting with ':') and
 // unknown fields, and bounds memory: a line, or the data of one event,
 // longer than its limit fails with *EventTooLargeError.
 //
 // Unlike the SSE spec, an event still pending at a clean end of input (no
 // final blank line) is dispatched rather than dropped: a server that
-// closes the stream normally has finished its last event. A Decoder is not
+// closes the stream normally has finished its last event. An SSEDecoder is not
 // safe for concurrent use.
-type Decoder struct {
+type SSEDecoder struct {
 	r     io.Reader
 	limit int
 	buf   []byte // read buffer; buf[start:end] is unread
@@ -58,21 +58,21 @@ type Decoder struct {
 
 const readChunk = 32 << 10
 
-// NewDecoder returns a Decoder reading r. limit bounds a line and the data
+// NewSSEDecoder returns a Decoder reading r. limit bounds a line and the data
 // of one event; limit <= 0 means DefaultMaxEventSize (64 MiB).
-func NewDecoder(r io.Reader, limit int) *Decoder {
+func NewSSEDecoder(r io.Reader, limit int) *SSEDecoder {
 	if limit <= 0 {
 		limit = DefaultMaxEventSize
 	}
-	return &Decoder{r: r, limit: limit, buf: make([]byte, readChunk)}
+	return &SSEDecoder{r: r, limit: limit, buf: make([]byte, readChunk)}
 }
 
 // Next returns the next event. It returns io.EOF after the last event of a
 // clean end of input, the reader's error if it failed (a pending event is
 // then dropped), or *EventTooLargeError. Errors are sticky.
-func (d *Decoder) Next() (Event, error) {
+func (d *SSEDecoder) Next() (SSEEvent, error) {
 	if d.err != nil {
-		return Event{}, d.err
+		return SSEEvent{}, d.err
 	}
 	for {
 		line, err := d.readLine()
@@ -85,7 +85,7 @@ func (d *Decoder) Next() (Event, error) {
 				return d.dispatch(), nil
 			}
 			d.err = err
-			return Event{}, err
+			return SSEEvent{}, err
 		}
 		if len(line) == 0 {
 			if d.hasData {
@@ -96,12 +96,12 @@ func (d *Decoder) Next() (Event, error) {
 		}
 		if err := d.field(line); err != nil {
 			d.err = err
-			return Event{}, err
+			return SSEEvent{}, err
 		}
 	}
 }
 
-func (d *Decoder) field(line []byte) error {
+func (d *SSEDecoder) field(line []byte) error {
 	if line[0] == ':' {
 		return nil
 	}
@@ -147,8 +147,8 @@ func onlyDigits(b []byte) bool {
 	return len(b) > 0
 }
 
-func (d *Decoder) dispatch() Event {
-	ev := Event{Data: bytes.Clone(d.data), ID: d.lastID, Retry: d.retry}
+func (d *SSEDecoder) dispatch() SSEEvent {
+	ev := SSEEvent{Data: bytes.Clone(d.data), ID: d.lastID, Retry: d.retry}
 	if ev.Data == nil {
 		ev.Data = []byte{}
 	}
@@ -170,7 +170,7 @@ func (d *Decoder) dispatch() Event {
 // readLine returns the next line without its terminator. The slice is
 // valid until the next call. At the end of input it returns a final
 // unterminated line, if any, and then the reader's error.
-func (d *Decoder) readLine() ([]byte, error) {
+func (d *SSEDecoder) readLine() ([]byte, error) {
 	d.line = d.line[:0]
 	if cap(d.line) > readChunk {
 		d.line = nil
@@ -217,7 +217,7 @@ func (d *Decoder) readLine() ([]byte, error) {
 }
 
 // fill reads once into the buffer.
-func (d *Decoder) fill() {
+func (d *SSEDecoder) fill() {
 	d.start, d.end = 0, 0
 	for tries := 0; tries < 100; tries++ {
 		n, err := d.r.Read(d.buf)

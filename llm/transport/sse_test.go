@@ -15,9 +15,9 @@ import (
 )
 
 // decodeAll reads every event; err is the final non-EOF error, if any.
-func decodeAll(r io.Reader, limit int) ([]transport.Event, error) {
-	d := transport.NewDecoder(r, limit)
-	var evs []transport.Event
+func decodeAll(r io.Reader, limit int) ([]transport.SSEEvent, error) {
+	d := transport.NewSSEDecoder(r, limit)
+	var evs []transport.SSEEvent
 	for {
 		ev, err := d.Next()
 		if err == io.EOF {
@@ -30,8 +30,8 @@ func decodeAll(r io.Reader, limit int) ([]transport.Event, error) {
 	}
 }
 
-func ev(typ, data, id string) transport.Event {
-	return transport.Event{Type: typ, Data: []byte(data), ID: id}
+func ev(typ, data, id string) transport.SSEEvent {
+	return transport.SSEEvent{Type: typ, Data: []byte(data), ID: id}
 }
 
 func TestDecoder(t *testing.T) {
@@ -39,28 +39,28 @@ func TestDecoder(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   string
-		want []transport.Event
+		want []transport.SSEEvent
 	}{
-		{"lf", "data: a\n\ndata: b\n\n", []transport.Event{ev("", "a", ""), ev("", "b", "")}},
-		{"crlf", "event: x\r\ndata: a\r\n\r\ndata: b\r\n\r\n", []transport.Event{ev("x", "a", ""), ev("", "b", "")}},
-		{"cr", "event: x\rdata: a\r\rdata: b\r\r", []transport.Event{ev("x", "a", ""), ev("", "b", "")}},
-		{"mixed endings", "data: a\r\ndata: b\rdata: c\n\r\n", []transport.Event{ev("", "a\nb\nc", "")}},
-		{"comments", ": ping\n:\ndata: a\n: mid\n\n", []transport.Event{ev("", "a", "")}},
+		{"lf", "data: a\n\ndata: b\n\n", []transport.SSEEvent{ev("", "a", ""), ev("", "b", "")}},
+		{"crlf", "event: x\r\ndata: a\r\n\r\ndata: b\r\n\r\n", []transport.SSEEvent{ev("x", "a", ""), ev("", "b", "")}},
+		{"cr", "event: x\rdata: a\r\rdata: b\r\r", []transport.SSEEvent{ev("x", "a", ""), ev("", "b", "")}},
+		{"mixed endings", "data: a\r\ndata: b\rdata: c\n\r\n", []transport.SSEEvent{ev("", "a\nb\nc", "")}},
+		{"comments", ": ping\n:\ndata: a\n: mid\n\n", []transport.SSEEvent{ev("", "a", "")}},
 		{"event names", "event: message_start\ndata: {}\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n",
-			[]transport.Event{ev("message_start", "{}", ""), ev("ping", `{"type": "ping"}`, "")}},
+			[]transport.SSEEvent{ev("message_start", "{}", ""), ev("ping", `{"type": "ping"}`, "")}},
 		{"multi-line data", "data: line1\ndata:line2\ndata:  two spaces\ndata\n\n",
-			[]transport.Event{ev("", "line1\nline2\n two spaces\n", "")}},
-		{"trailing spaces kept", "data: {\"a\":1}   \n\n", []transport.Event{ev("", "{\"a\":1}   ", "")}},
-		{"no final blank line", "data: a\n\ndata: b", []transport.Event{ev("", "a", ""), ev("", "b", "")}},
-		{"no final blank line after LF", "data: a\n", []transport.Event{ev("", "a", "")}},
+			[]transport.SSEEvent{ev("", "line1\nline2\n two spaces\n", "")}},
+		{"trailing spaces kept", "data: {\"a\":1}   \n\n", []transport.SSEEvent{ev("", "{\"a\":1}   ", "")}},
+		{"no final blank line", "data: a\n\ndata: b", []transport.SSEEvent{ev("", "a", ""), ev("", "b", "")}},
+		{"no final blank line after LF", "data: a\n", []transport.SSEEvent{ev("", "a", "")}},
 		{"id persists", "id: 1\ndata: a\n\ndata: b\n\nid\ndata: c\n\n",
-			[]transport.Event{ev("", "a", "1"), ev("", "b", "1"), ev("", "c", "")}},
-		{"id with NUL ignored", "id: 7\ndata: a\n\nid: x\x00y\ndata: b\n\n", []transport.Event{ev("", "a", "7"), ev("", "b", "7")}},
-		{"event without data dropped", "event: x\n\ndata: a\n\n", []transport.Event{ev("", "a", "")}},
-		{"empty data dispatched", "data\n\ndata:\n\n", []transport.Event{ev("", "", ""), ev("", "", "")}},
-		{"unknown field and colonless line", "foo: bar\nbaz\ndata: a\n\n", []transport.Event{ev("", "a", "")}},
-		{"bom", "\xEF\xBB\xBFdata: a\n\n", []transport.Event{ev("", "a", "")}},
-		{"value keeps colons", "data: a: b\n\n", []transport.Event{ev("", "a: b", "")}},
+			[]transport.SSEEvent{ev("", "a", "1"), ev("", "b", "1"), ev("", "c", "")}},
+		{"id with NUL ignored", "id: 7\ndata: a\n\nid: x\x00y\ndata: b\n\n", []transport.SSEEvent{ev("", "a", "7"), ev("", "b", "7")}},
+		{"event without data dropped", "event: x\n\ndata: a\n\n", []transport.SSEEvent{ev("", "a", "")}},
+		{"empty data dispatched", "data\n\ndata:\n\n", []transport.SSEEvent{ev("", "", ""), ev("", "", "")}},
+		{"unknown field and colonless line", "foo: bar\nbaz\ndata: a\n\n", []transport.SSEEvent{ev("", "a", "")}},
+		{"bom", "\xEF\xBB\xBFdata: a\n\n", []transport.SSEEvent{ev("", "a", "")}},
+		{"value keeps colons", "data: a: b\n\n", []transport.SSEEvent{ev("", "a: b", "")}},
 		{"blank lines only", "\n\n\r\n", nil},
 		{"empty", "", nil},
 	} {

@@ -23,24 +23,24 @@ import (
 //   - an error event ends it with a *StatusError whose Event is set;
 //   - a clean end of the body ends it with no error.
 //
-// An error is always the last element yielded, with a zero Event. Failures
+// An error is always the last element yielded, with a zero SSEEvent. Failures
 // before the first event are *StatusError or *TransportError as for Do.
 //
 // The iterator owns the connection: it closes the response body when the
 // stream ends, fails, or the caller breaks out of the range loop. Every
 // range over the returned sequence sends a new request.
-func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, error] {
-	return func(yield func(Event, error) bool) {
+func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[SSEEvent, error] {
+	return func(yield func(SSEEvent, error) bool) {
 		var (
 			body     io.Closer
-			dec      *Decoder
-			first    Event
+			dec      *SSEDecoder
+			first    SSEEvent
 			attempts int
 		)
 		scrub := newScrubber(c.cfg.redact, req.Header)
 		err := c.run(ctx, req, func(n int, resp *http.Response) *failure {
 			attempts = n
-			d := NewDecoder(resp.Body, c.cfg.maxEvent)
+			d := NewSSEDecoder(resp.Body, c.cfg.maxEvent)
 			ev, err := d.Next()
 			if err != nil {
 				resp.Body.Close()
@@ -64,7 +64,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 			return nil
 		})
 		if err != nil {
-			yield(Event{}, err)
+			yield(SSEEvent{}, err)
 			return
 		}
 		defer body.Close()
@@ -81,7 +81,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 				if ctx.Err() != nil {
 					err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 				}
-				yield(Event{}, &llm.StreamInterruptedError{Provider: "transport", Delivered: delivered, LastEventID: dec.lastID,
+				yield(SSEEvent{}, &llm.StreamInterruptedError{Provider: "transport", Delivered: delivered, LastEventID: dec.lastID,
 					Err: &scrubbedError{msg: scrub.str(fmt.Sprintf("after %d events: %v", delivered, err)), err: err}})
 				return
 			}
@@ -90,7 +90,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 					data := scrub.bytes(ev.Data)
 					evErr := ev // a copy, so that ev itself does not escape
 					evErr.Data = data
-					yield(Event{}, &StatusError{Status: status, Body: data, Event: &evErr, Attempts: attempts,
+					yield(SSEEvent{}, &StatusError{Status: status, Body: data, Event: &evErr, Attempts: attempts,
 						Retryable: req.eventRetryable(ev, status),
 						msg: scrub.str(fmt.Sprintf("transport: error event %q after %d events, classified as status %d: %s",
 							ev.Type, delivered, status, excerpt(data)))})
@@ -107,7 +107,7 @@ func (c *Client) Stream(ctx context.Context, req *Request) iter.Seq2[Event, erro
 
 // eventRetryable applies the status rule and ErrorEventFinal to an error
 // event.
-func (r *Request) eventRetryable(ev Event, status int) bool {
+func (r *Request) eventRetryable(ev SSEEvent, status int) bool {
 	if r.ErrorEventFinal != nil && r.ErrorEventFinal(ev) {
 		return false
 	}

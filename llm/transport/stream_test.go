@@ -13,7 +13,7 @@ import (
 )
 
 // anthropicErr classifies Anthropic-style error events.
-func anthropicErr(e transport.Event) (int, bool) {
+func anthropicErr(e transport.SSEEvent) (int, bool) {
 	if e.Type != "error" {
 		return 0, false
 	}

@@ -23,11 +23,12 @@ func ExampleRun() {
 			NoToolsModel:    "no-tools",
 			RequestIDHeader: "X-Request-Id",
 			New: func(t *testing.T, env providertest.Env) llm.Provider {
+				fc := wiretest.NewFakeClock()
 				p, err := openai.NewChat(&openai.Config{
 					APIKey:  env.APIKey,
 					BaseURL: env.BaseURL + "/v1",
 					Models:  map[string]llm.Capabilities{"no-tools": {Streaming: true}},
-					Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: wiretest.NewFakeClock(), Jitter: func(d time.Duration) time.Duration { return d }},
+					Options: transport.Options{HTTPClient: env.HTTPClient, MaxRetries: &env.MaxRetries, Clock: fc.Now, Sleep: fc.Sleep, Jitter: func(d time.Duration) time.Duration { return d }},
 				})
 				if err != nil {
 					t.Fatal(err)

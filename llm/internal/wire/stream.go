@@ -13,7 +13,7 @@ type Decoder interface {
 	// Handle processes one event, emitting llm events through emit. It
 	// reports done when the event ends the stream successfully, or an
 	// error that ends it (the response is rejected).
-	Handle(ev transport.Event, emit func(llm.StreamEvent) bool) (done bool, err error)
+	Handle(ev transport.SSEEvent, emit func(llm.StreamEvent) bool) (done bool, err error)
 	// Partial is the output received so far, for an interruption.
 	Partial() *llm.Response
 	// Result is the complete response after done, or at a clean end of

@@ -31,8 +31,8 @@ func AddSeeds(f *testing.F, glob string, extra ...string) {
 // Feed runs arbitrary SSE bytes through a stream decoder and checks its
 // invariants: no panic, and a completed response holds only valid items.
 // errorEvent skips the events the transport would have classified.
-func Feed(t *testing.T, data []byte, dec wire.Decoder, errorEvent func(transport.Event) (int, bool)) {
-	d := transport.NewDecoder(bytes.NewReader(data), 1<<20)
+func Feed(t *testing.T, data []byte, dec wire.Decoder, errorEvent func(transport.SSEEvent) (int, bool)) {
+	d := transport.NewSSEDecoder(bytes.NewReader(data), 1<<20)
 	emit := func(llm.StreamEvent) bool { return true }
 	for {
 		ev, err := d.Next()
