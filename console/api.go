@@ -12,7 +12,6 @@ import (
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/approvals"
-	"github.com/actoviq/actoviq-go/item"
 )
 
 // Error is the body of every JSON error response.
@@ -158,9 +157,9 @@ func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 		return
 	}
-	out := make([]RunSummary, 0, len(runs))
+	out := make([]*actoviq.RunInfo, 0, len(runs))
 	for _, ri := range runs {
-		out = append(out, summary(ri))
+		out = append(out, shown(ri))
 	}
 	body := map[string]any{"runs": out}
 	if next != "" {
@@ -213,20 +212,11 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Run{RunSummary: summary(info), StoredStatus: string(info.StoredStatus), Holder: info.Holder,
-		Unsettled: info.Unsettled, AgentChanges: info.AgentChanges, Revision: info.Revision, Turn: info.Turn, Deadline: info.Deadline,
-		Transcript: info.Transcript, Output: info.Output, Usage: info.Usage, Error: info.Error, Ledger: callsOf(info),
-		Interruptions: info.Interruptions, Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
+	v := &Run{RunInfo: shown(info), Ledger: callsOf(info), Audit: auditOf(info), Events: evs, Children: childTree(info.ID, all),
 		Resume: c.resumeInfo(ctx, info), CancelTask: c.cfg.CancelTask != nil, Undecided: undecided(info.Interruptions)}
 	v.Tasks = tasksOf(v.Ledger, evs)
 	v.Attempts = actoviq.AttemptsFromEvents(evs)
 	v.LastDriver = lastDriver(evs, info.Holder)
-	if v.Transcript == nil {
-		v.Transcript = []item.Item{}
-	}
-	if v.Interruptions == nil {
-		v.Interruptions = []actoviq.Interruption{}
-	}
 	if v.Audit == nil {
 		v.Audit = []AuditEntry{}
 	}

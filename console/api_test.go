@@ -217,11 +217,11 @@ func TestRunsListAndGet(t *testing.T) {
 		if r.status != http.StatusOK {
 			t.Fatalf("runs%s: %d %s", q, r.status, r.body)
 		}
-		var v struct{ Runs []console.RunSummary }
+		var v struct{ Runs []actoviq.RunInfo }
 		r.json(t, &v)
 		var ids []string
 		for _, s := range v.Runs {
-			ids = append(ids, s.ID+":"+s.Status)
+			ids = append(ids, s.ID+":"+string(s.Status))
 		}
 		return ids
 	}

@@ -96,15 +96,33 @@
 // fits the ledger (someone decided first), a run that already ended, or a
 // run another worker drives right now.
 //
-// GET /api/v1/runs?status=STATUS&q=TEXT&limit=N lists runs, newest first:
+// A run is sent as its one JSON view, [actoviq.RunInfo]'s encoding (the
+// same names and values as `actoviq runs show --json`: snake_case, zero
+// values left out, a ledger entry as [store.LedgerEntry]'s, whose
+// "holder" and "epoch" name the worker that last moved it), less two
+// fields the console never sends: the run's "meta" (the caller's JSON for
+// its own program) and a ledger entry's "args_digest" (the digest of the
+// unredacted arguments; an open interruption and a recorded approval carry
+// the digest they bind to). Secrets appear redacted, as the runtime
+// stored them.
 //
-//	{"runs": [{"id", "status", "agent_id", "parent_id", "session_id", "created_at", "updated_at"}]}
+// GET /api/v1/runs?status=STATUS&q=TEXT&limit=N lists runs, newest first,
+// each as [actoviq.Runtime.List] reads it (no ledger, no transcript; the
+// claim only for a run not finished):
+//
+//	{"runs": [{"id", "status", "stored_status", "agent_id", "agent_digest", "parent_id", "session_id", "holder", "deadline", "created_at", "updated_at", "revision"}], "next", "cut"}
+//
+// ("next" and "cut": true when the page is cut; "next" is the after= of
+// the next page.)
 //
 // STATUS is queued, running, stalled, interrupted, completed, failed or
 // cancelled (running and stalled are derived from the run's claim);
 // q matches run ids and agent ids; limit defaults to 100 (0: all).
 //
-// GET /api/v1/runs/{id} returns the run as the run page shows it: a [Run].
+// GET /api/v1/runs/{id} returns the run as the run page shows it: a [Run],
+// the RunInfo view with the page's own fields (last_driver, undecided,
+// audit, events, tasks, attempts, cancel_task, children, resume) and a
+// ledger whose entries add the probe answer of an open interruption.
 //
 // GET /api/v1/inbox?kind=K&agent=A&tool=T returns the [Inbox] (kind and
 // agent page in the store; tool narrows one page, and [Inbox].Narrowed

@@ -54,8 +54,8 @@ func parseTemplates() (map[string]*template.Template, error) {
 		"minus":   func(a, b int) int { return a - b },
 		"signers": signersText,
 		"decided": decidedText,
-		"terminal": func(status string) bool {
-			return status == "completed" || status == "failed" || status == "cancelled"
+		"terminal": func(status actoviq.Status) bool {
+			return status == actoviq.StatusCompleted || status == actoviq.StatusFailed || status == actoviq.StatusCancelled
 		},
 	}
 	out := map[string]*template.Template{}

@@ -28,7 +28,7 @@ func TestInboxStalledAfterSIGKILL(t *testing.T) {
 	if run.Status != "stalled" || run.StoredStatus != "running" || run.Holder == nil || !run.Holder.Dead || run.Ledger[0].State != "started" {
 		t.Fatalf("run: status %s stored %s holder %+v ledger %+v", run.Status, run.StoredStatus, run.Holder, run.Ledger)
 	}
-	var runs struct{ Runs []console.RunSummary }
+	var runs struct{ Runs []actoviq.RunInfo }
 	f.call("GET", "/api/v1/runs?status=stalled", tokenAnon, "").json(t, &runs)
 	if len(runs.Runs) != 1 || runs.Runs[0].ID != "run-k" {
 		t.Fatalf("runs?status=stalled: %+v", runs.Runs)

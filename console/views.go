@@ -9,73 +9,37 @@ import (
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
-	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
 )
 
-// RunSummary is one row of GET /api/v1/runs.
-type RunSummary struct {
-	// ID is the run's id.
-	ID string `json:"id"`
-	// Status is the derived status (running, stalled, interrupted, …).
-	Status string `json:"status"`
-	// AgentID is the agent the run was started with.
-	AgentID string `json:"agent_id"`
-	// ParentID is the parent run's id for a child run.
-	ParentID string `json:"parent_id,omitempty"`
-	// SessionID is the session the run continues, if any.
-	SessionID string `json:"session_id,omitempty"`
-	// CreatedAt is when the run was created.
-	CreatedAt time.Time `json:"created_at"`
-	// UpdatedAt is when the run was last written.
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Run is GET /api/v1/runs/{id}: everything the run page shows. Secrets
-// appear redacted, exactly as the runtime stored them.
+// Run is GET /api/v1/runs/{id}: everything the run page shows. It is the
+// run's one JSON view, [actoviq.RunInfo]'s encoding (as `actoviq runs show
+// --json` prints it: snake_case names, zero values left out), with what
+// the page adds around it. Secrets appear redacted, exactly as the runtime
+// stored them. Two fields of the RunInfo are left out, as the console
+// never sent them: the run's Meta (the caller's JSON for its own program,
+// such as the command line's configuration) and each ledger entry's
+// ArgsDigest (the digest of the unredacted arguments; an open
+// interruption and a recorded approval still carry the digest they bind
+// to).
 type Run struct {
-	RunSummary
-	// StoredStatus is the status the last drive wrote; Status is derived
-	// from it and the claim (running while a live worker holds it, stalled
-	// when the worker that held it is gone).
-	StoredStatus string `json:"stored_status"`
-	// Holder is the run's claim as found: the worker driving the run, or
-	// the last process that held it, which may be one that only recorded a
-	// decision (a decision takes the claim for its write).
-	Holder *actoviq.RunClaim `json:"holder,omitempty"`
+	*actoviq.RunInfo
+	// Ledger holds every call of the run, in turn order: each entry's
+	// JSON view with the probe answer of its open interruption. It takes
+	// the place of RunInfo's ledger.
+	Ledger []Call `json:"ledger,omitempty"`
 	// LastDriver is the process that drove the run last (from its latest
 	// run.started or run.resumed event), with that drive's epoch; nil when
-	// no drive was recorded. Unlike Holder, recording a decision does not
-	// change it.
+	// no drive was recorded. Unlike RunInfo.Holder (the claim as found,
+	// which may be a process that only recorded a decision: a decision
+	// takes the claim for its write), recording a decision does not change
+	// it.
 	LastDriver *Driver `json:"last_driver,omitempty"`
 	// Undecided counts the open interruptions that wait for a decision;
 	// resuming before they are answered only stops the run again.
 	Undecided int `json:"undecided"`
-	// Revision is the run's CAS revision.
-	Revision int64 `json:"revision"`
-	// Turn counts the committed model responses.
-	Turn int `json:"turn"`
-	// Deadline is the run's deadline; zero means none.
-	Deadline time.Time `json:"deadline,omitzero"`
-	// Transcript is the run's items as stored.
-	Transcript []item.Item `json:"transcript"`
-	// Output is the final answer of a completed run.
-	Output []item.Item `json:"output,omitempty"`
-	// Usage is the run's total token usage.
-	Usage item.Usage `json:"usage"`
-	// Error says why the run failed.
-	Error *actoviq.RunError `json:"error,omitempty"`
-	// Ledger holds every call of the run, in order.
-	Ledger []Call `json:"ledger"`
-	// Interruptions are the open ones, with their evidence.
-	Interruptions []actoviq.Interruption `json:"interruptions"`
-	// Unsettled are the calls a finished run left started or unknown; a
-	// decision records what happened to them, for the record.
-	Unsettled []actoviq.Interruption `json:"unsettled,omitempty"`
 	// Audit is every recorded decision, oldest first.
 	Audit []AuditEntry `json:"audit"`
-	// AgentChanges are the agent versions that took the run over.
-	AgentChanges []actoviq.AgentChangeRecord `json:"agent_changes,omitempty"`
 	// Events is the stored event timeline, in sequence order.
 	Events []actoviq.Event `json:"events"`
 	// Tasks are the MCP tasks (Tasks extension) of the run's calls that
@@ -93,43 +57,13 @@ type Run struct {
 	Resume ResumeInfo `json:"resume"`
 }
 
-// Call is one ledger entry: a tool call with its durable state.
+// Call is one ledger entry: a tool call with its durable state, in the
+// ledger entry's JSON view (its holder and epoch are the worker that last
+// moved it), and the probe answer the console adds.
 type Call struct {
-	// CallID names the call in the run.
-	CallID string `json:"call_id"`
-	// Turn is the model turn that asked for the call.
-	Turn int `json:"turn"`
-	// Index is the call's position in its turn.
-	Index int `json:"index"`
-	// Tool is the called tool's name.
-	Tool string `json:"tool"`
-	// Effect is the tool's declared effect.
-	Effect string `json:"effect"`
-	// State is the call's ledger state.
-	State string `json:"state"`
-	// IdempotencyKey is the call's stable key.
-	IdempotencyKey string `json:"idempotency_key"`
-	// Attempt counts the times the call was started.
-	Attempt int `json:"attempt"`
-	// Args are the arguments as stored (secrets redacted).
-	Args json.RawMessage `json:"args,omitempty"`
-	// Result is the committed result, once there is one.
-	Result json.RawMessage `json:"result,omitempty"`
-	// Error is the persisted error of the last attempt, if any.
-	Error json.RawMessage `json:"error,omitempty"`
-	// Worker is the holder that last moved the entry.
-	Worker string `json:"worker,omitempty"`
-	// Epoch is that worker's claim epoch.
-	Epoch int64 `json:"epoch,omitempty"`
-	// StartedAt is when the last attempt started.
-	StartedAt time.Time `json:"started_at,omitzero"`
-	// CommittedAt is when the result was committed.
-	CommittedAt time.Time `json:"committed_at,omitzero"`
+	*store.LedgerEntry
 	// Probe is the tool's probe answer from the open interruption, if any.
 	Probe *actoviq.ProbeAnswer `json:"probe,omitempty"`
-	// Approval and Resolution are the decisions recorded on the call.
-	Approval   *store.DecisionRecord `json:"approval,omitempty"`
-	Resolution *store.DecisionRecord `json:"resolution,omitempty"`
 }
 
 // AuditEntry is one recorded decision: who, when, why, and the evidence
@@ -192,9 +126,11 @@ func undecided(ins []actoviq.Interruption) int {
 	return n
 }
 
-// ChildRun is a node of a run's child tree.
+// ChildRun is a node of a run's child tree: the child as
+// [actoviq.Runtime.List] reads it (no ledger, no transcript), Meta left
+// out.
 type ChildRun struct {
-	RunSummary
+	*actoviq.RunInfo
 	// Children are this child's own children.
 	Children []*ChildRun `json:"children,omitempty"`
 }
@@ -216,9 +152,14 @@ type ResumeInfo struct {
 	Command string `json:"command,omitempty"`
 }
 
-func summary(r *actoviq.RunInfo) RunSummary {
-	return RunSummary{ID: r.ID, Status: string(r.Status), AgentID: r.AgentID, ParentID: r.ParentID, SessionID: r.SessionID,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+// shown is the run as the console sends it: the RunInfo without its Meta
+// (the caller's JSON for its own program, such as the command line's
+// configuration; never shown by the console). The RunInfo given is not
+// changed.
+func shown(r *actoviq.RunInfo) *actoviq.RunInfo {
+	c := *r
+	c.Meta = nil
+	return &c
 }
 
 func callsOf(info *actoviq.RunInfo) []Call {
@@ -230,10 +171,9 @@ func callsOf(info *actoviq.RunInfo) []Call {
 	}
 	out := make([]Call, 0, len(info.Ledger))
 	for _, en := range info.Ledger {
-		out = append(out, Call{CallID: en.CallID, Turn: en.Turn, Index: en.Index, Tool: en.Tool, Effect: en.Effect, State: string(en.State),
-			IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt, Args: en.Args, Result: en.Result, Error: en.Error,
-			Worker: en.Holder, Epoch: en.Epoch, StartedAt: en.StartedAt, CommittedAt: en.CommittedAt, Probe: probes[en.CallID],
-			Approval: en.Approval, Resolution: en.Resolution})
+		e := *en
+		e.ArgsDigest = "" // the digest of the unredacted arguments: not the console's to show
+		out = append(out, Call{LedgerEntry: &e, Probe: probes[en.CallID]})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Turn != out[j].Turn {
@@ -288,7 +228,7 @@ func childTree(root string, runs []*actoviq.RunInfo) []*ChildRun {
 				continue
 			}
 			seen[k.ID] = true
-			out = append(out, &ChildRun{RunSummary: summary(k), Children: build(k.ID)})
+			out = append(out, &ChildRun{RunInfo: shown(k), Children: build(k.ID)})
 		}
 		return out
 	}

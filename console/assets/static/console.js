@@ -155,7 +155,8 @@
       if (document.hidden) return;
       api("GET", "/api/v1/runs/" + encodeURIComponent(runID)).then(function (r) {
         if (!r.ok) return;
-        if (String(r.data.revision) === rev && r.data.status === status && String(r.data.events.length) === evn) return;
+        // The run's JSON leaves zero values out (a revision of 0, no events).
+        if (String(r.data.revision || 0) === rev && r.data.status === status && String((r.data.events || []).length) === evn) return;
         var busy = Array.prototype.some.call(document.querySelectorAll("form[data-decide] input, form[data-decide] textarea"), function (f) {
           return f.type === "checkbox" ? f.checked : f.value !== "";
         });
