@@ -186,11 +186,12 @@ type fleetResult struct {
 
 // fleet runs, rounds times, n concurrent runs of e.calls side-effect calls
 // each, and n concurrent DBOS workflows of e.calls steps each, on the same
-// backend, alternating; it reports the median throughputs.
-func (e *env) fleet(ctx context.Context, n, rounds int) map[string]fleetResult {
+// backend, alternating; it reports the median throughputs. A non-empty
+// only names the one backend to run.
+func (e *env) fleet(ctx context.Context, n, rounds int, only string) map[string]fleetResult {
 	out := map[string]fleetResult{}
 	for _, b := range e.backs {
-		if b.floor == nil || e.dbos[b.name] == nil {
+		if b.floor == nil || e.dbos[b.name] == nil || (only != "" && b.name != only) {
 			continue
 		}
 		var ours, theirs []time.Duration

@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"time"
 )
@@ -40,7 +41,15 @@ func main() {
 		fleetRounds = flag.Int("fleet-rounds", 3, "rounds of the fleet pass (64 runs against 64 DBOS workflows)")
 	)
 	fleetOnly := flag.Bool("fleet-only", false, "run only the fleet pass (64 runs against 64 DBOS workflows)")
+	only := flag.String("only", "", "with -fleet-only: run the fleet on this backend only (sqlite or pg)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "actoviq-bench-")
 	check(err)
@@ -52,7 +61,7 @@ func main() {
 
 	if *fleetOnly {
 		check(env.setupDBOS(ctx, *pgURL))
-		fl := env.fleet(ctx, *conc, *fleetRounds)
+		fl := env.fleet(ctx, *conc, *fleetRounds, *only)
 		for _, name := range []string{"sqlite", "pg"} {
 			if r, ok := fl[name]; ok {
 				fmt.Printf("fleet %s: %d concurrent runs × %d side-effect calls %.0f calls/s vs %d DBOS workflows × %d steps %.0f steps/s (%.2f×)\n",
@@ -83,7 +92,7 @@ func main() {
 	fmt.Fprintln(os.Stderr, "bench: runs continuing sessions...")
 	sessRuns := env.sessionRuns(ctx, *sessN)
 	fmt.Fprintln(os.Stderr, "bench: fleet pass...")
-	fl := env.fleet(ctx, *conc, *fleetRounds)
+	fl := env.fleet(ctx, *conc, *fleetRounds, "")
 	printTable(env, med, counts, gc, mem, sess, *rounds, *calls)
 	printJournal(env, long, sessRuns, fl, *turns, *sessN, *conc)
 }

@@ -30,6 +30,36 @@ func holdRun(t *testing.T, s *storepg.Store, tenant, id string) func() {
 	}
 }
 
+// openLeaders opens a store of its own whose group commit runs at most
+// leaders transactions at once.
+func openLeaders(t *testing.T, leaders int) *storepg.Store {
+	t.Helper()
+	s, err := storepg.Open(ctx, testURL(t), &storepg.Config{Schema: newSchema(t), MaxConns: 8, CommitLeaders: leaders})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// waitLocked returns once a session waits for run id's advisory lock (of
+// tenant t): a write of that run is in flight.
+func waitLocked(t *testing.T, s *storepg.Store, id string) {
+	t.Helper()
+	for {
+		var waiting int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks
+			WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
+			  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`, "actoviq-run/t/"+id).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
 func queued(s *storepg.Store, n int) {
 	for storepg.QueueLen(s) < n {
 		runtime.Gosched()
@@ -43,7 +73,7 @@ func queued(s *storepg.Store, n int) {
 // is not sent, and that the fence still holds inside a batch.
 func TestGroupCommit(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, newSchema(t), nil)
+	s := openLeaders(t, 1)
 	const k = 6
 	mustCreateRun(t, s, "t", "held", store.RunRunning)
 	for i := range k {
@@ -70,18 +100,7 @@ func TestGroupCommit(t *testing.T) {
 		}()
 		// Wait until the held write is in flight: its session waits for
 		// the advisory lock.
-		for {
-			var waiting int
-			if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks
-				WHERE locktype = 'advisory' AND NOT granted AND objsubid = 1
-				  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0)`, "actoviq-run/t/held").Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-			if waiting > 0 {
-				break
-			}
-			runtime.Gosched()
-		}
+		waitLocked(t, s, "held")
 		errs := make([]error, k)
 		var wg sync.WaitGroup
 		cctx, cancel := context.WithCancel(ctx)
@@ -152,6 +171,76 @@ func TestGroupCommit(t *testing.T) {
 		}
 		if r.Revision != want || r.EventSeq != want-1 {
 			t.Errorf("run r%d: revision %d event seq %d, want %d and %d", i, r.Revision, r.EventSeq, want, want-1)
+		}
+	}
+}
+
+// TestGroupCommitLeaders checks Config.CommitLeaders: with 2, two writes
+// of runs whose locks are held are in flight at once (each leads its own
+// transaction); writes that arrive meanwhile queue, and go together in one
+// transaction when a leader is free; every write gets its answer.
+func TestGroupCommitLeaders(t *testing.T) {
+	t.Parallel()
+	s := openLeaders(t, 2)
+	const k = 5
+	for _, id := range []string{"h1", "h2"} {
+		mustCreateRun(t, s, "t", id, store.RunRunning)
+	}
+	for i := range k {
+		mustCreateRun(t, s, "t", fmt.Sprint("r", i), store.RunRunning)
+	}
+	write := func(id string) error {
+		_, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: id,
+			Run:    &store.RunUpdate{ExpectedRevision: 1, Status: store.RunRunning, Checkpoint: []byte(`{"n":1}`)},
+			Events: []*store.EventRecord{{Type: "e"}}})
+		return err
+	}
+	before := s.Stats()
+	var releases []func()
+	errs := make([]error, k+2)
+	var wg sync.WaitGroup
+	for i, id := range []string{"h1", "h2"} {
+		releases = append(releases, holdRun(t, s, "t", id))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k+i] = write(id)
+		}()
+		// In flight: with one leader, h2's write would queue behind h1's
+		// instead and this would never return.
+		waitLocked(t, s, id)
+	}
+	if n := storepg.QueueLen(s); n != 0 {
+		t.Fatalf("%d writes queued while two leaders ran, want 0", n)
+	}
+	for i := range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = write(fmt.Sprint("r", i))
+		}()
+	}
+	queued(s, k) // both leaders are busy: the others queue
+	for _, release := range releases {
+		release()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("write %d: %v", i, err)
+		}
+	}
+	after := s.Stats()
+	if c, b := after.Commits-before.Commits, after.Batched-before.Batched; c != 3 || b != k {
+		t.Errorf("two held writes and %d queued ones took %d commits (%d batched), want 3 (%d batched)", k, c, b, k)
+	}
+	for _, id := range []string{"h1", "h2", "r0", "r4"} {
+		r, err := s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Revision != 2 || r.EventSeq != 1 {
+			t.Errorf("run %s: revision %d event seq %d, want 2 and 1", id, r.Revision, r.EventSeq)
 		}
 	}
 }

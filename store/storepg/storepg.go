@@ -36,6 +36,13 @@ type Config struct {
 	// default (the larger of 4 and the number of CPUs). [New] ignores it:
 	// the caller's pool keeps its own limit.
 	MaxConns int32
+	// CommitLeaders bounds the group-commit transactions in flight at
+	// once (see [Store.RunWrite]): run writes that arrive while that many
+	// are in flight queue and go together in the next one. Zero means half
+	// the pool's connections, at least 1 and at most 4. One transaction
+	// at a time would run the server's work for every write of the process
+	// in one backend, one after another.
+	CommitLeaders int
 }
 
 var schemaRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -46,6 +53,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxConns < 0 {
 		return fmt.Errorf("storepg: Config.MaxConns %d: must not be negative", c.MaxConns)
+	}
+	if c.CommitLeaders < 0 {
+		return fmt.Errorf("storepg: Config.CommitLeaders %d: must not be negative", c.CommitLeaders)
 	}
 	return nil
 }
@@ -132,7 +142,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, c Config) (*Store, error)
 		quoted: pgx.Identifier{c.Schema}.Sanitize(),
 		clock:  c.Clock,
 	}
-	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, Run: s.sendBatch}
+	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, MaxLeaders: commitLeaders(pool, c.CommitLeaders), Run: s.sendBatch}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,14 @@
 // leaves the database idle while writes wait. After MaxExtra batches
 // beyond its own write it hands the lead to the oldest queued write, so
 // that its caller is not held back by others' writes for long.
+//
+// MaxLeaders lets several leaders run batches at once (a server that runs
+// each batch's statements in one backend: one leader would serialise all
+// the server's work of the writes on one CPU, and leave the server's own
+// commit grouping nothing to group). A write leads when fewer than
+// MaxLeaders lead; otherwise it queues, and the next leader that takes a
+// batch takes it. Writes of one batch still run in queue order; writes of
+// two concurrent batches run as two concurrent transactions would.
 package groupcommit
 
 import (
@@ -43,6 +51,8 @@ type Queue[T any] struct {
 	// MaxBatch bounds the writes of one batch; MaxExtra bounds the
 	// batches a leader runs after its own write.
 	MaxBatch, MaxExtra int
+	// MaxLeaders bounds the batches running at once; 0 means 1.
+	MaxLeaders int
 	// Run runs one batch, called by whichever goroutine leads. It
 	// finishes every write of batch except those it returns, which run
 	// again in a later batch.
@@ -50,7 +60,7 @@ type Queue[T any] struct {
 
 	mu      sync.Mutex
 	queue   []*Req[T]
-	leading bool
+	leaders int // goroutines leading now
 }
 
 // Do queues a write of val and returns when it has finished, with the
@@ -63,17 +73,22 @@ func (q *Queue[T]) Do(ctx context.Context, val T) error {
 	req := &Req[T]{Ctx: ctx, Val: val, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	q.mu.Lock()
 	q.queue = append(q.queue, req)
-	lead := !q.leading
-	q.leading = true
+	lead := q.leaders < max(q.MaxLeaders, 1)
+	if lead {
+		q.leaders++
+	}
 	q.mu.Unlock()
 	if !lead {
 		select {
 		case <-req.done:
 			return req.err
 		case <-req.lead:
+			// Handed the lead: req was taken out of the queue, so no
+			// other leader can run it; it goes first in this leader's
+			// first batch.
 		}
 	}
-	q.lead(req)
+	q.lead(req, !lead)
 	<-req.done
 	return req.err
 }
@@ -87,22 +102,32 @@ func (q *Queue[T]) Len() int {
 
 // lead runs batches until self is done and the queue is empty (or self
 // is done and MaxExtra batches ran since), then ends the lead or hands
-// it to the oldest queued write.
-func (q *Queue[T]) lead(self *Req[T]) {
+// it to the oldest queued write. handed says self was handed the lead and
+// is not in the queue: it goes first in the first batch. A leader whose
+// write another leader took, and that finds the queue empty, ends its
+// lead and waits.
+func (q *Queue[T]) lead(self *Req[T], handed bool) {
 	extra := 0 // batches run after self's
 	for {
 		q.mu.Lock()
 		done := false
-		select {
-		case <-self.done:
-			done = true
-		default:
+		if !handed {
+			select {
+			case <-self.done:
+				done = true
+			default:
+			}
 		}
-		if done && (len(q.queue) == 0 || extra >= q.MaxExtra) {
+		if (done && (len(q.queue) == 0 || extra >= q.MaxExtra)) || (!handed && len(q.queue) == 0) {
 			if len(q.queue) > 0 {
-				q.queue[0].lead <- struct{}{}
+				// The oldest queued write leads next. It leaves the queue
+				// now, so that it is handed the lead once and no other
+				// leader runs it meanwhile.
+				next := q.queue[0]
+				q.queue = append([]*Req[T](nil), q.queue[1:]...)
+				next.lead <- struct{}{}
 			} else {
-				q.leading = false
+				q.leaders--
 			}
 			q.mu.Unlock()
 			return
@@ -110,9 +135,18 @@ func (q *Queue[T]) lead(self *Req[T]) {
 		if done {
 			extra++
 		}
-		n := min(len(q.queue), q.MaxBatch)
-		batch := q.queue[:n:n]
-		q.queue = append([]*Req[T](nil), q.queue[n:]...)
+		var batch []*Req[T]
+		if handed {
+			n := min(len(q.queue), max(q.MaxBatch, 1)-1)
+			batch = append(make([]*Req[T], 0, n+1), self)
+			batch = append(batch, q.queue[:n]...)
+			q.queue = append([]*Req[T](nil), q.queue[n:]...)
+			handed = false
+		} else {
+			n := min(len(q.queue), q.MaxBatch)
+			batch = q.queue[:n:n]
+			q.queue = append([]*Req[T](nil), q.queue[n:]...)
+		}
 		q.mu.Unlock()
 		live := batch[:0:0]
 		for _, r := range batch {

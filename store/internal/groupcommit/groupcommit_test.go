@@ -168,3 +168,106 @@ func TestEndedContextNeverRuns(t *testing.T) {
 		t.Error("a write with an ended context ran")
 	}
 }
+
+// TestSeveralLeaders checks MaxLeaders: three writes that arrive one
+// after another while the batches before them are still running each
+// lead a batch of their own at once (three batches run together), never
+// more than MaxLeaders batches run together, and every write of many
+// concurrent ones (some sent back once) runs as often as asked and gets
+// its own answer.
+func TestSeveralLeaders(t *testing.T) {
+	const leaders = 3
+	type w struct {
+		n    int
+		runs int
+	}
+	var (
+		mu      sync.Mutex
+		running int
+		most    int
+	)
+	entered := make(chan struct{}, 100)
+	release := make(chan struct{})
+	q := &Queue[*w]{MaxBatch: 4, MaxExtra: 2, MaxLeaders: leaders}
+	q.Run = func(batch []*Req[*w]) (retry []*Req[*w]) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		entered <- struct{}{}
+		<-release
+		for _, r := range batch {
+			mu.Lock()
+			r.Val.runs++
+			again := r.Val.n%5 == 0 && r.Val.runs == 1
+			mu.Unlock()
+			if again {
+				retry = append(retry, r)
+				continue
+			}
+			r.Finish(fmt.Errorf("write %d", r.Val.n))
+		}
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return retry
+	}
+	const n = 60
+	ws := make([]*w, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	do := func(i int) {
+		wg.Add(1)
+		ws[i] = &w{n: i}
+		go func() {
+			defer wg.Done()
+			errs[i] = q.Do(context.Background(), ws[i])
+		}()
+	}
+	// Three writes, each sent once the batches before it are in Run.
+	for i := range leaders {
+		do(i)
+		<-entered
+	}
+	mu.Lock()
+	if running != leaders {
+		t.Errorf("%d batches running at once, want %d", running, leaders)
+	}
+	mu.Unlock()
+	for i := leaders; i < n; i++ {
+		do(i)
+	}
+	for q.Len() < n-leaders {
+		runtime.Gosched()
+	}
+	close(release)
+	go func() {
+		for range entered {
+		}
+	}()
+	wg.Wait()
+	close(entered)
+	if most > leaders {
+		t.Errorf("%d batches ran at once, more than MaxLeaders %d", most, leaders)
+	}
+	for i, x := range ws {
+		want := 1
+		if i%5 == 0 {
+			want = 2
+		}
+		if x.runs != want {
+			t.Errorf("write %d ran %d times, want %d", i, x.runs, want)
+		}
+		if errs[i] == nil || errs[i].Error() != fmt.Sprintf("write %d", i) {
+			t.Errorf("write %d answered %v", i, errs[i])
+		}
+	}
+	if q.Len() != 0 {
+		t.Errorf("%d writes left in the queue", q.Len())
+	}
+	q.mu.Lock()
+	if q.leaders != 0 {
+		t.Errorf("%d leaders left after every write ended", q.leaders)
+	}
+	q.mu.Unlock()
+}
