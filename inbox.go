@@ -164,11 +164,14 @@ func (rt *Runtime) Inbox(ctx context.Context, p *InboxParams) (*InboxPage, error
 	}
 	// The page lists the runs whose live claim is held by a process of
 	// this host that is gone (see deadLocalHolder); the store's idle count
-	// cannot see that, so they are added here (as many runs to read as
-	// are being driven right now).
-	if localHolderPrefix() != "" {
+	// cannot see that, so they are added here. The store is asked only
+	// for the runs this host's processes hold (an index of the claims by
+	// host): as many as this host drives right now, whatever other hosts
+	// drive.
+	if prefix := localHolderPrefix(); prefix != "" {
 		live, err := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant,
-			Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning}, Claim: store.ClaimFilter{State: store.ClaimLive}, Now: now, Summary: true})
+			Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+			Claim:    store.ClaimFilter{State: store.ClaimLive, HolderPrefix: prefix}, Now: now, Summary: true})
 		if err != nil {
 			return nil, fmt.Errorf("actoviq: inbox totals: %w", err)
 		}

@@ -56,9 +56,14 @@ const (
 type ClaimFilter struct {
 	// State is the claim state to keep.
 	State ClaimState
-	// HolderPrefix, with ClaimIdle, also keeps runs whose live claim's
-	// holder starts with it (such as "host:" for this host's processes,
-	// whose death the caller can check itself).
+	// HolderPrefix narrows a claim state by the holder of the live claim.
+	// With ClaimIdle it also keeps runs whose live claim's holder starts
+	// with it (such as "host:" for this host's processes, whose death the
+	// caller can check itself). With ClaimLive it keeps only runs whose
+	// live claim's holder starts with it: the runs this host's processes
+	// hold. A prefix that is a host name and one ':' (see [HostPrefix]) is
+	// answered from an index of the claims by host, so the read costs as
+	// many rows as that host holds live claims, whatever other hosts hold.
 	HolderPrefix string
 }
 
@@ -169,8 +174,8 @@ func (f *ClaimFilter) validate() error {
 	default:
 		return invalid("Claim.State", fmt.Sprintf("unknown claim state %q", f.State))
 	}
-	if f.HolderPrefix != "" && f.State != ClaimIdle {
-		return invalid("Claim.HolderPrefix", "only with ClaimIdle")
+	if f.HolderPrefix != "" && f.State == ClaimAny {
+		return invalid("Claim.HolderPrefix", "only with ClaimIdle or ClaimLive")
 	}
 	return nil
 }
@@ -289,4 +294,14 @@ func Counted(p *RunCountParams) bool {
 		}
 	}
 	return true
+}
+
+// HostPrefix reports whether a holder prefix is a host's: a name without
+// ':' followed by one ':', which is how a runtime's default holder starts
+// ("host:pid:..."). The backends index claims by that part of the holder
+// (the holder up to and including its first ':'), so a ClaimLive filter
+// with such a HolderPrefix reads only the claims of that host.
+func HostPrefix(prefix string) bool {
+	i := strings.IndexByte(prefix, ':')
+	return i > 0 && i == len(prefix)-1
 }

@@ -30,6 +30,12 @@ type Spec struct {
 	Stalled int
 	// Queued runs, created after everything else.
 	Queued int
+	// Driven runs: stored running, each with a claim live until
+	// DrivenUntil held by a worker of another host (holders
+	// "elsewhere-<n%16>:<n>:x"), as a fleet driving them looks.
+	Driven int
+	// DrivenUntil is when the Driven runs' claims expire.
+	DrivenUntil time.Time
 	// Base is the time of the first finished run.
 	Base time.Time
 	// Prefix starts every id, so that a store can be seeded twice.
@@ -54,6 +60,9 @@ func StalledID(n int) string { return fmt.Sprintf("s%08d", n) }
 
 // QueuedID names the n-th queued run.
 func QueuedID(n int) string { return fmt.Sprintf("q%08d", n) }
+
+// DrivenID names the n-th driven run.
+func DrivenID(n int) string { return fmt.Sprintf("d%08d", n) }
 
 // SQLite fills a storesqlite database (its DB()).
 func SQLite(ctx context.Context, db *sql.DB, s Spec) error {
@@ -90,6 +99,13 @@ func SQLite(ctx context.Context, db *sql.DB, s Spec) error {
 			SELECT ?, ? || printf('q%08d', n), '', '', 'agent', 'd', 'queued', '', '{"v":1}', NULL, NULL, 1, 0,
 				? + n, ? + n FROM g`,
 			[]any{s.Queued, s.Queued, s.Tenant, s.Prefix, base + int64(2*s.Finished+10)*1e6, base + int64(2*s.Finished+10)*1e6}},
+		{series + `INSERT INTO runs (` + cols + `)
+			SELECT ?, ? || printf('d%08d', n), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 2, 0,
+				? + n, ? + n FROM g`,
+			[]any{s.Driven, s.Driven, s.Tenant, s.Prefix, base + int64(2*s.Finished+20)*1e6, base + int64(2*s.Finished+20)*1e6}},
+		{series + `INSERT INTO claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+			SELECT ?, 'run:' || ? || printf('d%08d', n), printf('elsewhere-%d:%d:x', n % 16, n), 1, ?, ? FROM g`,
+			[]any{s.Driven, s.Driven, s.Tenant, s.Prefix, us(s.DrivenUntil), base + int64(2*s.Finished+20)*1e6}},
 	}
 	for i, st := range stmts {
 		if _, err := db.ExecContext(ctx, st.q, st.args...); err != nil {
@@ -138,7 +154,16 @@ func PostgreSQL(ctx context.Context, exec Exec, quoted string, s Spec) error {
 			SELECT $1, $P || 'q' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'queued', '', '{"v":1}', NULL, NULL, 1, 0,
 				$2::timestamptz + n * interval '1 microsecond', $2::timestamptz + n * interval '1 microsecond'
 			FROM generate_series(1, $3::int) n`, []any{s.Tenant, s.Base.Add(time.Duration(2*s.Finished+10) * time.Second), s.Queued}},
+		{`INSERT INTO ` + quoted + `.runs (` + cols + `)
+			SELECT $1, $P || 'd' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 2, 0,
+				$2::timestamptz + n * interval '1 microsecond', $2::timestamptz + n * interval '1 microsecond'
+			FROM generate_series(1, $3::int) n`, []any{s.Tenant, s.Base.Add(time.Duration(2*s.Finished+20) * time.Second), s.Driven}},
+		{`INSERT INTO ` + quoted + `.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+			SELECT $1, 'run:' || $P || 'd' || lpad(n::text, 8, '0'), 'elsewhere-' || (n % 16) || ':' || n || ':x', 1, $4::timestamptz,
+				$2::timestamptz
+			FROM generate_series(1, $3::int) n`, []any{s.Tenant, s.Base.Add(time.Duration(2*s.Finished+20) * time.Second), s.Driven, s.DrivenUntil}},
 		{`VACUUM ANALYZE ` + quoted + `.runs`, nil},
+		{`VACUUM ANALYZE ` + quoted + `.claims`, nil},
 		{`VACUUM ANALYZE ` + quoted + `.ledger`, nil},
 	}
 	for i, st := range stmts {

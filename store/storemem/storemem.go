@@ -612,7 +612,7 @@ func (s *Store) matchLocked(r *store.Run, statuses []store.RunStatus, parentID s
 	c, ok := s.claims[key{r.Tenant, store.RunClaimKey(r.ID)}]
 	live := ok && c.ExpiresAt.After(now)
 	if cf.State == store.ClaimLive {
-		return live
+		return live && strings.HasPrefix(c.Holder, cf.HolderPrefix)
 	}
 	return !live || cf.HolderPrefix != "" && strings.HasPrefix(c.Holder, cf.HolderPrefix)
 }

@@ -55,6 +55,42 @@ func claimCond(a *sqlArgs, cf store.ClaimFilter, now time.Time) string {
 	return `NOT EXISTS (` + live + `)`
 }
 
+// heldBy is the claims side of a list or count of the runs whose live
+// claim at now is held by a holder starting with prefix: a host's prefix
+// ("host:", store.HostPrefix) through claims_host (migrations/010), as
+// many index entries as that host holds live claims; another prefix
+// through claims_live (every live claim of the tenant).
+func heldBy(a *sqlArgs, tenant, prefix string, now time.Time) heldClaims {
+	held := []string{`c.tenant = ` + a.ph(tenant)}
+	if store.HostPrefix(prefix) {
+		held = append(held, hostExpr+` = `+a.ph(prefix))
+	} else {
+		held = append(held, `starts_with(c.holder, `+a.ph(prefix)+`)`)
+	}
+	held = append(held, `c.expires_at > `+a.ph(now), `starts_with(c.key, 'run:')`)
+	return heldClaims(`(SELECT c.tenant AS held_tenant, substr(c.key, 5) AS held_id FROM {{schema}}.claims c WHERE ` +
+		strings.Join(held, " AND ") + `) h`)
+}
+
+// heldClaims is the derived table h of the claims heldBy keeps.
+type heldClaims string
+
+// from is the FROM clause x of the runs the claims hold, with columns
+// cols of runs r and conditions where on them. Each run is read by key in
+// a LATERAL subquery that OFFSET 0 keeps from being flattened: the
+// planner cannot cost the host's claims from statistics (the correlation
+// of the holder with the expiry is not in them) and would otherwise hash
+// every waiting run to join a few claims.
+func (h heldClaims) from(cols string, where []string) string {
+	cond := append([]string{`r.tenant = h.held_tenant`, `r.id = h.held_id`}, where...)
+	return string(h) + ` CROSS JOIN LATERAL (SELECT ` + cols + ` FROM {{schema}}.runs r WHERE ` +
+		strings.Join(cond, " AND ") + ` OFFSET 0) x`
+}
+
+// hostExpr is the expression claims_host indexes: the holder up to and
+// including its first ':' (empty without one).
+const hostExpr = `substr(c.holder, 1, strpos(c.holder, ':'))`
+
 func (s *Store) listNow(t time.Time) time.Time {
 	if t.IsZero() {
 		return s.clock.Now()
@@ -94,6 +130,39 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 	now := s.listNow(p.Now)
 	var a sqlArgs
 	statuses := p.ListStatuses()
+	if p.Claim.State == store.ClaimLive && p.Claim.HolderPrefix != "" {
+		// The runs a holder prefix holds: read from the claims side.
+		held := heldBy(&a, p.Tenant, p.Claim.HolderPrefix, now)
+		var where []string
+		if len(statuses) > 0 {
+			sts := make([]string, len(statuses))
+			for i, st := range statuses {
+				sts[i] = string(st)
+			}
+			where = append(where, `r.status = ANY(`+a.ph(sts)+`::text[])`)
+		}
+		if p.ParentID != "" {
+			where = append(where, `r.parent_id = `+a.ph(p.ParentID))
+		}
+		if p.AgentID != "" {
+			where = append(where, `r.agent_id = `+a.ph(p.AgentID))
+		}
+		if p.WaitKind != "" {
+			where = append(where, `r.wait_kind = `+a.ph(p.WaitKind))
+		}
+		if p.After != nil {
+			if p.Order == store.RunsWaitingLongest {
+				where = append(where, `(r.updated_at, r.id) > (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+			} else {
+				where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+			}
+		}
+		q := `SELECT x.* FROM ` + held.from(cols, where) + ` ORDER BY x.` + strings.ReplaceAll(order, ", ", ", x.")
+		if p.Limit > 0 {
+			q += ` LIMIT ` + a.ph(int64(p.Limit))
+		}
+		return q, a
+	}
 	// The inbox's order over waiting runs is one walk of runs_waiting,
 	// whose entries are exactly the interrupted and running runs.
 	waiting := p.Order == store.RunsWaitingLongest && len(statuses) > 0
@@ -215,6 +284,22 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 
 func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 	var a sqlArgs
+	if p.Claim.State == store.ClaimLive && p.Claim.HolderPrefix != "" {
+		held := heldBy(&a, p.Tenant, p.Claim.HolderPrefix, s.listNow(p.Now))
+		var where []string
+		if len(p.Statuses) > 0 {
+			sts := make([]string, len(p.Statuses))
+			for i, st := range p.Statuses {
+				sts[i] = string(st)
+			}
+			where = append(where, `r.status = ANY(`+a.ph(sts)+`::text[])`)
+		}
+		if p.ParentID != "" {
+			where = append(where, `r.parent_id = `+a.ph(p.ParentID))
+		}
+		return `SELECT x.status, x.wait_kind, count(*) FROM ` + held.from(`r.status, r.wait_kind`, where) +
+			` GROUP BY x.status, x.wait_kind`, a
+	}
 	where := []string{`r.tenant = ` + a.ph(p.Tenant)}
 	if len(p.Statuses) > 0 {
 		waiting := true

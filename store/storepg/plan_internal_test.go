@@ -207,6 +207,17 @@ func TestQueryPlans(t *testing.T) {
 	if !readCounters {
 		t.Errorf("inbox totals do not read the counters\n%s", totals)
 	}
+	// The runs this host holds (the inbox's totals add those whose
+	// process is gone): this host's 3 live claims through claims_host, not
+	// the other hosts' 5,000 live claims nor this host's 2,000 expired
+	// ones; each run by key.
+	seedClaimsPG(t, s, now)
+	held := store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "host:"}
+	waiting := []store.RunStatus{store.RunInterrupted, store.RunRunning}
+	q, args := s.listQuery(&store.RunListParams{Tenant: "t", Statuses: waiting, Claim: held, Now: now, Summary: true})
+	checkHeldPG(t, "runs held here", explain(t, s, q, args...))
+	q, args = s.countQuery(&store.RunCountParams{Tenant: "t", Statuses: waiting, Claim: held, Now: now})
+	checkHeldPG(t, "runs held here, counted", explain(t, s, q, args...))
 	// The live inbox's stamp: no finished run read (the newest waiting
 	// one, through runs_waiting backwards; the bound allows the planner
 	// the waiting runs, not more).
@@ -226,6 +237,11 @@ func TestQueryPlans(t *testing.T) {
 		Claim: store.ClaimFilter{State: store.ClaimIdle}, Order: store.RunsWaitingLongest, Limit: 50, Summary: true, Now: now})
 	if err != nil || len(page) != 50 || page[0].ID != "w00001" || page[49].ID != "w00050" {
 		t.Fatalf("inbox page: %d runs, %v", len(page), err)
+	}
+	heldRuns, err := s.RunList(ctx, &store.RunListParams{Tenant: "t", Statuses: waiting, Claim: held,
+		Order: store.RunsWaitingLongest, Summary: true, Now: now})
+	if err != nil || len(heldRuns) != 3 || heldRuns[0].ID != "w00401" || heldRuns[2].ID != "w00403" {
+		t.Fatalf("runs held here: %d runs, %v", len(heldRuns), err)
 	}
 	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted}})
 	if err != nil || len(counts) != 2 || counts[0].N != 250 || counts[1].N != 250 {
@@ -289,5 +305,63 @@ func TestSessionLoadPlan(t *testing.T) {
 	if err != nil || len(st.Entries) != 1000 || st.Entries[0].Seq != 49004 || string(st.Entries[0].Item) != "4" ||
 		st.Entries[999].Seq != 50003 || string(st.Entries[999].Item) != "3" || st.Revision != 50003 {
 		t.Fatalf("load: %d entries, %v", len(st.Entries), err)
+	}
+}
+
+// seedClaimsPG gives 5,000 finished runs a live claim of other hosts,
+// 2,000 an expired claim of host "host", and 3 waiting runs a live claim
+// of host "host".
+func seedClaimsPG(t *testing.T, s *Store, now time.Time) {
+	t.Helper()
+	for i, q := range []string{
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', 'run:f' || lpad(n::text, 8, '0'), 'other-' || (n % 50) || ':' || n || ':x', 1, $1::timestamptz + interval '1 minute', $1
+		FROM generate_series(1, 5000) n`,
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', 'run:f' || lpad((10000 + n)::text, 8, '0'), 'host:' || n || ':x', 1, $1::timestamptz - interval '1 minute', $1
+		FROM generate_series(1, 2000) n`,
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', 'run:w' || lpad((400 + n)::text, 5, '0'), 'host:' || (90000 + n) || ':x', 1, $1::timestamptz + interval '1 minute', $1
+		FROM generate_series(1, 3) n`,
+		`ANALYZE {{schema}}.claims`,
+	} {
+		var args []any
+		if i < 3 {
+			args = []any{now}
+		}
+		if _, err := s.pool.Exec(context.Background(), s.q(q), args...); err != nil {
+			t.Fatalf("seed claims %d: %v", i, err)
+		}
+	}
+}
+
+// checkHeldPG asserts that a read of the runs a host holds reads claims
+// only through claims_host, no more entries than the host's 3 live claims,
+// and each run by primary key.
+func checkHeldPG(t *testing.T, name string, p *planNode) {
+	t.Helper()
+	var claims, runs float64
+	p.walk(func(n *planNode) {
+		switch n.Relation {
+		case "claims":
+			ix := n.Index
+			if n.NodeType == "Bitmap Heap Scan" && len(n.Plans) == 1 && n.Plans[0].NodeType == "Bitmap Index Scan" {
+				ix = n.Plans[0].Index
+			}
+			if ix != "claims_host" {
+				t.Errorf("%s: claims read by %s %q, not claims_host\n%s", name, n.NodeType, ix, p)
+			}
+			claims += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+		case "runs":
+			if n.Alias == "r" && n.Index != "runs_pkey" {
+				t.Errorf("%s: runs read by %s %q, not by key\n%s", name, n.NodeType, n.Index, p)
+			}
+			if n.Alias == "r" {
+				runs += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+			}
+		}
+	})
+	if claims != 3 || runs != 3 {
+		t.Errorf("%s: read %.0f claims and %.0f runs, want 3 and 3\n%s", name, claims, runs, p)
 	}
 }

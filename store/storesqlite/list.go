@@ -58,6 +58,46 @@ func (f *filter) claim(cf store.ClaimFilter, now time.Time) {
 	}
 }
 
+// in adds "col IN (?, ...)" for statuses.
+func (f *filter) in(col string, statuses []store.RunStatus) {
+	ph := make([]string, len(statuses))
+	for i, st := range statuses {
+		ph[i] = "?"
+		f.args = append(f.args, string(st))
+	}
+	f.where = append(f.where, col+` IN (`+strings.Join(ph, ", ")+`)`)
+}
+
+// heldBy is the FROM clause and the first terms of a list or count of the
+// runs whose live claim at now is held by a holder starting with prefix,
+// read from the claims side: a host's prefix ("host:", store.HostPrefix)
+// through claims_host, as many index entries as that host holds live
+// claims; another prefix through claims_live (every live claim of the
+// tenant). Each claim finds its run by key.
+func heldBy(tenant, prefix string, now time.Time) (string, filter) {
+	var f filter
+	var held filter
+	ix := `claims_live`
+	held.add(`c.tenant = ?`, tenant)
+	if store.HostPrefix(prefix) {
+		ix = `claims_host`
+		held.add(hostExpr+` = ?`, prefix)
+	} else {
+		held.add(`substr(c.holder, 1, ?) = ?`, len(prefix), prefix)
+	}
+	held.add(`c.expires_at > ?`, micros(now))
+	held.add(`substr(c.key, 1, 4) = 'run:'`)
+	from := `(SELECT substr(c.key, 5) AS held_id FROM claims c INDEXED BY ` + ix + ` WHERE ` + held.sql() + `) h CROSS JOIN runs r`
+	f.args = held.args
+	f.add(`r.tenant = ?`, tenant)
+	f.add(`r.id = h.held_id`)
+	return from, f
+}
+
+// hostExpr is the expression claims_host indexes (migrations/0010): the
+// holder up to and including its first ':' (empty without one).
+const hostExpr = `substr(c.holder, 1, instr(c.holder, ':'))`
+
 func (s *Store) listNow(t time.Time) time.Time {
 	if t.IsZero() {
 		return s.now()
@@ -111,6 +151,31 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 	}
 	now := s.listNow(p.Now)
 	statuses := p.ListStatuses()
+	if p.Claim.State == store.ClaimLive && p.Claim.HolderPrefix != "" {
+		// The runs a holder prefix holds: read from the claims side.
+		from, f := heldBy(p.Tenant, p.Claim.HolderPrefix, now)
+		if len(statuses) > 0 {
+			f.in(`r.status`, statuses)
+		}
+		if p.ParentID != "" {
+			f.add(`r.parent_id = ?`, p.ParentID)
+		}
+		if p.AgentID != "" {
+			f.add(`r.agent_id = ?`, p.AgentID)
+		}
+		if p.WaitKind != "" {
+			f.add(`r.wait_kind = ?`, p.WaitKind)
+		}
+		if p.After != nil {
+			f.add(after, micros(p.After.At), p.After.ID)
+		}
+		q := `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + f.sql() + ` ORDER BY r.` + strings.ReplaceAll(order, ", ", ", r.")
+		if p.Limit > 0 {
+			q += ` LIMIT ?`
+			f.args = append(f.args, p.Limit)
+		}
+		return q, f.args
+	}
 	// The inbox's order over waiting runs is one walk of runs_waiting,
 	// whose entries are exactly the interrupted and running runs.
 	waiting := p.Order == store.RunsWaitingLongest && len(statuses) > 0
@@ -256,6 +321,16 @@ func (s *Store) counterQueries(p *store.RunCountParams) (all, live string, args 
 }
 
 func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
+	if p.Claim.State == store.ClaimLive && p.Claim.HolderPrefix != "" {
+		from, f := heldBy(p.Tenant, p.Claim.HolderPrefix, s.listNow(p.Now))
+		if len(p.Statuses) > 0 {
+			f.in(`r.status`, p.Statuses)
+		}
+		if p.ParentID != "" {
+			f.add(`r.parent_id = ?`, p.ParentID)
+		}
+		return `SELECT r.status, r.wait_kind, count(*) FROM ` + from + ` WHERE ` + f.sql() + ` GROUP BY r.status, r.wait_kind`, f.args
+	}
 	var f filter
 	from := `runs r`
 	f.add(`r.tenant = ?`, p.Tenant)

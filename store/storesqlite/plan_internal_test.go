@@ -113,6 +113,7 @@ func TestQueryPlans(t *testing.T) {
 	const finished = 100000
 	seedLarge(t, s, finished)
 	now := fromMicros(finished * 10)
+	seedClaims(t, s, now)
 	check := func(t *testing.T) {
 		q, args := claimPickQuery(&store.RunClaimNextParams{Tenant: "t", Holder: "h", TTL: time.Minute, Stale: true}, now)
 		checkPlan(t, "claim", plan(t, s, q, args...), []string{"runs_active"}, false)
@@ -161,6 +162,16 @@ func TestQueryPlans(t *testing.T) {
 		if j := strings.Join(lines, "\n"); !strings.Contains(j, "claims_live") || !strings.Contains(j, "sqlite_autoindex_runs_1") {
 			t.Errorf("live claims of waiting runs: not from claims_live, or runs not by key:\n%s", j)
 		}
+		// The runs this host holds (the inbox's totals add those whose
+		// process is gone): this host's live claims through claims_host,
+		// each run by key; not the other hosts' 5,000 live claims, not
+		// this host's expired ones.
+		held := store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "host:"}
+		waiting := []store.RunStatus{store.RunInterrupted, store.RunRunning}
+		q, args = s.listQuery(&store.RunListParams{Tenant: "t", Statuses: waiting, Claim: held, Now: now, Summary: true})
+		checkHeld(t, "runs held here", plan(t, s, q, args...))
+		q, args = s.countQuery(&store.RunCountParams{Tenant: "t", Statuses: waiting, Claim: held, Now: now})
+		checkHeld(t, "runs held here, counted", plan(t, s, q, args...))
 		// The live inbox's stamp: index probes only.
 		lines = plan(t, s, waitingStamp, "t", int64(now.UnixMicro()))
 		checkPlan(t, "waiting stamp", lines, []string{"runs_waiting"}, false)
@@ -194,6 +205,11 @@ func TestQueryPlans(t *testing.T) {
 		Claim: store.ClaimFilter{State: store.ClaimIdle}, Order: store.RunsWaitingLongest, Limit: 50, Summary: true, Now: now})
 	if err != nil || len(page) != 50 || page[0].ID != "w00001" || page[49].ID != "w00050" {
 		t.Fatalf("inbox page: %d runs, %v", len(page), err)
+	}
+	held, err := s.RunList(ctx, &store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+		Claim: store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "host:"}, Order: store.RunsWaitingLongest, Summary: true, Now: now})
+	if err != nil || len(held) != 3 || held[0].ID != "w00401" || held[2].ID != "w00403" {
+		t.Fatalf("runs held here: %d runs, %v", len(held), err)
 	}
 	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted}})
 	if err != nil || len(counts) != 2 || counts[0].N != 250 || counts[1].N != 250 {
@@ -251,5 +267,44 @@ func TestSessionLoadPlan(t *testing.T) {
 	if err != nil || len(st.Entries) != 1000 || st.Entries[0].Seq != 49004 || string(st.Entries[0].Item) != "4" ||
 		st.Entries[999].Seq != 50003 || string(st.Entries[999].Item) != "3" || st.Revision != 50003 {
 		t.Fatalf("load: %d entries, %v", len(st.Entries), err)
+	}
+}
+
+// seedClaims gives 5,000 finished runs a live claim of other hosts, 2,000
+// an expired claim of host "host", and 3 waiting runs a live claim of
+// host "host".
+func seedClaims(t *testing.T, s *Store, now time.Time) {
+	t.Helper()
+	n := micros(now)
+	for i, q := range []string{
+		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 5000)
+		INSERT INTO claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', printf('run:f%08d', n), printf('other-%d:%d:x', n % 50, n), 1, ? + 60000000, ? FROM g`,
+		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 2000)
+		INSERT INTO claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', printf('run:f%08d', 10000 + n), printf('host:%d:x', n), 1, ? - 60000000, ? FROM g`,
+		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 3)
+		INSERT INTO claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', printf('run:w%05d', 400 + n), printf('host:%d:x', 90000 + n), 1, ? + 60000000, ? FROM g`,
+	} {
+		if _, err := s.db.Exec(q, n, n); err != nil {
+			t.Fatalf("seed claims %d: %v", i, err)
+		}
+	}
+}
+
+// checkHeld asserts that a read of the runs a host holds searches
+// claims_host, reads each run by its key, and scans nothing.
+func checkHeld(t *testing.T, name string, lines []string) {
+	t.Helper()
+	j := strings.Join(lines, "\n")
+	if !strings.Contains(j, "USING INDEX claims_host (tenant=? AND <expr>=? AND expires_at>?)") ||
+		!strings.Contains(j, "SEARCH r USING INDEX sqlite_autoindex_runs_1 (tenant=? AND id=?)") {
+		t.Errorf("%s: not this host's live claims through claims_host, each run by key:\n%s", name, j)
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "SCAN ") && !strings.HasPrefix(l, "SCAN h") {
+			t.Errorf("%s: scans %q\n%s", name, l, j)
+		}
 	}
 }

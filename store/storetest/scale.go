@@ -170,6 +170,130 @@ func testRunListClaims(t *testing.T, bb *bundle) {
 	}
 }
 
+// testRunListHeldBy: ClaimLive with a HolderPrefix keeps the runs whose
+// live claim a holder with that prefix holds (a host's, "host:", or any
+// other prefix), in lists (every order, paged, with the other filters) and
+// counts; expired claims, other hosts, other tenants and claims that are
+// not a run's do not count.
+func testRunListHeldBy(t *testing.T, bb *bundle) {
+	// h1..h4 held here (h3 interrupted, h4 by a holder with no pid part),
+	// o1 held by another host, x1 held here until it expired, q1 queued
+	// and held here, n1 never claimed, and one run of another tenant held
+	// here.
+	for i, id := range []string{"h1", "o1", "h2", "x1", "h3", "q1", "n1", "h4"} {
+		r := newRun("t1", id)
+		switch id {
+		case "h3":
+			r.Status, r.WaitKind = store.RunInterrupted, "approval"
+		case "q1":
+			r.Status = store.RunQueued
+		}
+		r.AgentID = []string{"agent", "other"}[i%2]
+		mustCreate(t, bb, r)
+		bb.clock.Advance(time.Second)
+	}
+	mustCreate(t, bb, newRun("t2", "h1"))
+	for _, c := range []struct {
+		tenant, key, holder string
+		ttl                 time.Duration
+	}{
+		{"t1", "run:h1", "here:1:a", time.Hour}, {"t1", "run:o1", "there:2:a", time.Hour},
+		{"t1", "run:h2", "here:3:a/drive", time.Hour}, {"t1", "run:x1", "here:1:a", time.Second},
+		{"t1", "run:h3", "here:4:a", time.Hour}, {"t1", "run:q1", "here:5:a", time.Hour},
+		{"t1", "run:h4", "here:", time.Hour}, {"t1", "serves:*", "here:1:a/serves", time.Hour},
+		{"t1", "session:s", "here:1:a", time.Hour}, {"t2", "run:h1", "here:1:a", time.Hour},
+		{"t1", "run:n0", "here:1:a", time.Hour}, // a claim of a run that does not exist
+	} {
+		if _, err := bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: c.tenant, Key: c.key, Holder: c.holder, TTL: c.ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bb.clock.Advance(2 * time.Second)
+	list := func(p store.RunListParams) []string {
+		t.Helper()
+		p.Tenant = "t1"
+		rs, err := bb.s.RunList(bb.ctx, &p)
+		if err != nil {
+			t.Fatalf("%+v: %v", p, err)
+		}
+		return ids(rs)
+	}
+	here := store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "here:"}
+	waiting := []store.RunStatus{store.RunRunning, store.RunInterrupted}
+	for _, c := range []struct {
+		name string
+		p    store.RunListParams
+		want []string
+	}{
+		{"here, newest first", store.RunListParams{Claim: here}, []string{"h4", "q1", "h3", "h2", "h1"}},
+		{"here, waiting", store.RunListParams{Claim: here, Statuses: waiting}, []string{"h4", "h3", "h2", "h1"}},
+		{"here, waiting longest first", store.RunListParams{Claim: here, Statuses: waiting, Order: store.RunsWaitingLongest},
+			[]string{"h1", "h2", "h3", "h4"}},
+		{"here, interrupted", store.RunListParams{Claim: here, Status: store.RunInterrupted}, []string{"h3"}},
+		{"here, by wait kind", store.RunListParams{Claim: here, WaitKind: "approval"}, []string{"h3"}},
+		{"here, by agent", store.RunListParams{Claim: here, AgentID: "agent"}, []string{"h3", "h2", "h1"}},
+		{"here, page 1", store.RunListParams{Claim: here, Statuses: waiting, Order: store.RunsWaitingLongest, Limit: 2},
+			[]string{"h1", "h2"}},
+		{"there", store.RunListParams{Claim: store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "there:"}}, []string{"o1"}},
+		{"a holder's own prefix", store.RunListParams{Claim: store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "here:1"}},
+			[]string{"h1"}},
+		{"a prefix without ':'", store.RunListParams{Claim: store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "her"}},
+			[]string{"h4", "q1", "h3", "h2", "h1"}},
+		{"nobody", store.RunListParams{Claim: store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "nowhere:"}}, nil},
+		{"here, judged an hour later", store.RunListParams{Claim: here, Now: bb.clock.Now().Add(2 * time.Hour)}, nil},
+	} {
+		if got := list(c.p); !slices.Equal(got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Paging on from a cursor, in both orders.
+	first, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Claim: here, Statuses: waiting,
+		Order: store.RunsWaitingLongest, Limit: 2})
+	if err != nil || len(first) != 2 {
+		t.Fatalf("page 1: %v %v", ids(first), err)
+	}
+	if got := list(store.RunListParams{Claim: here, Statuses: waiting, Order: store.RunsWaitingLongest, Limit: 2,
+		After: store.CursorOf(first[1], store.RunsWaitingLongest)}); !slices.Equal(got, []string{"h3", "h4"}) {
+		t.Errorf("page 2 = %v", got)
+	}
+	newest, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Claim: here, Limit: 2})
+	if err != nil || !slices.Equal(ids(newest), []string{"h4", "q1"}) {
+		t.Fatalf("newest page 1: %v %v", ids(newest), err)
+	}
+	if got := list(store.RunListParams{Claim: here, Limit: 2, After: store.CursorOf(newest[1], store.RunsNewest)}); !slices.Equal(got, []string{"h3", "h2"}) {
+		t.Errorf("newest page 2 = %v", got)
+	}
+	// Summary still comes without the checkpoint.
+	sum, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Claim: here, Status: store.RunInterrupted, Summary: true})
+	if err != nil || len(sum) != 1 || sum[0].Checkpoint != nil || sum[0].WaitKind != "approval" {
+		t.Fatalf("summary = %+v %v", sum, err)
+	}
+	counts, err := bb.s.RunCount(bb.ctx, &store.RunCountParams{Tenant: "t1", Statuses: waiting, Claim: here})
+	want := []store.RunCount{{Status: store.RunInterrupted, WaitKind: "approval", N: 1}, {Status: store.RunRunning, N: 3}}
+	if err != nil || !slices.Equal(counts, want) {
+		t.Fatalf("counts held here = %+v %v, want %+v", counts, err, want)
+	}
+	counts, err = bb.s.RunCount(bb.ctx, &store.RunCountParams{Tenant: "t1", Claim: store.ClaimFilter{State: store.ClaimLive, HolderPrefix: "there:"}})
+	if err != nil || !slices.Equal(counts, []store.RunCount{{Status: store.RunRunning, N: 1}}) {
+		t.Fatalf("counts held there = %+v %v", counts, err)
+	}
+	// A HolderPrefix needs a claim state.
+	if _, err := bb.s.RunList(bb.ctx, &store.RunListParams{Tenant: "t1", Claim: store.ClaimFilter{HolderPrefix: "here:"}}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("HolderPrefix without a state: %v", err)
+	}
+	// Released: no longer held.
+	c, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t1", Key: "run:h2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: "t1", Fence: store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(store.RunListParams{Claim: here, Statuses: waiting}); !slices.Equal(got, []string{"h4", "h3", "h1"}) {
+		t.Errorf("after a release = %v", got)
+	}
+}
+
 func testRunCount(t *testing.T, bb *bundle) {
 	kinds := []string{"approval", "reconciliation", "approval", "provider", "approval"}
 	for i, k := range kinds {

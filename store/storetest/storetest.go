@@ -83,6 +83,7 @@ func Run(t *testing.T, b Backend) {
 		{"Invalid", testInvalid},
 		{"RunListPaging", testRunListPaging},
 		{"RunListClaims", testRunListClaims},
+		{"RunListHeldBy", testRunListHeldBy},
 		{"RunCount", testRunCount},
 		{"LedgerListRuns", testLedgerListRuns},
 		{"RunPrune", testRunPrune},
