@@ -57,7 +57,7 @@ func claimCond(a *sqlArgs, cf store.ClaimFilter, now time.Time) string {
 
 // heldBy is the claims side of a list or count of the runs whose live
 // claim at now is held by a holder starting with prefix: a host's prefix
-// ("host:", store.HostPrefix) through claims_host (migrations/010), as
+// ("host:", store.HostPrefix) through claims_host (migrations/011), as
 // many index entries as that host holds live claims; another prefix
 // through claims_live (every live claim of the tenant).
 func heldBy(a *sqlArgs, tenant, prefix string, now time.Time) heldClaims {
