@@ -217,8 +217,33 @@ func compact(b json.RawMessage) string {
 
 // argsDigest hashes a call's unredacted arguments in compact form.
 func argsDigest(args json.RawMessage) string {
-	sum := sha256.Sum256([]byte(compact(args)))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var sum [sha256.Size]byte
+	if isCompact(args) {
+		sum = sha256.Sum256(args)
+	} else {
+		sum = sha256.Sum256([]byte(compact(args)))
+	}
+	var b [len("sha256:") + 2*sha256.Size]byte
+	copy(b[:], "sha256:")
+	hex.Encode(b[len("sha256:"):], sum[:])
+	return string(b[:])
+}
+
+// isCompact reports whether JSON b has no space outside its strings, so
+// that compact(b) is b.
+func isCompact(b []byte) bool {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultMaxToolOutput is the default bound on one tool result

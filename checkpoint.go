@@ -26,7 +26,9 @@ func (c *cpEncoder) encode(cp *checkpoint) (head json.RawMessage, app []json.Raw
 	if n := len(cp.Items) - c.stored; n > 0 {
 		app = make([]json.RawMessage, n)
 		for i, it := range cp.Items[c.stored:] {
-			if app[i], err = json.Marshal(it); err != nil {
+			// MarshalJSON itself, not json.Marshal, which would check and
+			// compact its (compact) output a second time.
+			if app[i], err = it.MarshalJSON(); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -252,9 +252,11 @@ func (d *drive) withinDeadline(ctx context.Context) (context.Context, context.Ca
 }
 
 // detached returns a context that ignores the caller's cancellation, for
-// writes that record something that already happened.
+// writes that record something that already happened, bounded by the
+// commit timeout (a writeCtx: its timer is made only if the store waits
+// on it).
 func (d *drive) detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), d.rt.commitTO)
+	return newWriteCtx(ctx, d.rt.commitTO)
 }
 
 // bareDrive is a drive without an agent, for writes made on a run nobody

@@ -73,7 +73,10 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 		return in, err
 	}
 	approved := d.approvalValid(en)
-	_, err = d.runner.Check(ctx, &tool.Call{Name: en.Tool, Args: args, Approved: approved})
+	// One Call for Check and Run: Run does not validate the arguments Check
+	// validated again.
+	call := &tool.Call{Name: en.Tool, Args: args, Approved: approved}
+	_, err = d.runner.Check(ctx, call)
 	var te *tool.Error
 	if errors.As(err, &te) {
 		switch te.Kind {
@@ -121,7 +124,8 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 	defer cancel()
 	tctx, pc := d.childCallContext(tctx, en) // an agent tool's parent
 	tctx = d.withRecorder(tctx, en)          // tool.RecordHandle (drive_handle.go)
-	res, err := d.runner.Run(tctx, &tool.Call{Name: en.Tool, Args: args, Key: en.IdempotencyKey, Attempt: en.Attempt, Approved: true})
+	call.Key, call.Attempt, call.Approved = en.IdempotencyKey, en.Attempt, true
+	res, err := d.runner.Run(tctx, call)
 	res, err = pc.outcome(res, err) // an agent tool's child: its own outcome, never "unknown"
 	return d.recordOutcome(ctx, en, res, err)
 }

@@ -191,8 +191,11 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	var items []item.Item
 	var calls []*store.LedgerEntry
 	for i, it := range resp.Items {
-		if err := it.Validate(); err != nil && !malformedCall(it) {
-			return d.refuse(ctx, resp, fmt.Sprintf("%v: response item %d: %v; nothing was executed", ErrModelBehavior, i, err))
+		// The response's JSON is validated here, where it enters, once: a
+		// valid tool call's arguments are a JSON object.
+		invalid := it.Validate()
+		if invalid != nil && !malformedCall(it) {
+			return d.refuse(ctx, resp, fmt.Sprintf("%v: response item %d: %v; nothing was executed", ErrModelBehavior, i, invalid))
 		}
 		if it.Type != item.TypeToolCall {
 			items = append(items, it)
@@ -216,7 +219,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		}
 		inResp[providerID] = tc.Arguments
 		assigned[tc.ID] = true
-		if !isJSONObject(tc.Arguments) {
+		if invalid != nil { // malformedCall: arguments that are not a JSON object
 			// Recorded, never executed; the model sees an error result.
 			if d.cp.Malformed++; d.cp.Malformed > d.limits.MaxMalformedCalls {
 				return d.refuse(ctx, resp, fmt.Sprintf("%v: tool call %d has arguments that are not a JSON object, and the run already had %d such calls (Limits.MaxMalformedCalls); nothing was executed",
@@ -229,13 +232,15 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		}
 		raw := tc.Arguments
 		d.rawArgs[tc.ID] = raw
-		persisted := d.redactItem(item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant, ToolCall: &tc})
-		if compact(persisted.ToolCall.Arguments) != compact(raw) {
+		persisted := d.redactValidItem(item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant, ToolCall: &tc})
+		if redacted := persisted.ToolCall.Arguments; !sameBytes(redacted, raw) && compact(redacted) != compact(raw) {
 			if d.cp.Redacted == nil {
 				d.cp.Redacted = map[string]bool{}
 			}
 			d.cp.Redacted[tc.ID] = true
 			d.keepArgs(tc.ID, raw)
+		} else {
+			d.noSecrets(tc.ID, raw)
 		}
 		items = append(items, persisted)
 		effect := tool.SideEffect

@@ -105,6 +105,19 @@ func (d *drive) redactJSON(b json.RawMessage) json.RawMessage {
 	return out
 }
 
+// redactValidItem is redactItem for an item that passed Validate, whose
+// JSON is not checked again. Arguments with nothing to redact are
+// returned as they are (the same bytes).
+func (d *drive) redactValidItem(it item.Item) item.Item {
+	if it.Type == item.TypeToolCall && it.ToolCall != nil {
+		tc := *it.ToolCall
+		tc.Arguments = d.rt.redactor.MarshaledJSON(tc.Arguments)
+		it.ToolCall = &tc
+		return it
+	}
+	return d.redactItem(it)
+}
+
 // redactItem returns the item as it may be persisted: tool-call arguments
 // lose secret-looking values.
 func (d *drive) redactItem(it item.Item) item.Item {
@@ -136,7 +149,7 @@ func (d *drive) secretsOf(callID string) []string {
 	// of one batch may run at once.)
 	d.secretsMu.Lock()
 	defer d.secretsMu.Unlock()
-	if m, ok := d.secrets[callID]; ok && bytes.Equal(m.raw, raw) {
+	if m, ok := d.secrets[callID]; ok && (sameBytes(m.raw, raw) || bytes.Equal(m.raw, raw)) {
 		return m.out
 	}
 	out := d.findSecrets(raw)
@@ -145,6 +158,23 @@ func (d *drive) secretsOf(callID string) []string {
 	}
 	d.secrets[callID] = secretsMemo{raw: raw, out: out}
 	return out
+}
+
+// noSecrets records that redaction left a call's raw arguments as they
+// are: no value under a secret key but the placeholder itself, so there
+// is nothing for secretsOf to find (and no need to decode them for it).
+func (d *drive) noSecrets(callID string, raw json.RawMessage) {
+	d.secretsMu.Lock()
+	defer d.secretsMu.Unlock()
+	if d.secrets == nil {
+		d.secrets = map[string]secretsMemo{}
+	}
+	d.secrets[callID] = secretsMemo{raw: raw}
+}
+
+// sameBytes reports whether a and b are the very same bytes (one slice).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // secretsMemo is what secretsOf found in a call's raw arguments.

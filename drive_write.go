@@ -58,8 +58,11 @@ func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.EventRecord
 
 // spanID is deterministic: a run's span, or a call's span within it.
 func spanID(runID, callID string) string {
-	sum := sha256.Sum256([]byte(runID + "\x00" + callID))
-	return hex.EncodeToString(sum[:8])
+	var buf [128]byte
+	sum := sha256.Sum256(append(append(append(buf[:0], runID...), 0), callID...))
+	var h [16]byte
+	hex.Encode(h[:], sum[:8])
+	return string(h[:])
 }
 
 // write performs one fenced atomic write on a detached context (it records

@@ -87,8 +87,10 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 
 func randomID() string {
 	var b [16]byte
+	var h [32]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }
 
 // Tenant returns the runtime's tenant (Config.Tenant, or [store.DefaultTenant]).

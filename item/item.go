@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
 
 // Type names the variant an [Item] holds.
@@ -186,18 +188,20 @@ func (it *Item) Validate() error {
 		return &UnknownTypeError{Type: string(it.Type)}
 	}
 	bad := func(reason string) error { return &InvalidError{Type: it.Type, Reason: reason} }
-	set := map[Type]bool{
-		TypeImage:      it.Image != nil,
-		TypeToolCall:   it.ToolCall != nil,
-		TypeToolResult: it.ToolResult != nil,
-		TypeReasoning:  it.Reasoning != nil,
-		TypeStructured: it.Structured != nil,
-		TypeError:      it.Error != nil,
-		TypeRaw:        it.Raw != nil,
-	}
-	for t, ok := range set {
-		if ok && t != it.Type {
-			return bad(fmt.Sprintf("carries a %s payload", t))
+	for _, p := range [...]struct {
+		t   Type
+		set bool
+	}{
+		{TypeImage, it.Image != nil},
+		{TypeToolCall, it.ToolCall != nil},
+		{TypeToolResult, it.ToolResult != nil},
+		{TypeReasoning, it.Reasoning != nil},
+		{TypeStructured, it.Structured != nil},
+		{TypeError, it.Error != nil},
+		{TypeRaw, it.Raw != nil},
+	} {
+		if p.set && p.t != it.Type {
+			return bad(fmt.Sprintf("carries a %s payload", p.t))
 		}
 	}
 	if it.Text != "" && it.Type != TypeText && it.Type != TypeRefusal {
@@ -275,8 +279,66 @@ func (it Item) MarshalJSON() ([]byte, error) {
 	if err := it.Validate(); err != nil {
 		return nil, err
 	}
+	if b, ok := it.appendCommon(nil); ok {
+		return b, nil
+	}
 	type plain Item
 	return json.Marshal(plain(it))
+}
+
+// appendCommon appends a valid item as json.Marshal encodes it, byte for
+// byte, without reflection, for the items of every turn: text, tool calls
+// and tool results whose raw JSON json.Marshal would copy as it is
+// (jsonenc.Plain). It reports false for any other item, and appends
+// nothing then. Every run write encodes its new items.
+func (it *Item) appendCommon(b []byte) ([]byte, bool) {
+	if it.Image != nil || it.Reasoning != nil || it.Structured != nil || it.Error != nil || it.Raw != nil || it.Original != nil {
+		return b, false
+	}
+	if tc := it.ToolCall; tc != nil && (len(tc.Arguments) == 0 || !jsonenc.Plain(tc.Arguments)) {
+		return b, false
+	}
+	if tr := it.ToolResult; tr != nil && len(tr.Data) > 0 && !jsonenc.Plain(tr.Data) {
+		return b, false
+	}
+	b = append(b, `{"type":`...)
+	b = jsonenc.AppendString(b, string(it.Type))
+	if it.Role != "" {
+		b = append(b, `,"role":`...)
+		b = jsonenc.AppendString(b, string(it.Role))
+	}
+	if it.Text != "" {
+		b = append(b, `,"text":`...)
+		b = jsonenc.AppendString(b, it.Text)
+	}
+	if tc := it.ToolCall; tc != nil {
+		b = append(b, `,"tool_call":{"id":`...)
+		b = jsonenc.AppendString(b, tc.ID)
+		b = append(b, `,"name":`...)
+		b = jsonenc.AppendString(b, tc.Name)
+		b = append(b, `,"arguments":`...)
+		b = append(b, tc.Arguments...)
+		if tc.ProviderID != "" {
+			b = append(b, `,"provider_id":`...)
+			b = jsonenc.AppendString(b, tc.ProviderID)
+		}
+		b = append(b, '}')
+	}
+	if tr := it.ToolResult; tr != nil {
+		b = append(b, `,"tool_result":{"call_id":`...)
+		b = jsonenc.AppendString(b, tr.CallID)
+		b = append(b, `,"content":`...)
+		b = jsonenc.AppendString(b, tr.Content)
+		if len(tr.Data) > 0 {
+			b = append(b, `,"data":`...)
+			b = append(b, tr.Data...)
+		}
+		if tr.IsError {
+			b = append(b, `,"is_error":true`...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), true
 }
 
 // UnmarshalJSON decodes an item strictly: unknown types and fields that do

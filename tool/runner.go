@@ -113,6 +113,18 @@ type Call struct {
 	// Approved says a person approved this call, so a policy's [Ask] lets
 	// it run.
 	Approved bool
+
+	// checked and checkedArgs are set by a check that validated Args
+	// against checked's input schema: [Runner.Run] after [Runner.Check] on
+	// the same Call does not validate the same bytes again.
+	checked     *entry
+	checkedArgs []byte
+}
+
+// checkedBy reports whether c's Args are the very bytes a check validated
+// against e's input schema.
+func (c *Call) checkedBy(e *entry) bool {
+	return c.checked == e && len(c.Args) > 0 && len(c.checkedArgs) == len(c.Args) && &c.checkedArgs[0] == &c.Args[0]
 }
 
 // Run executes call once. It never retries. The steps, in order:
@@ -177,6 +189,10 @@ func (r *Runner) Run(ctx context.Context, call *Call) (Result, error) {
 // resolve, validate input and ask the policy. It returns the tool's spec, or
 // the error Run would return. The engine calls it before it records that a
 // call started, so that a call that would be refused is never started.
+//
+// A later Run of the same *Call whose Args still hold the same bytes (the
+// same slice, not modified in place) does not validate them again; it
+// asks the policy again.
 func (r *Runner) Check(ctx context.Context, call *Call) (Spec, error) {
 	e, _, err := r.check(ctx, call)
 	if err != nil {
@@ -203,8 +219,11 @@ func (r *Runner) check(ctx context.Context, call *Call) (*entry, json.RawMessage
 	if t := bytes.TrimSpace(args); t[0] != '{' {
 		return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: []string{"/: arguments must be a JSON object"}}
 	}
-	if v := validateJSON(e.in, args); v != nil {
-		return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: v}
+	if !call.checkedBy(e) {
+		if v := validateJSON(e.in, args); v != nil {
+			return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: v}
+		}
+		call.checked, call.checkedArgs = e, call.Args
 	}
 	// 3. Policy.
 	verdict, perr := r.decide(ctx, e.spec, args)

@@ -43,9 +43,10 @@ func (r *Redactor) JSON(b json.RawMessage) (out json.RawMessage, changed bool, e
 	return r.walk(b)
 }
 
-// MarshaledJSON is JSON for b that json.Marshal has just produced: it
-// skips the validity check that JSON makes (json.Marshal only writes
-// valid JSON) and otherwise redacts the same way.
+// MarshaledJSON is JSON for b known to be valid JSON (json.Marshal has
+// just produced it, or the caller validated it where it came in): it
+// skips the validity check that JSON makes and otherwise redacts the
+// same way. When nothing is replaced, it returns b itself.
 func (r *Redactor) MarshaledJSON(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return b

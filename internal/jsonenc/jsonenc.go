@@ -1,0 +1,86 @@
+// Package jsonenc appends JSON as encoding/json's Marshal writes it, byte
+// for byte, for the few shapes the engine encodes on every write (strings,
+// compact raw values). Hand-written encoders of the hot path use it instead
+// of reflection; the fuzz tests of each of them, and of this package,
+// compare the bytes with encoding/json.
+package jsonenc
+
+import "unicode/utf8"
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string exactly as json.Marshal encodes
+// a Go string: quotes, backslashes and control characters escaped, <, >
+// and & escaped as \u003c, \u003e and \u0026, U+2028 and U+2029 escaped,
+// and each byte of invalid UTF-8 replaced by \ufffd.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	from := 0 // s[from:i] is still to copy
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[from:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default: // other control characters, and <, >, &
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			from = i
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, s[from:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[from:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += n
+			continue
+		}
+		i += n
+		from = i
+	}
+	b = append(b, s[from:]...)
+	return append(b, '"')
+}
+
+// Plain reports whether json.Marshal copies raw, a valid JSON value held
+// in a json.RawMessage, as it is: raw has no insignificant space for it to
+// compact away and none of the characters it escapes (<, >, & and U+2028,
+// U+2029, whose UTF-8 starts with 0xE2; any 0xE2 is refused). Plain does
+// not check that raw is valid JSON: the caller has.
+func Plain(raw []byte) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '<' || c == '>' || c == '&' || c == 0xE2:
+			return false
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
+}
