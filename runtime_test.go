@@ -636,6 +636,53 @@ func TestRedaction(t *testing.T) {
 	}
 }
 
+// A secret in a tool's arguments that has no secret key of its own, the
+// value after a command-line flag, is stored redacted, as are a wallet's
+// recovery words; the tool still gets them.
+func TestRedactionOfFlagValuesAndRecoveryWords(t *testing.T) {
+	s := newSetup(t)
+	pay := &payTool{name: "pay"}
+	args := `{"amount":5,"cmd":"deploy --token tk-flag-1 --env prod","argv":["login","--password","pw-argv-2"],` +
+		`"mnemonic":"abandon ability able","seed_phrase":"zoo zebra zone"}`
+	p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", args)}}, scripted.Turn{Text: "done"})
+	var seen []string
+	sink := actoviq.EventSinkFunc(func(_ context.Context, ev actoviq.Event) { seen = append(seen, string(ev.Data)) })
+	res, err := s.rt.Run(s.ctx, agent(p, pay), &actoviq.Input{RunID: "r1"}, sink)
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	secrets := []string{"tk-flag-1", "pw-argv-2", "abandon ability", "zoo zebra"}
+	for _, sec := range secrets {
+		if !strings.Contains(pay.calls[0], sec) {
+			t.Fatalf("the tool must get the real argument %q: %v", sec, pay.calls)
+		}
+	}
+	info, err := s.rt.Get(s.ctx, "r1")
+	if err != nil || len(info.Ledger) != 1 {
+		t.Fatalf("Get: %+v %v", info, err)
+	}
+	stored := string(info.Ledger[0].Args)
+	for _, want := range []string{`"deploy --token [REDACTED] --env prod"`, `["login","--password","[REDACTED]"]`, `"mnemonic":"[REDACTED]"`, `"seed_phrase":"[REDACTED]"`} {
+		if !strings.Contains(stored, want) {
+			t.Errorf("stored arguments %s lack %s", stored, want)
+		}
+	}
+	run, _ := s.st.RunGet(s.ctx, &store.RunGetParams{Tenant: store.DefaultTenant, ID: "r1"})
+	evs, _ := s.st.EventList(s.ctx, &store.EventListParams{Tenant: store.DefaultTenant, RunID: "r1"})
+	all := stored + string(run.Checkpoint) + strings.Join(seen, "")
+	for _, it := range run.Log {
+		all += string(it)
+	}
+	for _, ev := range evs {
+		all += string(ev.Data)
+	}
+	for _, sec := range secrets {
+		if strings.Contains(all, sec) {
+			t.Errorf("secret %q persisted or emitted", sec)
+		}
+	}
+}
+
 func TestSessions(t *testing.T) {
 	s := newSetup(t)
 	p := scripted.New(scripted.Turn{Text: "hello"}, scripted.Turn{Text: "again"})

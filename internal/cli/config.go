@@ -16,6 +16,7 @@ import (
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/approvals"
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/store/storepg"
 	"github.com/actoviq/actoviq-go/store/storesqlite"
@@ -84,14 +85,9 @@ func checkStoreURL(u string) error {
 	return nil
 }
 
-// redactURL hides a password in a URL for messages.
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
-		return u
-	}
-	return p.Redacted()
-}
+// redactURL hides a URL's password, and its secret query values, for
+// messages.
+func redactURL(u string) string { return redact.New().Text(u) }
 
 // openStore opens the store. A PostgreSQL URL may carry the schema in the
 // actoviq_schema query parameter (default "actoviq").

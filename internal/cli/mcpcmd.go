@@ -19,6 +19,7 @@ import (
 
 	actoviq "github.com/actoviq/actoviq-go"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/tool/mcptool"
 )
 
@@ -314,7 +315,7 @@ func mcpTarget(raw string) string {
 	}
 	u.User = nil
 	if u.RawQuery != "" {
-		u.RawQuery = "[REDACTED]"
+		u.RawQuery = redact.Placeholder
 	}
 	return u.String()
 }

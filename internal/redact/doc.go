@@ -12,10 +12,12 @@
 //
 //   - it contains one of authorization, apikey, secret, password, passwd,
 //     passphrase, pwd, cookie, privatekey, privkey, credential, sessionid,
-//     sessid, sessionkey, or a configured extra key (normalised the same
-//     way): "client_secret", "Set-Cookie", "AWS_SECRET_ACCESS_KEY",
+//     sessid, sessionkey, mnemonic, seedphrase, seedwords, recoveryphrase,
+//     or a configured extra key (normalised the same way):
+//     "client_secret", "Set-Cookie", "AWS_SECRET_ACCESS_KEY",
 //     "credentials", "db_password_hash", "key_passphrase", "DB_PWD",
-//     "session_id" and "JSESSIONID" are secret; or
+//     "session_id", "JSESSIONID", "mnemonic" and "seed_phrase" are secret
+//     ("seed" alone, a sampling seed, is not); or
 //   - split into words, it has one of the words pin, pass, otp, cvv, cvc,
 //     cvv2: "pin", "card_pin", "pinCode", "db_pass", "cvv" are secret, and
 //     "shipping", "mapping", "bypass" and "passed" are not; or
@@ -39,6 +41,10 @@
 //     "x-api-key: …", `"client_secret": "…"`, "password=…" and "Pwd=…" in
 //     a connection string ("host=db user=app password=…",
 //     "Server=db;Password=…;"), "--pin=…";
+//   - the value after a secret command-line flag, separated by blanks:
+//     "--password …", "-token …", "--api-key '…'", "--mnemonic …" (not
+//     after "--password-stdin", "--token-file", "--no-password", nor when
+//     the next word is another flag);
 //   - every "Bearer …" or "Basic …" credential;
 //   - the password of a URL's user information ("postgres://app:…@db/x",
 //     "redis://:…@cache", "mongodb+srv://app:…@cluster") and of a Go MySQL
@@ -50,6 +56,9 @@
 // [Redactor.JSON] applies Text to every string value that is not under a
 // secret key (those lose the whole value), so `{"cmd": "login
 // password=hunter2"}` is stored as `{"cmd": "login password=[REDACTED]"}`.
+// In an array, a string after a secret flag loses its value too:
+// `["login", "--password", "hunter2"]` is stored as `["login",
+// "--password", "[REDACTED]"]`.
 // [Redactor.JSONText] does both to a JSON document built around text, such
 // as a persisted error.
 //
@@ -61,9 +70,17 @@
 // secret-looking key nor in one of the shapes above: a bare value under an
 // innocent key ({"note": "hunter2"}), a header list written as {"name":
 // "Authorization", "value": ...}, a password in prose ("my password is
-// hunter2"), a key or card number with no name before it. For values the
-// caller knows to be secret, such as the API keys it configured, use
-// [Redactor.String]. What the runtime applies it to, and what it does not
+// hunter2"), a key or card number with no name before it.
+//
+// # Secrets the caller knows
+//
+// For values the caller knows to be secret, such as the API keys it
+// configured, use [Redactor.String] or [Values] once, or a [Secrets] set
+// that grows as secrets are learnt (an MCP server's env, header and URL
+// secrets and its OAuth tokens; a model call's API key and secret request
+// headers): it also catches the forms a secret leaks in (the token of
+// "Bearer <token>", JSON- and URL-escaped). [KeyValues] and [URLValues]
+// pick the values of a configuration worth holding, by the same key rules. What the runtime applies it to, and what it does not
 // (a user's own message text, the model's text, a successful tool result's
 // text), is listed in docs/data-hygiene.md.
 package redact

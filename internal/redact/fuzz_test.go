@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/actoviq/actoviq-go/internal/redact"
@@ -24,7 +25,15 @@ func reference(r *redact.Redactor, v any) any {
 			}
 		}
 	case []any:
+		afterFlag := false
 		for i, x := range v {
+			str, isStr := x.(string)
+			if afterFlag && isStr && !strings.HasPrefix(str, "-") {
+				v[i] = redact.Placeholder
+				afterFlag = false
+				continue
+			}
+			afterFlag = isStr && strings.HasPrefix(str, "-") && r.SecretFlag(str)
 			v[i] = reference(r, x)
 		}
 	case string:
@@ -55,6 +64,8 @@ func FuzzRedactJSON(f *testing.F) {
 		`{"token":"[REDACTED]","token":"b","secret":null}`,
 		"{\n \"a\" : [ 1 , { \"cookie\" : \"c\" } ] }\n",
 		`{"cmd":"x password=p pin: 1","dsn":"postgres://u:p@h/d","k":"-----BEGIN EC PRIVATE KEY-----\nAA\n"}`,
+		`{"argv":["login","--password","p","-token","--user","ann","--token",7,"--api-key","[REDACTED]","\u002d-secret","s"]}`,
+		`{"cmd":"deploy --token t1 --password-file /run/p --mnemonic 'a b c' -v","seed_phrase":["w1","w2"]}`,
 	} {
 		f.Add([]byte(s))
 	}

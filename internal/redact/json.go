@@ -128,8 +128,27 @@ func (w *walker) value(i int) int {
 		if w.in[i] == ']' {
 			return i + 1
 		}
+		// In an argument vector (["login", "--password", "hunter2"]) the
+		// element after a secret flag is the secret.
+		afterFlag := false
 		for {
-			i = skipSpace(w.in, w.value(i))
+			next := afterFlag
+			afterFlag = false
+			switch {
+			case w.in[i] != '"':
+				i = w.value(i)
+			case next && !isFlagElement(w.in, i):
+				end := stringEnd(w.in, i)
+				if !isPlaceholder(w.in[i:end]) {
+					w.spans = append(w.spans, span{start: i, end: end})
+				}
+				i = end
+			default:
+				end := stringEnd(w.in, i)
+				afterFlag = isFlagElement(w.in, i) && w.r.SecretFlag(decodeString(w.in[i:end]))
+				i = w.value(i)
+			}
+			i = skipSpace(w.in, i)
 			if w.in[i] == ']' {
 				return i + 1
 			}
@@ -243,6 +262,12 @@ func decodeString(raw []byte) string {
 		return string(raw)
 	}
 	return s
+}
+
+// isFlagElement reports whether the JSON string at b[i] starts with a dash
+// (possibly escaped), as a command-line flag does.
+func isFlagElement(b []byte, i int) bool {
+	return i+1 < len(b) && (b[i+1] == '-' || bytes.HasPrefix(b[i+1:], []byte(`\u002d`)) || bytes.HasPrefix(b[i+1:], []byte(`\u002D`)))
 }
 
 func isPlaceholder(raw []byte) bool {

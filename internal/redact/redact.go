@@ -30,6 +30,12 @@ var defaultWords = []string{
 	"sessionid",
 	"sessid",
 	"sessionkey",
+	// A wallet's recovery words are its private key: mnemonic,
+	// seed_phrase, recoveryPhrase, BIP39_SEED_WORDS.
+	"mnemonic",
+	"seedphrase",
+	"seedwords",
+	"recoveryphrase",
 }
 
 // suffixWord is matched only at the end of the normalised key; see the

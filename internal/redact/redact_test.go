@@ -24,6 +24,9 @@ func TestIsSecretKey(t *testing.T) {
 		// Issue 27: what a security probe found stored in clear, and its kin.
 		"passphrase", "key_passphrase", "pwd", "DB_PWD", "userPwd", "pin", "PIN", "card_pin", "pinCode", "pin-code",
 		"pass", "db_pass", "mysqlPass", "otp", "cvv", "cvc", "card_cvv2", "privkey", "ssh_privkey",
+		// A wallet's recovery words.
+		"mnemonic", "Mnemonic", "wallet_mnemonic", "seed_phrase", "seedPhrase", "SEED-PHRASE", "bip39_seed_words",
+		"recovery_phrase", "recoveryPhrase",
 	}
 	notSecret := []string{
 		"", "-", "name", "url", "key", "id", "value", "auth",
@@ -34,6 +37,8 @@ func TestIsSecretKey(t *testing.T) {
 		"cached_tokens", "reasoning_tokens", "cache_write_tokens", "cached_input_tokens", "tokens_per_minute",
 		"token_count", "tokenCount", "num_tokens", "token_url", "TokenURL", "session", "session_base", "session_prefix",
 		"shipping", "mapping", "ping", "pinned", "spinner", "bypass", "compass", "passed", "passenger", "topic",
+		// A sampling seed is not a wallet seed.
+		"seed", "random_seed", "phrase", "search_phrase",
 	}
 	var r *redact.Redactor // nil uses the defaults
 	for _, k := range secret {

@@ -11,6 +11,41 @@ import (
 // string, an auth scheme followed by its credential, or a bare word).
 var assignment = regexp.MustCompile(`(?i)["']?([A-Za-z0-9][A-Za-z0-9_.\-]*)["']?[ \t]*[:=][ \t]*("(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*$|'[^']*'|(?:bearer|basic|token|digest)[ \t]+(?:\[REDACTED\]|[^\s,;&"'<>()\[\]{}]+)|\[REDACTED\]|[^\s,;&"'<>()\[\]{}]+)`)
 
+// flagValue finds a command-line flag and the value after it, separated by
+// blanks ("--password hunter2", "-token 'a b'", "--api-key Bearer x"):
+// group 1 is the flag's name without its dashes, group 2 the value (a
+// quoted string, an auth scheme followed by its credential, or a word that
+// does not start with a dash, which would be the next flag). The "--key=v"
+// form is an assignment.
+var flagValue = regexp.MustCompile(`(?i)(?:^|[\s"'])--?([A-Za-z][A-Za-z0-9_.\-]*)[ \t]+("(?:[^"\\]|\\.)*"|'[^']*'|(?:bearer|basic|token|digest)[ \t]+(?:\[REDACTED\]|[^\s,;&"'<>()\[\]{}]+)|[^\s"'\-][^\s"']*)`)
+
+// flagName is the name of a command-line flag, without its dashes.
+var flagName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.\-]*$`)
+
+// flagNoValue are last words of a flag name whose value is not the secret
+// itself (--password-stdin, --token-file PATH, --api-key-env NAME) and
+// first words of a flag that says there is none (--no-password).
+var flagNoValue = map[string]bool{"stdin": true, "file": true, "path": true, "env": true, "prompt": true, "dir": true}
+
+// SecretFlag reports whether name, a command-line flag with its dashes
+// ("--password", "-token"), is followed by a secret value: its name is a
+// secret key and does not say the value is elsewhere ("--password-file",
+// "--password-stdin", "--no-password").
+func (r *Redactor) SecretFlag(name string) bool {
+	key := strings.TrimLeft(name, "-")
+	if len(key) == len(name) || len(name)-len(key) > 2 || !flagName.MatchString(key) || !r.IsSecretKey(key) {
+		return false
+	}
+	ws := words(key)
+	return !flagNoValue[ws[len(ws)-1]] && ws[0] != "no"
+}
+
+// hasFlag is a cheap test that s may hold a command-line flag.
+func hasFlag(s string) bool {
+	return strings.HasPrefix(s, "-") || strings.Contains(s, " -") || strings.Contains(s, "\t-") ||
+		strings.Contains(s, "\"-") || strings.Contains(s, "'-")
+}
+
 // bearer finds an Authorization-style credential wherever it stands.
 var bearer = regexp.MustCompile(`(?i)\b(?:bearer|basic)[ \t]+([A-Za-z0-9._~+/\-]{8,}=*)`)
 
@@ -33,11 +68,12 @@ var pemPrivate = regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*---
 var pemEnd = regexp.MustCompile(`-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----$`)
 
 // mayHoldSecret is a cheap test that s has nothing [Redactor.Text]
-// replaces: every pattern needs an '=' or ':', a PEM header, or an
-// Authorization scheme. Most strings (ids, times, amounts, words) are
-// passed over without running a regular expression.
+// replaces: every pattern needs an '=' or ':', a PEM header, an
+// Authorization scheme or a word starting with a dash. Most strings (ids,
+// times, amounts, words) are passed over without running a regular
+// expression.
 func mayHoldSecret(s string) bool {
-	return strings.ContainsAny(s, "=:") || strings.Contains(s, "-----BEGIN") || containsFold(s, "bearer") || containsFold(s, "basic")
+	return strings.ContainsAny(s, "=:") || strings.Contains(s, "-----BEGIN") || containsFold(s, "bearer") || containsFold(s, "basic") || hasFlag(s)
 }
 
 // containsFold reports whether s contains the lowercase ASCII word w in
@@ -122,24 +158,15 @@ func (r *Redactor) Text(s string) string {
 			pos = ke
 			continue
 		}
-		v := s[vs:ve]
 		b.WriteString(s[pos:vs])
-		switch {
-		case strings.HasSuffix(v, Placeholder):
-			b.WriteString(v)
-		case v[0] == '"' || v[0] == '\'':
-			b.WriteString(v[:1] + Placeholder + v[:1])
-		default:
-			if sp := strings.IndexAny(v, " \t"); sp > 0 { // "Bearer xyz": keep the scheme
-				b.WriteString(v[:sp+1] + Placeholder)
-			} else {
-				b.WriteString(Placeholder)
-			}
-		}
+		b.WriteString(hideValue(s[vs:ve]))
 		pos = ve
 	}
 	b.WriteString(s[pos:])
 	out := b.String()
+	if hasFlag(out) {
+		out = r.flagValues(out)
+	}
 	if strings.Contains(out, "@") {
 		out = replaceGroup2(urlPassword, out)
 		out = replaceGroup2(dsnPassword, out)
@@ -151,6 +178,48 @@ func (r *Redactor) Text(s string) string {
 		}
 		return m[:sp+1] + Placeholder
 	})
+}
+
+// hideValue is the redacted form of an assignment's or a flag's value v: a
+// quoted value keeps its quotes, a credential its scheme ("Bearer
+// [REDACTED]"), and a value already redacted stays as it is.
+func hideValue(v string) string {
+	switch {
+	case strings.HasSuffix(v, Placeholder) || v == `"`+Placeholder+`"` || v == "'"+Placeholder+"'":
+		return v
+	case v[0] == '"' || v[0] == '\'':
+		return v[:1] + Placeholder + v[:1]
+	}
+	if sp := strings.IndexAny(v, " \t"); sp > 0 { // "Bearer xyz": keep the scheme
+		return v[:sp+1] + Placeholder
+	}
+	return Placeholder
+}
+
+// flagValues hides the value after every secret command-line flag in s.
+func (r *Redactor) flagValues(s string) string {
+	ms := flagValue.FindAllStringSubmatchIndex(s, -1)
+	if ms == nil {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		name := s[m[2]:m[3]]
+		if m[2] > 1 && s[m[2]-2] == '-' {
+			name = "--" + name
+		} else {
+			name = "-" + name
+		}
+		if !r.SecretFlag(name) {
+			continue
+		}
+		b.WriteString(s[last:m[4]])
+		b.WriteString(hideValue(s[m[4]:m[5]]))
+		last = m[5]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // JSONText is [Redactor.JSON] followed by [Redactor.Text] on every string

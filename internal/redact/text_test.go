@@ -41,6 +41,80 @@ func TestText(t *testing.T) {
 	}
 }
 
+func TestFlagValues(t *testing.T) {
+	t.Parallel()
+	var r *redact.Redactor
+	for _, tc := range []struct{ in, want string }{
+		{"mysql -u app --password hunter2 -h db", "mysql -u app --password [REDACTED] -h db"},
+		{"deploy --token tk-1 --env prod", "deploy --token [REDACTED] --env prod"},
+		{"gh auth login --with-token ghp_abc", "gh auth login --with-token [REDACTED]"},
+		{"vault login -token s.abc -method x", "vault login -token [REDACTED] -method x"},
+		{`run --api-key "sk 1 2" --v`, `run --api-key "[REDACTED]" --v`},
+		{"run --client-secret 'a b'", "run --client-secret '[REDACTED]'"},
+		{"curl --auth-token Bearer abc", "curl --auth-token Bearer [REDACTED]"},
+		{"wallet --mnemonic 'abandon ability able'", "wallet --mnemonic '[REDACTED]'"},
+		{"wallet import --seed-phrase zoo", "wallet import --seed-phrase [REDACTED]"},
+		{"--password p1", "--password [REDACTED]"},
+		{`{"cmd": "--token t1"}`, `{"cmd": "--token [REDACTED]"}`},
+		{"login\t--password\tp2", "login\t--password\t[REDACTED]"},
+		// The = form is an assignment.
+		{"login --password=p3 now", "login --password=[REDACTED] now"},
+		// No value: the next word is another flag.
+		{"psql --password --host db", "psql --password --host db"},
+		// The value is not the secret, or not there.
+		{"docker login --password-stdin registry.example", "docker login --password-stdin registry.example"},
+		{"app --token-file /run/secrets/t", "app --token-file /run/secrets/t"},
+		{"psql --no-password mydb", "psql --no-password mydb"},
+		// Not secret flags; and three dashes are no flag.
+		{"go test --count 3 -run TestX --max-tokens 10", "go test --count 3 -run TestX --max-tokens 10"},
+		{"a ---password x", "a ---password x"},
+		// Not a flag: a dash inside a word.
+		{"foo-password bar", "foo-password bar"},
+		{"--password [REDACTED] already", "--password [REDACTED] already"},
+	} {
+		if got := r.Text(tc.in); got != tc.want {
+			t.Errorf("Text(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+		if got := r.Text(r.Text(tc.in)); got != r.Text(tc.in) {
+			t.Errorf("Text not idempotent on %q: %q", tc.in, got)
+		}
+	}
+}
+
+func TestSecretFlag(t *testing.T) {
+	t.Parallel()
+	var r *redact.Redactor
+	for name, want := range map[string]bool{
+		"--password": true, "-password": true, "--token": true, "-p": false, "password": false, "---password": false,
+		"--password-stdin": false, "--token-file": false, "--no-password": false, "--password=x": false,
+		"--max-tokens": false, "--mnemonic": true, "--seed-phrase": true, "--": false, "-": false,
+	} {
+		if got := r.SecretFlag(name); got != want {
+			t.Errorf("SecretFlag(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestJSONArgumentVector(t *testing.T) {
+	t.Parallel()
+	r := redact.New()
+	for _, tc := range []struct{ in, want string }{
+		{`{"argv":["login","--password","hunter2","--user","ann"]}`, `{"argv":["login","--password","[REDACTED]","--user","ann"]}`},
+		{`["-token","t1","-v"]`, `["-token","[REDACTED]","-v"]`},
+		// The next flag is no value; a number after a flag is left.
+		{`["--password","--host","db","--token",7]`, `["--password","--host","db","--token",7]`},
+		{`["--password-stdin","registry"]`, `["--password-stdin","registry"]`},
+		{`["\u002d-secret","s1"]`, `["\u002d-secret","[REDACTED]"]`},
+		{`["--token=t2","x"]`, `["--token=[REDACTED]","x"]`},
+		{`["--password","[REDACTED]"]`, `["--password","[REDACTED]"]`},
+	} {
+		out, _, err := r.JSON(json.RawMessage(tc.in))
+		if err != nil || string(out) != tc.want {
+			t.Errorf("JSON(%s)\n got %s (%v)\nwant %s", tc.in, out, err, tc.want)
+		}
+	}
+}
+
 func TestJSONText(t *testing.T) {
 	t.Parallel()
 	var r *redact.Redactor

@@ -78,9 +78,11 @@ type Config struct {
 	Options
 
 	// Redact lists secrets (API keys, tokens) that must never appear in an
-	// error message or an Attempt. Values of the Authorization,
-	// Proxy-Authorization, X-Api-Key and Api-Key request headers are always
-	// redacted as well. Zero (nil) means only those header values.
+	// error message or an Attempt, with the forms they leak in (the token
+	// of "Bearer <token>", JSON- and URL-escaped). The values of every
+	// request header with a secret name (Authorization, X-Api-Key, Cookie,
+	// X-Auth-Token, ...) are always redacted as well. Zero (nil) means only
+	// those header values.
 	Redact []string
 
 	// MaxEventSize bounds one SSE line and the data of one SSE event read

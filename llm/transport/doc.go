@@ -60,9 +60,10 @@
 // layers above never retry a whole run because of them.
 //
 // Secrets never appear in an error message or an Attempt: the values of
-// Config.Redact and of the Authorization, Proxy-Authorization, X-Api-Key
-// and Api-Key request headers are replaced by "[REDACTED]", also in
-// response bodies kept for diagnostics.
+// Config.Redact and of every request header with a secret name
+// (Authorization, Proxy-Authorization, X-Api-Key, Api-Key, Cookie, ...: the
+// module's one redactor, internal/redact, decides) are replaced by
+// "[REDACTED]", also in response bodies kept for diagnostics.
 //
 // # Streams
 //

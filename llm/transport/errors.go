@@ -123,54 +123,35 @@ func (e *EventTooLargeError) Error() string {
 // Is matches ErrEventTooLarge.
 func (e *EventTooLargeError) Is(target error) bool { return target == ErrEventTooLarge }
 
-// scrubber replaces secrets with a marker.
-type scrubber []string
+// scrubber replaces the secrets of one call: Config.Redact and the values
+// of the request's secret headers (every header whose name the one
+// redactor, internal/redact, calls secret: Authorization, X-Api-Key,
+// Cookie, ...).
+type scrubber struct{ s *redact.Secrets }
 
-const redacted = redact.Placeholder
-
-// secretHeaders are request headers whose values are always redacted.
-var secretHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key"}
+// secretKeys judges header names.
+var secretKeys = redact.New()
 
 func newScrubber(base []string, h http.Header) scrubber {
-	s := append(scrubber(nil), base...)
-	for _, name := range secretHeaders {
-		for _, v := range h.Values(name) {
-			v = strings.TrimSpace(v)
-			if v == "" {
-				continue
-			}
-			s = append(s, v)
-			// "Bearer sk-…": the credential alone may be echoed too.
-			if _, tok, ok := strings.Cut(v, " "); ok {
-				if tok = strings.TrimSpace(tok); tok != "" {
-					s = append(s, tok)
-				}
-			}
+	s := redact.NewSecrets(base...)
+	for name, vs := range h {
+		if secretKeys.IsSecretKey(name) {
+			s.Add(vs...)
 		}
 	}
-	// Longest first, so a secret that contains another is removed whole.
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && len(s[j]) > len(s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s
+	return scrubber{s}
 }
 
-func (s scrubber) str(x string) string {
-	for _, sec := range s {
-		if strings.Contains(x, sec) {
-			x = strings.ReplaceAll(x, sec, redacted)
-		}
-	}
-	return x
-}
+func (s scrubber) str(x string) string { return s.s.Text(x) }
 
 func (s scrubber) bytes(b []byte) []byte {
-	if len(s) == 0 {
+	if len(b) == 0 {
 		return b
 	}
-	return []byte(s.str(string(b)))
+	if t := s.s.Text(string(b)); t != string(b) {
+		return []byte(t)
+	}
+	return b
 }
 
 // excerpt shortens a body for an error message.

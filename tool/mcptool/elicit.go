@@ -70,7 +70,7 @@ func (sv *server) elicitationHandler() func(context.Context, *mcp.ElicitRequest)
 // multi-round-trip answer.
 func (sv *server) elicit(ctx context.Context, h ElicitHandler, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	{
-		er := &ElicitRequest{Server: sv.name, Message: sv.scrub.text(p.Message), Mode: p.Mode, URL: p.URL}
+		er := &ElicitRequest{Server: sv.name, Message: sv.scrub.Text(p.Message), Mode: p.Mode, URL: p.URL}
 		if er.Mode == "" {
 			er.Mode = "form"
 			if p.URL != "" {
@@ -82,11 +82,11 @@ func (sv *server) elicit(ctx context.Context, h ElicitHandler, p *mcp.ElicitPara
 			if err != nil {
 				return nil, fmt.Errorf("mcptool: server %s: elicitation schema: %w", sv.name, err)
 			}
-			er.Schema = sv.scrub.json(b)
+			er.Schema = sv.scrub.JSON(b)
 		}
 		res, err := h(ctx, er)
 		if err != nil {
-			return nil, sv.scrub.error(err)
+			return nil, scrubError(sv.scrub, err)
 		}
 		if res == nil {
 			res = &ElicitResult{Action: ElicitDecline}

@@ -264,9 +264,9 @@ func (f *jwtTokenFetch) Token() (*oauth2.Token, error) {
 		if why == "" {
 			why = "no access token in the answer"
 		}
-		return nil, fmt.Errorf("token endpoint answered %d (%s)", resp.StatusCode, h.scrub.text(why))
+		return nil, fmt.Errorf("token endpoint answered %d (%s)", resp.StatusCode, h.scrub.Text(why))
 	}
-	h.scrub.add(tr.AccessToken)
+	h.scrub.Add(tr.AccessToken)
 	tok := &oauth2.Token{AccessToken: tr.AccessToken, TokenType: tr.TokenType}
 	if tr.ExpiresIn > 0 {
 		tok.Expiry = now.Add(time.Duration(tr.ExpiresIn) * time.Second)

@@ -57,7 +57,7 @@ func (t *Tool) inputHandle(ih InputHandle) (tool.Handle, error) {
 	if ih.Step == StepSending {
 		ev = fmt.Sprintf("MCP server %s: tool %s: continuation of round %d sent with the answers (%s)", ih.Server, ih.Tool, ih.Round, ih.AnsweredBy)
 	}
-	return tool.Handle{Kind: HandleInput, Data: b, Evidence: t.server.scrub.text(ev)}, nil
+	return tool.Handle{Kind: HandleInput, Data: b, Evidence: t.server.scrub.Text(ev)}, nil
 }
 
 // continuation answers one input_required round and returns the params of
@@ -167,7 +167,7 @@ func (t *Tool) question(reqs mcp.InputRequestMap, ids []string) *tool.InputError
 		if !ok {
 			continue
 		}
-		prompt = sv.scrub.text(p.Message)
+		prompt = sv.scrub.Text(p.Message)
 		schema = nil
 		if p.RequestedSchema != nil {
 			schema, _ = json.Marshal(p.RequestedSchema)

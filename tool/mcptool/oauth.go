@@ -250,7 +250,7 @@ func (h *oauthHandler) get(ctx context.Context) (auth.OAuthHandler, error) {
 	}
 	if t != nil && t.ServerURL == h.sv.cfg.URL && t.AccessToken != "" {
 		h.hadToken = true
-		h.sv.scrub.add(t.secrets()...)
+		h.sv.scrub.Add(t.secrets()...)
 		cfg := &oauth2.Config{ClientID: t.ClientID, ClientSecret: t.ClientSecret, Scopes: slices.Clone(t.Scopes),
 			Endpoint: oauth2.Endpoint{TokenURL: t.TokenURL, AuthStyle: oauth2.AuthStyle(t.AuthStyle)}}
 		tok := &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry}
@@ -319,7 +319,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 	}
 	if h.cfg.Grant == GrantClientCredentials {
 		if err := in.Authorize(ctx, req, resp); err != nil {
-			return h.authError("the client credentials grant failed: " + h.sv.scrub.text(err.Error()))
+			return h.authError("the client credentials grant failed: " + h.sv.scrub.Text(err.Error()))
 		}
 		return nil
 	}
@@ -347,7 +347,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 		if errors.As(err, &ae) {
 			return ae
 		}
-		return h.authError("sign-in failed: " + h.sv.scrub.text(err.Error()))
+		return h.authError("sign-in failed: " + h.sv.scrub.Text(err.Error()))
 	}
 	h.mu.Lock()
 	serr := h.saveErr
@@ -423,7 +423,7 @@ func (p *persistSource) store(t *oauth2.Token) {
 	st := &Token{ServerURL: h.sv.cfg.URL, ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret,
 		TokenURL: p.cfg.Endpoint.TokenURL, AuthStyle: int(p.cfg.Endpoint.AuthStyle), Scopes: slices.Clone(p.cfg.Scopes),
 		AccessToken: t.AccessToken, TokenType: t.TokenType, RefreshToken: t.RefreshToken, Expiry: t.Expiry}
-	h.sv.scrub.add(st.secrets()...)
+	h.sv.scrub.Add(st.secrets()...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := h.tokens.Save(ctx, h.sv.name, st)
@@ -450,7 +450,7 @@ func (s *scrubbingTokens) TokenSource(ctx context.Context) (oauth2.TokenSource, 
 	return tokenSourceFunc(func() (*oauth2.Token, error) {
 		t, err := ts.Token()
 		if err == nil && t != nil {
-			s.scrub.add(t.AccessToken, t.RefreshToken)
+			s.scrub.Add(t.AccessToken, t.RefreshToken)
 		}
 		return t, err
 	}), nil

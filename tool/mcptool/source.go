@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/tool"
 )
 
@@ -385,7 +386,7 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 		if err != nil {
 			return nil, &ConfigError{Server: name, Field: "env." + k, Reason: err.Error()}
 		}
-		secrets = append(secrets, secretValues(k, raw, v)...)
+		secrets = append(secrets, redact.KeyValues(k, raw, v)...)
 		sv.env = append(sv.env, k+"="+v)
 	}
 	sv.headers = http.Header{}
@@ -395,10 +396,10 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 		if err != nil {
 			return nil, &ConfigError{Server: name, Field: "headers." + k, Reason: err.Error()}
 		}
-		secrets = append(secrets, secretValues(k, raw, v)...)
+		secrets = append(secrets, redact.KeyValues(k, raw, v)...)
 		sv.headers.Set(k, v)
 	}
-	secrets = append(secrets, urlSecrets(sc.URL)...)
+	secrets = append(secrets, redact.URLValues(sc.URL)...)
 	if sc.URL != "" && sv.headers.Get("Authorization") == "" && (sc.OAuth == nil || !sc.OAuth.Disabled) {
 		var oc OAuthConfig
 		if sc.OAuth != nil {
@@ -443,7 +444,7 @@ func newServer(src *Source, name string, sc *ServerConfig) (*server, error) {
 	})
 	// A "${NAME}" reference is not itself secret; keep it readable.
 	secrets = slices.DeleteFunc(secrets, func(v string) bool { return varRef.MatchString(v) && varRef.ReplaceAllString(v, "") == "" })
-	sv.scrub = newScrubber(secrets...)
+	sv.scrub = redact.NewSecrets(secrets...)
 	return sv, nil
 }
 
@@ -459,7 +460,7 @@ func sortedKeys(m map[string]string) []string {
 // errorf builds an error that names the server and is scrubbed of its
 // secrets.
 func (sv *server) errorf(format string, args ...any) error {
-	return sv.scrub.error(fmt.Errorf("mcptool: server %s: "+format, append([]any{sv.name}, args...)...))
+	return scrubError(sv.scrub, fmt.Errorf("mcptool: server %s: "+format, append([]any{sv.name}, args...)...))
 }
 
 // get returns the live connection, connecting when there is none or the

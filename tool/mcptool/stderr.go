@@ -113,7 +113,7 @@ func (sv *server) withStderr(err error) error {
 		return err
 	}
 	if sv.scrub != nil {
-		s = sv.scrub.text(s)
+		s = sv.scrub.Text(s)
 	}
 	return &stderrError{err: err, text: s}
 }

@@ -121,7 +121,7 @@ func (t *Tool) taskHandle(th TaskHandle, status string) (tool.Handle, error) {
 	if th.CancelRequested != "" {
 		ev += "; tasks/cancel sent (" + th.CancelRequested + ")"
 	}
-	return tool.Handle{Kind: HandleTask, Data: b, Evidence: t.server.scrub.text(ev)}, nil
+	return tool.Handle{Kind: HandleTask, Data: b, Evidence: t.server.scrub.Text(ev)}, nil
 }
 
 // unknownf is an error of unknown outcome naming the server and the tool.
@@ -131,7 +131,7 @@ func (t *Tool) unknownf(cause error, format string, args ...any) error {
 	if cause != nil {
 		msg += ": " + cause.Error()
 	}
-	return sv.scrub.error(&unknownError{msg: msg, cause: cause})
+	return scrubError(sv.scrub, &unknownError{msg: msg, cause: cause})
 }
 
 // startTask records a task the server answered a call with, before
@@ -227,7 +227,7 @@ func (t *Tool) followTask(ctx context.Context, th TaskHandle, hintMs int64) (too
 		case "failed":
 			if tk.Error != nil && tk.Error.Code == jsonrpc.CodeInvalidParams {
 				return tool.Result{}, &tool.Error{Kind: tool.KindValidation, Tool: t.spec.Name,
-					Violations: []string{sv.scrub.text(tk.Error.Message)},
+					Violations: []string{sv.scrub.Text(tk.Error.Message)},
 					Err:        sv.errorf("tool %s: task %s failed: the server refused the arguments", t.remote, th.TaskID)}
 			}
 			msg := tk.StatusMessage
@@ -280,7 +280,7 @@ func (sv *server) cancelTask(ctx context.Context, taskID string) error {
 		if !errors.As(err, &werr) {
 			sv.drop(sess)
 		}
-		return sv.scrub.error(err)
+		return scrubError(sv.scrub, err)
 	}
 	return nil
 }
@@ -319,11 +319,11 @@ func (s *Source) TaskStatus(ctx context.Context, server, taskID string) (status,
 	}
 	raw, err := sv.rawRequest(ctx, sess, "tasks/get", map[string]any{"taskId": taskID})
 	if err != nil {
-		return "", "", sv.scrub.error(err)
+		return "", "", scrubError(sv.scrub, err)
 	}
 	var tk task
 	if err := json.Unmarshal(raw, &tk); err != nil {
 		return "", "", err
 	}
-	return tk.Status, sv.scrub.text(tk.StatusMessage), nil
+	return tk.Status, sv.scrub.Text(tk.StatusMessage), nil
 }

@@ -112,7 +112,7 @@ func (sv *server) newTool(mt *mcp.Tool) (*Tool, error) {
 	ov := sv.cfg.Tools[mt.Name]
 	spec := tool.Spec{
 		Name:            QualifiedName(sv.name, mt.Name),
-		Description:     sv.scrub.text(describe(mt)),
+		Description:     sv.scrub.Text(describe(mt)),
 		Effect:          effectFor(mt.Annotations, sv.cfg.TrustAnnotations, ov.Effect),
 		RequireApproval: ov.RequireApproval,
 	}
@@ -139,7 +139,7 @@ func (sv *server) schema(v any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sv.scrub.json(b), nil
+	return sv.scrub.JSON(b), nil
 }
 
 // Call implements [tool.Tool]: one tools/call, sent at most once, carrying
@@ -269,7 +269,7 @@ func (t *Tool) failed(ctx context.Context, sess *session, obs *callObserver, err
 		switch werr.Code {
 		case jsonrpc.CodeInvalidParams:
 			return &tool.Error{Kind: tool.KindValidation, Tool: t.spec.Name,
-				Violations: []string{sv.scrub.text(werr.Message)},
+				Violations: []string{sv.scrub.Text(werr.Message)},
 				Err:        sv.errorf("tool %s: the server refused the arguments (JSON-RPC %d); the tool did not run", t.remote, werr.Code)}
 		case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound:
 			return sv.errorf("tool %s: the server refused the request (JSON-RPC %d: %s); the tool did not run", t.remote, werr.Code, werr.Message)
@@ -293,7 +293,7 @@ func (t *Tool) failed(ctx context.Context, sess *session, obs *callObserver, err
 	case werr != nil:
 		why = fmt.Sprintf("the server answered JSON-RPC error %d, which does not say whether the tool acted", werr.Code)
 	}
-	return sv.scrub.error(&unknownError{msg: fmt.Sprintf("mcptool: server %s: tool %s: %s; the call was not re-sent and its connection was dropped: %v",
+	return scrubError(sv.scrub, &unknownError{msg: fmt.Sprintf("mcptool: server %s: tool %s: %s; the call was not re-sent and its connection was dropped: %v",
 		sv.name, t.remote, why, err), cause: err})
 }
 
@@ -339,10 +339,10 @@ func (t *Tool) result(res *mcp.CallToolResult) tool.Result {
 			parts = append(parts, string(b))
 		}
 	}
-	out := tool.Result{Content: sv.scrub.text(strings.Join(parts, "\n")), IsError: res.IsError}
+	out := tool.Result{Content: sv.scrub.Text(strings.Join(parts, "\n")), IsError: res.IsError}
 	if res.StructuredContent != nil && !out.IsError {
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			out.Data = sv.scrub.json(b)
+			out.Data = sv.scrub.JSON(b)
 		}
 	}
 	return out
