@@ -30,6 +30,14 @@ const currentEntry = `SELECT rev, created FROM (
 		UNION ALL SELECT revision, created_at FROM ledger WHERE tenant = ? AND run_id = ? AND call_id = ?)
 	ORDER BY rev DESC LIMIT 1`
 
+// currentEntryN is currentEntry on the numbered parameters ?1 (tenant),
+// ?2 (run id) and ?3 (call id).
+const currentEntryN = `SELECT rev, created FROM (
+		SELECT * FROM (SELECT entry_rev AS rev, entry_created AS created FROM events
+			WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3 ORDER BY seq DESC LIMIT 1)
+		UNION ALL SELECT revision, created_at FROM ledger WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3)
+	ORDER BY rev DESC LIMIT 1`
+
 // entryRecord writes a ledger transition and its event as one events row,
 // numbered seq (0: after the run's last event, in the same statement). The
 // row is written only if the call's current revision is the expected one
@@ -59,31 +67,36 @@ func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store
 	} else {
 		stored.Time = store.Time(stored.Time)
 	}
-	cond, fargs := fenceCond(e.Tenant, fence)
-	seqExpr := `?`
-	args := make([]any, 0, 48)
+	// Numbered parameters: those of the conditions (tenant, run, call,
+	// expected revision, fence) come first and each is bound once. With
+	// positional ones, the call's lookup used parameters past the 31st,
+	// which SQLite tracks as one: every execution re-prepared the
+	// statement (a quarter of the write's CPU on the pure-Go driver).
+	seqExpr := `?4`
 	if seq == 0 {
-		seqExpr = `COALESCE((SELECT MAX(seq) FROM events WHERE tenant = ? AND run_id = ?), 0) + 1`
-		args = append(args, e.Tenant, e.RunID)
-	} else {
-		args = append(args, seq)
+		seqExpr = `COALESCE((SELECT MAX(seq) FROM events WHERE tenant = ?1 AND run_id = ?2), 0) + 1`
 	}
-	args = append(args, stored.ID, stored.ParentRunID, stored.TraceID, stored.SpanID, stored.Type, micros(stored.Time), optJSON(stored.Data),
-		e.CallID, e.Turn, e.Index, e.Tool, e.Effect, string(e.State), e.IdempotencyKey, e.Attempt, e.ArgsDigest,
+	cond := ""
+	var fKey, fHolder, fEpoch any
+	if fence != nil {
+		cond = ` AND EXISTS (SELECT 1 FROM claims WHERE tenant = ?1 AND key = ?6 AND holder = ?7 AND epoch = ?8)`
+		fKey, fHolder, fEpoch = fence.Key, fence.Holder, fence.Epoch
+	}
+	args := []any{e.Tenant, e.RunID, e.CallID, seq, w.ExpectedRevision, fKey, fHolder, fEpoch, now,
+		stored.ID, stored.ParentRunID, stored.TraceID, stored.SpanID, stored.Type, micros(stored.Time), optJSON(stored.Data),
+		e.Turn, e.Index, e.Tool, e.Effect, string(e.State), e.IdempotencyKey, e.Attempt, e.ArgsDigest,
 		optJSON(e.Args), optJSON(e.Result), optJSON(e.Error), approval, resolution, e.Holder, e.Epoch, out.Revision,
-		now, now, optMicros(e.StartedAt), optMicros(e.CommittedAt),
-		e.Tenant, e.RunID, e.CallID, e.Tenant, e.RunID, e.CallID, w.ExpectedRevision)
-	args = append(args, fargs...)
+		optMicros(e.StartedAt), optMicros(e.CommittedAt)}
 	var created int64
 	found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO events (tenant, run_id, seq, id, parent_run_id,
 			trace_id, span_id, type, time, data, call_id, turn, idx, tool, effect, state, idempotency_key, attempt,
 			args_digest, args, result, error, approval, resolution, holder, epoch, entry_rev, entry_created,
 			entry_updated, started_at, committed_at)
-		SELECT ?1, ?2, `+seqExpr+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-			COALESCE(cur.created, ?), ?, ?, ?
-		FROM (SELECT 1) LEFT JOIN (`+currentEntry+`) cur
-		WHERE COALESCE(cur.rev, 0) = ?`+cond+`
-		RETURNING seq, entry_created`, append([]any{e.Tenant, e.RunID}, args...)...)),
+		SELECT ?1, ?2, `+seqExpr+`, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?3, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
+			?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, COALESCE(cur.created, ?9), ?9, ?33, ?34
+		FROM (SELECT 1) LEFT JOIN (`+currentEntryN+`) cur
+		WHERE COALESCE(cur.rev, 0) = ?5`+cond+`
+		RETURNING seq, entry_created`, args...)),
 		func(sc scanner) error { return sc.Scan(&stored.Seq, &created) })
 	if isForeignKey(err) {
 		return nil, nil, &store.NotFoundError{Kind: "run", ID: e.RunID}
