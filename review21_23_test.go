@@ -5,7 +5,6 @@ package actoviq_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,25 +18,6 @@ import (
 	"github.com/actoviq/actoviq-go/store/storesqlite"
 )
 
-// gatedCreateStore holds the RunCreate of one run id until released, then
-// fails it: a Spawn that took a place of MaxChildren, wrote nothing, and
-// gave the place back after others had taken the places behind it.
-type gatedCreateStore struct {
-	store.Store
-	id      string
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (s *gatedCreateStore) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
-	if p.Run != nil && p.Run.ID == s.id {
-		close(s.entered)
-		<-s.release
-		return nil, errors.New("the store failed the write")
-	}
-	return s.Store.RunCreate(ctx, p)
-}
-
 // A place given back by a failed Spawn leaves a hole before the places
 // other children hold. A retried Spawn of a child that exists (its first
 // answer was lost) must keep the child's one place, not take the hole as
@@ -45,16 +25,7 @@ func (s *gatedCreateStore) RunCreate(ctx context.Context, p *store.RunCreatePara
 // accept another child.
 func TestReview23RetriedSpawnTakesNoSecondPlace(t *testing.T) {
 	ctx := context.Background()
-	sq, err := storesqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
-	st := &gatedCreateStore{Store: sq, id: "root.a", entered: make(chan struct{}), release: make(chan struct{})}
-	rt := newRT(t, st, "A", time.Minute)
-	if _, err := rt.Run(ctx, agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
-		t.Fatal(err)
-	}
+	st, rt := spawnTree(t, "root.a")
 	opts := &actoviq.SpawnOptions{Budget: actoviq.Budget{MaxChildren: 2}}
 	good := childAgent("bg", scripted.New(scripted.Turn{Text: "x"}))
 	failed := make(chan error, 1)
@@ -73,7 +44,7 @@ func TestReview23RetriedSpawnTakesNoSecondPlace(t *testing.T) {
 	// root.b's caller did not see its answer and asks again.
 	id, err := rt.Spawn(ctx, "root", good, &actoviq.Input{RunID: "root.b"}, opts)
 	t.Logf("retried Spawn of root.b: %q %v", id, err)
-	kids, err := sq.RunList(ctx, &store.RunListParams{Tenant: "default", ParentID: "root"})
+	kids, err := st.RunList(ctx, &store.RunListParams{Tenant: "default", ParentID: "root"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,18 +86,46 @@ func TestReview23SpawnedIDIsNotACallsChild(t *testing.T) {
 	}
 }
 
-// createFailStore fails the next RunCreate once armed: a store error after
-// Spawn took its place in the tree's budget.
+// createFailStore fails RunCreate, as a store error after Spawn took its
+// place in the tree's budget: the next one once armed, and the one of run
+// gateID, which first closes entered and waits for release (a failing
+// Spawn that others overtake).
 type createFailStore struct {
 	store.Store
-	armed atomic.Bool
+	armed   atomic.Bool
+	gateID  string
+	entered chan struct{}
+	release chan struct{}
 }
 
 func (s *createFailStore) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
+	if s.gateID != "" && p.Run != nil && p.Run.ID == s.gateID {
+		close(s.entered)
+		<-s.release
+		return nil, errors.New("the store failed the write")
+	}
 	if s.armed.CompareAndSwap(true, false) {
 		return nil, errors.New("the store failed the write")
 	}
 	return s.Store.RunCreate(ctx, p)
+}
+
+// spawnTree is a runtime over a SQLite file behind a createFailStore
+// gating run gateID ("" for none), with the run "root" done, ready to
+// Spawn children under it.
+func spawnTree(t *testing.T, gateID string) (*createFailStore, *actoviq.Runtime) {
+	t.Helper()
+	sq, err := storesqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Close() })
+	st := &createFailStore{Store: sq, gateID: gateID, entered: make(chan struct{}), release: make(chan struct{})}
+	rt := newRT(t, st, "A", time.Minute)
+	if _, err := rt.Run(context.Background(), agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
+		t.Fatal(err)
+	}
+	return st, rt
 }
 
 // The review's leftover: a Spawn whose child write fails after it took a
@@ -106,16 +134,7 @@ func (s *createFailStore) RunCreate(ctx context.Context, p *store.RunCreateParam
 // no child with that id exists.
 func TestSpawnWhoseWriteFailsSpendsNoPlace(t *testing.T) {
 	ctx := context.Background()
-	sq, err := storesqlite.Open(filepath.Join(t.TempDir(), "a.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sq.Close() })
-	st := &createFailStore{Store: sq}
-	rt := newRT(t, st, "A", time.Minute)
-	if _, err := rt.Run(ctx, agent(scripted.New(scripted.Turn{Text: "root"})), &actoviq.Input{RunID: "root"}); err != nil {
-		t.Fatal(err)
-	}
+	st, rt := spawnTree(t, "")
 	opts := &actoviq.SpawnOptions{Budget: actoviq.Budget{MaxChildren: 1}}
 	good := childAgent("bg", scripted.New(scripted.Turn{Text: "x"}))
 	st.armed.Store(true)

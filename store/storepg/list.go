@@ -244,23 +244,26 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 			q += liveCount
 			args = append(args, s.listNow(p.Now))
 		}
-		rows, err := s.pool.Query(ctx, s.q(q), args...)
+		parts, err := s.queryCounts(ctx, q, args)
 		if err != nil {
-			return nil, mapErr("count runs", err)
-		}
-		parts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RunCount, error) {
-			var c store.RunCount
-			var st string
-			err := row.Scan(&st, &c.WaitKind, &c.N)
-			c.Status = store.RunStatus(st)
-			return c, err
-		})
-		if err != nil {
-			return nil, mapErr("count runs", err)
+			return nil, err
 		}
 		return store.SubtractCounts(parts, nil), nil
 	}
 	q, args := s.countQuery(p)
+	out, err := s.queryCounts(ctx, q, args)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []store.RunCount{}
+	}
+	store.SortCounts(out)
+	return out, nil
+}
+
+// queryCounts runs a count query whose rows are (status, wait kind, n).
+func (s *Store) queryCounts(ctx context.Context, q string, args []any) ([]store.RunCount, error) {
 	rows, err := s.pool.Query(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, mapErr("count runs", err)
@@ -275,10 +278,6 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 	if err != nil {
 		return nil, mapErr("count runs", err)
 	}
-	if out == nil {
-		out = []store.RunCount{}
-	}
-	store.SortCounts(out)
 	return out, nil
 }
 

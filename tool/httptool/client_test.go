@@ -338,52 +338,14 @@ func TestTransportReplayOnlyWhenTheTargetDedupes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ dedupes, body bool }{{false, true}, {false, false}, {true, true}} {
 		dedupes := tc.dedupes
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var keys []string
-		var wg sync.WaitGroup
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer conn.Close()
-					br := bufio.NewReader(conn)
-					for i := 0; ; i++ {
-						req, err := http.ReadRequest(br)
-						if err != nil {
-							return
-						}
-						io.Copy(io.Discard, req.Body)
-						mu.Lock()
-						k := req.Header.Get("Idempotency-Key")
-						if len(req.TransferEncoding) > 0 {
-							k += "(chunked)"
-						}
-						keys = append(keys, k)
-						mu.Unlock()
-						if i == 1 {
-							return // read, then close without an answer
-						}
-						io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-					}
-				}()
-			}
-		}()
+		srv := newDropSecondServer(t)
 		// One connection per host: the second request waits for the
 		// first one's connection to go back to the pool instead of
 		// racing it onto a fresh connection (a fresh connection is
 		// never re-sent on, and the server answers its first request).
 		tr := &http.Transport{MaxConnsPerHost: 1}
 		c := client(t, &httptool.Config{Dedupes: dedupes, Key: httptool.BareKey, HTTPClient: &http.Client{Transport: tr}})
-		url := "http://" + ln.Addr().String()
+		url := srv.url()
 		if _, err := c.Do(post(t, tool.WithIdempotencyKey(context.Background(), "k1"), url)); err != nil {
 			t.Fatal(err)
 		}
@@ -392,10 +354,7 @@ func TestTransportReplayOnlyWhenTheTargetDedupes(t *testing.T) {
 			second, _ = http.NewRequestWithContext(second.Context(), "POST", url+"/v1/payments/pay_1/capture", nil)
 		}
 		_, err2 := c.Do(second)
-		ln.Close()
-		mu.Lock()
-		got := strings.Join(keys, ",")
-		mu.Unlock()
+		got := srv.stop(tr)
 		if dedupes {
 			if got != "k1,k2,k2" || err2 != nil {
 				t.Errorf("Dedupes: keys %s, err %v; want k1,k2,k2 (the transport re-sent) and an answer", got, err2)
@@ -405,9 +364,79 @@ func TestTransportReplayOnlyWhenTheTargetDedupes(t *testing.T) {
 				t.Errorf("no Dedupes (body %v): keys %s, err %v; want k1,k2 (sent once, not chunked) and an unknown outcome", tc.body, got, err2)
 			}
 		}
-		tr.CloseIdleConnections() // the server's reader ends with the connection
-		wg.Wait()
 	}
+}
+
+// dropSecondServer is a raw HTTP/1.1 server that answers the first request
+// of each connection and closes the connection after reading the second,
+// without an answer: a reused keep-alive connection that breaks after the
+// request was written, on which Go's transport may re-send. It records the
+// Idempotency-Key of every request it reads ("(chunked)" added for a
+// chunked body).
+type dropSecondServer struct {
+	ln   net.Listener
+	mu   sync.Mutex
+	keys []string
+	wg   sync.WaitGroup
+}
+
+func newDropSecondServer(t *testing.T) *dropSecondServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &dropSecondServer{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Add(1)
+			go s.serve(conn)
+		}
+	}()
+	return s
+}
+
+func (s *dropSecondServer) serve(conn net.Conn) {
+	defer s.wg.Done()
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for i := 0; ; i++ {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		k := req.Header.Get("Idempotency-Key")
+		if len(req.TransferEncoding) > 0 {
+			k += "(chunked)"
+		}
+		s.mu.Lock()
+		s.keys = append(s.keys, k)
+		s.mu.Unlock()
+		if i == 1 {
+			return // read, then close without an answer
+		}
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+	}
+}
+
+func (s *dropSecondServer) url() string { return "http://" + s.ln.Addr().String() }
+
+// stop closes the listener and tr's idle connections (the server's readers
+// end with them), waits for the readers, and returns the keys read, in
+// order, joined with commas.
+func (s *dropSecondServer) stop(tr *http.Transport) string {
+	s.ln.Close()
+	tr.CloseIdleConnections()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.keys, ",")
 }
 
 func TestConfigRefused(t *testing.T) {

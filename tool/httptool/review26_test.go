@@ -1,12 +1,10 @@
 package httptool_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,52 +20,15 @@ import (
 // GET, HEAD, OPTIONS or TRACE whatever its headers when a reused keep-alive
 // connection breaks after the request was written. A side effect behind a
 // GET (a legacy SMS or webhook API) must be sent once too when the target
-// does not dedupe. Same raw server as TestTransportReplayOnlyWhenTheTargetDedupes.
+// does not dedupe. The raw server is dropSecondServer, as in
+// TestTransportReplayOnlyWhenTheTargetDedupes.
 func TestReview26NoMethodIsResentWithoutDedupes(t *testing.T) {
 	t.Parallel()
 	for _, method := range []string{"GET", "OPTIONS", "DELETE", "PUT"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var keys []string
-		var wg sync.WaitGroup
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer conn.Close()
-					br := bufio.NewReader(conn)
-					for i := 0; ; i++ {
-						req, err := http.ReadRequest(br)
-						if err != nil {
-							return
-						}
-						io.Copy(io.Discard, req.Body)
-						mu.Lock()
-						k := req.Header.Get("Idempotency-Key")
-						if len(req.TransferEncoding) > 0 {
-							k += "(chunked)"
-						}
-						keys = append(keys, k)
-						mu.Unlock()
-						if i == 1 {
-							return // read, then close without an answer
-						}
-						io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
-					}
-				}()
-			}
-		}()
+		srv := newDropSecondServer(t)
 		tr := &http.Transport{MaxConnsPerHost: 1}
 		c := client(t, &httptool.Config{Key: httptool.BareKey, HTTPClient: &http.Client{Transport: tr}})
-		url := "http://" + ln.Addr().String() + "/send?to=1"
+		url := srv.url() + "/send?to=1"
 		send := func(key string) error {
 			req, err := http.NewRequestWithContext(tool.WithIdempotencyKey(context.Background(), key), method, url, nil)
 			if err != nil {
@@ -80,15 +41,10 @@ func TestReview26NoMethodIsResentWithoutDedupes(t *testing.T) {
 			t.Fatalf("%s: first: %v", method, err)
 		}
 		err2 := send("k2")
-		ln.Close()
-		mu.Lock()
-		got := strings.Join(keys, ",")
-		mu.Unlock()
+		got := srv.stop(tr)
 		if got != "k1,k2" || !errors.Is(err2, tool.ErrOutcomeUnknown) {
 			t.Errorf("%s without Dedupes: keys %s, err %v; want k1,k2 (sent once, not chunked) and an unknown outcome", method, got, err2)
 		}
-		tr.CloseIdleConnections()
-		wg.Wait()
 	}
 }
 

@@ -3,13 +3,11 @@ package mcptool_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
-	"github.com/actoviq/actoviq-go/store/storesqlite"
 )
 
 // Through the runtime (SQLite file): a person answers the first of two
@@ -18,25 +16,7 @@ import (
 // after the second answer.
 func TestReviewRuntimeSecondRoundGoesToAPerson(t *testing.T) {
 	s, url := newTwoRoundServer(t)
-	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := actoviq.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	src, err := killSource(url, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	agent, err := killAgent(src, "transfer")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, agent := sqliteRuntime(t, url, "transfer")
 	ctx := context.Background()
 	res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: "r2", Items: []item.Item{item.UserText("go")}})
 	if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 ||
@@ -70,25 +50,7 @@ func TestReviewRuntimeSecondRoundGoesToAPerson(t *testing.T) {
 // once.
 func TestReviewRuntimeConcurrentAnswers(t *testing.T) {
 	s, url := newTwoRoundServer(t)
-	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := actoviq.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	src, err := killSource(url, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	agent, err := killAgent(src, "transfer")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, agent := sqliteRuntime(t, url, "transfer")
 	ctx := context.Background()
 	if res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: "r3", Items: []item.Item{item.UserText("go")}}); err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("run %+v, %v", res, err)

@@ -43,6 +43,33 @@ func killAgent(src *mcptool.Source, toolName string) (*actoviq.AgentSpec, error)
 		scripted.Turn{Text: "done"})}, nil
 }
 
+// sqliteRuntime is a runtime over a new SQLite file and the kill agent
+// calling toolName on the server at url (no elicitation handler), closed
+// when the test ends.
+func sqliteRuntime(t *testing.T, url, toolName string) (*actoviq.Runtime, *actoviq.AgentSpec) {
+	t.Helper()
+	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	rt, err := actoviq.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	src, err := killSource(url, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	agent, err := killAgent(src, toolName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, agent
+}
+
 func killSource(url string, elicit bool) (*mcptool.Source, error) {
 	opts := &mcptool.Options{TaskPoll: 5 * time.Millisecond, TaskPollMax: 20 * time.Millisecond}
 	if elicit {
@@ -281,25 +308,7 @@ func TestRuntimeSIGKILLTaskForgotten(t *testing.T) {
 // once.
 func TestRuntimeCancelSendsTaskCancel(t *testing.T) {
 	s := newV26Server(t, false)
-	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := actoviq.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	src, err := killSource(s.url(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	agent, err := killAgent(src, "slow_task")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, agent := sqliteRuntime(t, s.url(), "slow_task")
 	cancelled := make(chan struct{})
 	var once sync.Once
 	s.setOnGet(func(_ string, n int) {
@@ -342,25 +351,7 @@ func TestRuntimeCancelSendsTaskCancel(t *testing.T) {
 // recorded); a person's answer continues the call with the same key.
 func TestRuntimeInputInterruptionAnswered(t *testing.T) {
 	s := newV26Server(t, false)
-	st, err := storesqlite.Open(filepath.Join(t.TempDir(), "runs.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	rt, err := actoviq.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	src, err := killSource(s.url(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	agent, err := killAgent(src, "pay")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, agent := sqliteRuntime(t, s.url(), "pay")
 	ctx := context.Background()
 	res, err := rt.Run(ctx, agent, &actoviq.Input{RunID: "r1", Items: []item.Item{item.UserText("go")}})
 	if err != nil {
