@@ -40,6 +40,22 @@ type AgentSpec struct {
 	// again after a crash; the zero value re-runs nothing. Side effects
 	// never are.
 	Recovery RecoveryPolicy
+	// SessionWindow bounds how much of a session a new run of the agent
+	// takes into its transcript, hence sends to the model: the session's
+	// last SessionWindow items, starting at the first user message among
+	// them (so the model sees whole turns, and no tool result without its
+	// call). The store reads only those items, so a run continuing a
+	// session of any length costs about what it would with a short one.
+	// 0 (the default) takes the whole session, as before: the right
+	// choice when the model must see everything, at a cost that grows
+	// with the session. Negative is refused.
+	//
+	// A run records the window it took with the session revision it
+	// started from; a later drive, Runtime.Get and the console read the
+	// same items back, whatever the agent says then. The window is not
+	// part of [AgentSpec.Digest]. The session itself always keeps every
+	// item.
+	SessionWindow int
 }
 
 // Limits bound a run. Zero values mean the documented defaults.
@@ -166,6 +182,8 @@ func (a *AgentSpec) Validate() error {
 		return fmt.Errorf("actoviq: agent %s: Approval.Policy needs a Version, so approvals can bind to it", a.ID)
 	case a.OutputSchema != nil && !json.Valid(a.OutputSchema):
 		return fmt.Errorf("actoviq: agent %s: OutputSchema is not JSON", a.ID)
+	case a.SessionWindow < 0:
+		return fmt.Errorf("actoviq: agent %s: SessionWindow is negative (%d); 0 takes the whole session", a.ID, a.SessionWindow)
 	}
 	return a.Limits.validate(a.ID)
 }

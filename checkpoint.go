@@ -43,9 +43,10 @@ func (c *cpEncoder) encode(cp *checkpoint) (head json.RawMessage, app []json.Raw
 func (c *cpEncoder) wrote(cp *checkpoint) { c.stored = len(cp.Items) }
 
 // storedForm returns a new checkpoint as a run is created with it: its
-// head and its transcript as the log's first items.
+// head and its transcript as the log's first items (after a session
+// prefix held by reference, which is never stored with the run).
 func storedForm(cp *checkpoint) (json.RawMessage, []json.RawMessage, error) {
-	var enc cpEncoder
+	enc := cpEncoder{stored: cp.logFrom}
 	return enc.encode(cp)
 }
 
@@ -88,6 +89,16 @@ type checkpoint struct {
 	// SessionPrefix the number of leading Items that came from it.
 	SessionBase   int64 `json:"session_base,omitempty"`
 	SessionPrefix int   `json:"session_prefix,omitempty"`
+	// SessionRef is set for a run that holds its session's part of the
+	// transcript by reference: the run's log holds only its own items, and
+	// the prefix is read back from the session as of SessionBase (see
+	// sessionPrefix). A run stored before copied the prefix into its log;
+	// it reads as it was stored.
+	SessionRef bool `json:"session_ref,omitempty"`
+	// SessionWindow, above 0, says the prefix is the session's last
+	// SessionWindow journal items as of SessionBase (AgentSpec.SessionWindow,
+	// cut at a turn's start); 0 means the whole session as of SessionBase.
+	SessionWindow int `json:"session_window,omitempty"`
 	// Malformed counts tool calls whose arguments were not a JSON object
 	// (Limits.MaxMalformedCalls).
 	Malformed int `json:"malformed,omitempty"`
@@ -100,9 +111,41 @@ type checkpoint struct {
 	// ProviderFailures counts provider interruptions in a row.
 	ProviderFailures int `json:"provider_failures,omitempty"`
 
-	// logged is the number of leading Items the run's log holds (the rest
-	// were stored in the checkpoint by an older version, or not yet).
+	// logged is the index in Items up to which the run's log holds them
+	// (the rest were stored in the checkpoint by an older version, or not
+	// yet).
 	logged int
+	// logFrom is the index in Items of the log's first item: the length
+	// of the session prefix held in memory for a SessionRef run, 0
+	// otherwise. A log index i (ModelResponseData.ItemsAt) is Items[logFrom+i].
+	logFrom int
+	// held is the number of leading Items that came from the session:
+	// SessionPrefix once a SessionRef run's prefix is read back (0 before),
+	// SessionPrefix for a run stored before.
+	held int
+	// prefixRead is set once a SessionRef run's prefix is in Items.
+	prefixRead bool
+}
+
+// prefixMissing reports whether the run holds a session prefix by
+// reference that Items does not have yet.
+func (cp *checkpoint) prefixMissing() bool {
+	return cp.SessionRef && cp.SessionPrefix > 0 && !cp.prefixRead
+}
+
+// withPrefix puts the session prefix, read back from the session, in front
+// of Items, and moves the log offsets past it.
+func (cp *checkpoint) withPrefix(prefix []item.Item) {
+	n := len(prefix)
+	if len(cp.Items) == 0 {
+		cp.Items = prefix // grows in place, into its spare capacity
+	} else {
+		cp.Items = append(prefix[:n:n], cp.Items...)
+	}
+	cp.logged += n
+	cp.logFrom += n
+	cp.held += n
+	cp.prefixRead = true
 }
 
 func decodeCheckpoint(r *store.Run) (*checkpoint, error) {
@@ -128,6 +171,9 @@ func decodeCheckpoint(r *store.Run) (*checkpoint, error) {
 			}
 		}
 		cp.logged = len(r.Log)
+	}
+	if !cp.SessionRef {
+		cp.held = cp.SessionPrefix // in the log (or this checkpoint), as stored before
 	}
 	return &cp, nil
 }

@@ -127,6 +127,9 @@ func resultItem(en *store.LedgerEntry) item.Item {
 }
 
 func (d *drive) callModel(ctx context.Context) (*llm.Response, error) {
+	if err := d.readPrefix(ctx); err != nil {
+		return nil, err
+	}
 	if err := d.tcheck.Check(d.cp.Items); err != nil {
 		// Never send a tool call without its result to a provider.
 		return nil, err
@@ -183,6 +186,9 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	// The call ids the transcript already holds (the incremental check has
 	// them: no pass over the whole transcript per turn), and those this
 	// response assigns.
+	if err := d.readPrefix(ctx); err != nil {
+		return nil, err
+	}
 	_ = d.tcheck.Check(d.cp.Items)
 	assigned := map[string]bool{}
 	used := func(id string) bool { return assigned[id] || d.tcheck.Seen(id) }
@@ -256,7 +262,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
 	// The items are stored once, in the run's log: the event says where.
 	respData := &ModelResponseData{Turn: turn, ResponseID: resp.ID, StopReason: resp.StopReason, Usage: resp.Usage,
-		ItemsAt: &LogRange{From: len(d.cp.Items) - len(items), Count: len(items)}}
+		ItemsAt: &LogRange{From: len(d.cp.Items) - d.cp.logFrom - len(items), Count: len(items)}}
 	if len(calls) == 0 {
 		d.cp.Output = items
 		if err := d.appendSession(ctx); err != nil {

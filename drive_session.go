@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/actoviq/actoviq-go/item"
+	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/store"
 )
 
@@ -40,6 +42,9 @@ func (d *drive) releaseSession() {
 	_ = d.rt.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: d.rt.tenant, Fence: *d.sessionFence})
 }
 
+// sessionItems decodes a loaded session's items (snapshot, then entries).
+// It drops the entries' JSON as it goes, so that the session is not held
+// twice over (raw and decoded) longer than one item.
 func sessionItems(st *store.SessionState) ([]item.Item, error) {
 	var out []item.Item
 	if st.Snapshot != nil {
@@ -47,14 +52,132 @@ func sessionItems(st *store.SessionState) ([]item.Item, error) {
 			return nil, &store.DataError{Kind: "session snapshot", ID: st.SessionID, Err: err}
 		}
 	}
-	for _, en := range st.Entries {
-		var it item.Item
-		if err := json.Unmarshal(en.Item, &it); err != nil {
+	out = slices.Grow(out, len(st.Entries)+32) // room for a run's first items
+	for i := range st.Entries {
+		en := &st.Entries[i]
+		out = append(out, item.Item{})
+		if err := json.Unmarshal(en.Item, &out[len(out)-1]); err != nil {
 			return nil, &store.DataError{Kind: "session", ID: fmt.Sprintf("%s#%d", st.SessionID, en.Seq), Err: err}
 		}
-		out = append(out, it)
+		en.Item = nil
 	}
+	st.Entries = nil
 	return out, nil
+}
+
+// A run holds its session by reference (checkpoint.SessionRef): it
+// records the session revision it started from (SessionBase), how many
+// items it took from it (SessionPrefix) and its window (SessionWindow),
+// and its log holds only its own items. So creating the run, and every
+// write of it, costs the run, not the session. Whatever needs the whole
+// transcript (the model, Runtime.Get) reads the prefix back from the
+// session as of SessionBase: the journal only grows, so that is the prefix
+// the run started with.
+//
+// AgentSpec.SessionWindow bounds what a run takes: the session's last N
+// items, read through an index (store.SessionLoadParams.Last), cut at the
+// first user message among them so that the model sees whole turns and no
+// tool result without its call.
+
+// startSession reads the prefix a new run of the session takes: the whole
+// session, or with window > 0 its last items from a turn's start. It
+// returns the items, the session's revision and the window to record (the
+// number of journal items kept, 0 for the whole session).
+func (rt *Runtime) startSession(ctx context.Context, sessionID string, window int) ([]item.Item, int64, int, error) {
+	st, err := rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: rt.tenant, SessionID: sessionID, Last: max(window, 0)})
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("actoviq: load session %s: %w", sessionID, err)
+	}
+	rev := st.Revision
+	items, err := sessionItems(st)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if window <= 0 {
+		return items, rev, 0, nil
+	}
+	items = items[windowStart(items):]
+	return items, rev, len(items), nil
+}
+
+// windowStart returns where a window of a session's items may start: at
+// its first user message (a turn's start), and in any case after the last
+// tool result whose call the window cut off, so that the model never sees
+// a result without its call.
+func windowStart(items []item.Item) int {
+	start := len(items)
+	for i, it := range items {
+		if it.Role == item.RoleUser && it.Type != item.TypeToolResult {
+			start = i
+			break
+		}
+	}
+	if start == len(items) {
+		start = 0 // no user message: keep what pairs up
+	}
+	calls := map[string]bool{}
+	for i := start; i < len(items); i++ {
+		switch it := items[i]; {
+		case it.Type == item.TypeToolCall && it.ToolCall != nil:
+			calls[it.ToolCall.ID] = true
+		case it.Type == item.TypeToolResult && it.ToolResult != nil && !calls[it.ToolResult.CallID]:
+			start = i + 1
+			clear(calls)
+		}
+	}
+	return start
+}
+
+// sessionPrefix reads back the session prefix of a run that holds it by
+// reference: the session as of the revision the run started from, with
+// the run's window. A prefix that no longer reads as the run recorded it
+// (another length) is a *store.DataError.
+func (rt *Runtime) sessionPrefix(ctx context.Context, run *store.Run, cp *checkpoint) ([]item.Item, error) {
+	st, err := rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: rt.tenant, SessionID: run.SessionID,
+		AsOf: cp.SessionBase, Last: cp.SessionWindow})
+	if err != nil {
+		return nil, fmt.Errorf("actoviq: run %s: read session %s as of revision %d: %w", run.ID, run.SessionID, cp.SessionBase, err)
+	}
+	items, err := sessionItems(st)
+	if err != nil {
+		return nil, err
+	}
+	if cp.SessionWindow > 0 && len(items) != cp.SessionWindow {
+		return nil, &store.DataError{Kind: "session", ID: run.SessionID, Err: fmt.Errorf(
+			"run %s took %d items of it as of revision %d, and %d read back", run.ID, cp.SessionWindow, cp.SessionBase, len(items))}
+	}
+	return items, nil
+}
+
+// readPrefix puts the run's session prefix in front of its transcript, if
+// the run holds it by reference and has not read it yet. The drive reads
+// it only when it calls the model: a drive that records a decision, or a
+// cancellation, costs the run, not its session.
+func (d *drive) readPrefix(ctx context.Context) error {
+	if !d.cp.prefixMissing() {
+		return nil
+	}
+	prefix, err := d.rt.sessionPrefix(ctx, d.run, d.cp)
+	if err != nil {
+		return err
+	}
+	n := len(prefix)
+	d.cp.withPrefix(prefix)
+	d.cpEnc.stored += n
+	d.tcheck = llm.TranscriptCheck{} // the transcript it checked grew at the front
+	return nil
+}
+
+// sessionSince loads a session's entries after revision base, up to its
+// latest revision: what other runs appended since base, never the
+// session's history (two reads: the revision, then those entries as of it).
+func (rt *Runtime) sessionSince(ctx context.Context, sessionID string, base int64) (*store.SessionState, error) {
+	head, err := rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: rt.tenant, SessionID: sessionID, Last: 1})
+	if err != nil || head.Revision <= base {
+		return head, err
+	}
+	return rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: rt.tenant, SessionID: sessionID,
+		AsOf: head.Revision, Last: int(head.Revision - base)})
 }
 
 // A run in a session appends its items (the new input, every model
@@ -83,7 +206,7 @@ func (d *drive) appendSession(ctx context.Context) error {
 		return nil
 	}
 	var items []json.RawMessage
-	for _, it := range d.cp.Items[d.cp.SessionPrefix:] {
+	for _, it := range d.cp.Items[d.cp.held:] {
 		b, err := json.Marshal(it)
 		if err != nil {
 			return err
@@ -95,7 +218,7 @@ func (d *drive) appendSession(ctx context.Context) error {
 	_, err := d.rt.store.SessionAppend(wctx, &store.SessionAppendParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID,
 		ExpectedRevision: d.cp.SessionBase, RunID: d.run.ID, Turn: d.cp.Turn, Items: items, Fence: &d.fence})
 	if errors.Is(err, store.ErrConflict) {
-		st, lerr := d.rt.store.SessionLoad(wctx, &store.SessionLoadParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID})
+		st, lerr := d.rt.sessionSince(wctx, d.run.SessionID, d.cp.SessionBase)
 		if lerr != nil {
 			return fmt.Errorf("actoviq: append session %s: %w (and loading it: %v)", d.run.SessionID, err, lerr)
 		}
@@ -149,7 +272,7 @@ func (d *drive) adoptAppend(own []store.SessionEntry) error {
 	}
 	// The checkpoint holds the transcript up to the turn before the answer
 	// (or, in a race, up to the answer itself).
-	known := len(d.cp.Items) - d.cp.SessionPrefix
+	known := len(d.cp.Items) - d.cp.held
 	if len(d.cp.Output) > 0 && known >= len(d.cp.Output) {
 		known -= len(d.cp.Output) // this drive already added its own answer
 	}
@@ -158,7 +281,7 @@ func (d *drive) adoptAppend(own []store.SessionEntry) error {
 			"run %s's append holds %d items, its checkpoint %d before the answer", d.run.ID, len(items), known)}
 	}
 	out := items[known:]
-	d.cp.Items = append(d.cp.Items[:d.cp.SessionPrefix+known:d.cp.SessionPrefix+known], out...)
+	d.cp.Items = append(d.cp.Items[:d.cp.held+known:d.cp.held+known], out...)
 	d.cp.Output = out
 	d.cp.SessionAppended = true
 	return nil
@@ -172,7 +295,7 @@ func (d *drive) sessionOnResume(ctx context.Context) (res *RunResult, err error,
 	if d.run.SessionID == "" || d.cp.SessionAppended {
 		return nil, nil, false
 	}
-	st, err := d.rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID})
+	st, err := d.rt.sessionSince(ctx, d.run.SessionID, d.cp.SessionBase)
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: load session %s of run %s: %w", d.run.SessionID, d.run.ID, err), true
 	}
@@ -211,7 +334,7 @@ func (d *drive) sessionAppendFailed(ctx context.Context, err error) (*RunResult,
 	if !errors.Is(err, ErrSessionConflict) {
 		return nil, err
 	}
-	st, lerr := d.rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: d.rt.tenant, SessionID: d.run.SessionID})
+	st, lerr := d.rt.sessionSince(ctx, d.run.SessionID, d.cp.SessionBase)
 	if lerr != nil {
 		return nil, errors.Join(err, lerr)
 	}

@@ -114,9 +114,11 @@ func (d *drive) emitStored(ctx context.Context, evs []*store.EventRecord) {
 	for _, ev := range evs {
 		data := ev.Data
 		if ev.Type == EvModelResponse {
-			// Its items are in the transcript (the log's items, in order).
+			// Its items are in the transcript: the log's items, in order,
+			// after a session prefix held by reference.
 			data = d.rt.withItems(data, func(from, n int) ([]item.Item, bool) {
-				if from < 0 || n < 0 || from+n > len(d.cp.Items) {
+				from += d.cp.logFrom
+				if from < d.cp.logFrom || n < 0 || from+n > len(d.cp.Items) {
 					return nil, false
 				}
 				return d.cp.Items[from : from+n], true

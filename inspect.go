@@ -102,6 +102,12 @@ type RunInfo struct {
 	ParentID string `json:"parent_id,omitempty"`
 	// SessionID is the session the run continues; empty for none.
 	SessionID string `json:"session_id,omitempty"`
+	// SessionRevision is the session revision the run started from, and
+	// SessionItems how many leading Transcript items came from the session
+	// (all of it, or the run's AgentSpec.SessionWindow). Get fills them.
+	SessionRevision int64 `json:"session_revision,omitempty"`
+	// SessionItems: see SessionRevision.
+	SessionItems int `json:"session_items,omitempty"`
 	// AgentID is the AgentSpec.ID the run was started with.
 	AgentID string `json:"agent_id,omitempty"`
 	// AgentDigest is the digest of the agent definition last driven.
@@ -166,6 +172,15 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cp.prefixMissing() {
+		// The transcript starts with the session as of the revision the
+		// run started from, which the run holds by reference.
+		prefix, err := rt.sessionPrefix(ctx, run, cp)
+		if err != nil {
+			return nil, err
+		}
+		cp.withPrefix(prefix)
+	}
 	entries, err := rt.store.LedgerList(ctx, &store.LedgerListParams{Tenant: rt.tenant, RunID: runID})
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: ledger of %s: %w", runID, err)
@@ -181,6 +196,9 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 		Status: status, StoredStatus: statusOf(run.Status), Holder: holder, Meta: run.Meta, Deadline: run.Deadline, CreatedAt: run.CreatedAt, UpdatedAt: run.UpdatedAt,
 		Revision: run.Revision, Turn: cp.Turn, Transcript: cp.Items, Output: cp.Output, Usage: cp.Usage, Error: cp.Error, Ledger: entries,
 		AgentChanges: cp.AgentChanges}
+	if run.SessionID != "" {
+		info.SessionRevision, info.SessionItems = cp.SessionBase, cp.held
+	}
 	if cp.Agent != nil {
 		info.AgentDigest = cp.Agent.Digest // the version that drove it last
 	}

@@ -92,8 +92,10 @@ type ResumeOptions struct {
 type Input struct {
 	// RunID is optional; an existing id is refused with [ErrRunExists].
 	RunID string
-	// SessionID continues a conversation: its history is prepended and the
-	// run's items are appended (CAS) when it completes.
+	// SessionID continues a conversation: its history (or, with
+	// AgentSpec.SessionWindow, its last items) is prepended and the run's
+	// items are appended (CAS) when it completes. The run records the
+	// session revision it started from, not a copy of the history.
 	SessionID string
 	// ParentRunID links the run to a parent run (recorded with the run and
 	// in every event envelope); empty means a root run.
@@ -125,20 +127,20 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 			return nil, err
 		}
 		defer d.releaseSession()
-		st, err := rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: rt.tenant, SessionID: in.SessionID})
-		if err != nil {
-			return nil, fmt.Errorf("actoviq: load session %s: %w", in.SessionID, err)
-		}
-		history, err := sessionItems(st)
+		// The run holds its session by reference: its log gets only its
+		// own items (drive_session.go).
+		history, rev, window, err := rt.startSession(ctx, in.SessionID, a.SessionWindow)
 		if err != nil {
 			return nil, err
 		}
-		cp.Items, cp.SessionBase, cp.SessionPrefix = history, st.Revision, len(history)
+		cp.SessionBase, cp.SessionPrefix, cp.SessionRef, cp.SessionWindow = rev, len(history), true, window
+		cp.withPrefix(history)
 	}
 	for _, it := range in.Items {
 		cp.Items = append(cp.Items, d.redactItem(it))
 	}
 	head, log, err := storedForm(cp)
+	cp.logged = len(cp.Items)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +157,7 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 		return nil, fmt.Errorf("actoviq: create run %s: %w", runID, err)
 	}
 	d.run, d.cp = created, cp
-	d.cpEnc = cpEncoder{stored: len(cp.Items)}
+	d.cpEnc = cpEncoder{stored: cp.logged}
 	return rt.claimAndDrive(ctx, d, EvRunStarted, nil)
 }
 

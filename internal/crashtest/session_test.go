@@ -136,6 +136,16 @@ func TestCrashBetweenSessionAppendAndCompletion(t *testing.T) {
 			if info.Status != actoviq.StatusCompleted || info.Output[0].Text != "first answer" {
 				t.Fatalf("stored run %s output %+v", info.Status, info.Output)
 			}
+			// The run holds the session's history by reference: its log
+			// has its own items, Get reads the history back.
+			var transcript []string
+			for _, it := range info.Transcript {
+				transcript = append(transcript, it.Text)
+			}
+			run, err := rt.Store().RunGet(ctx, &store.RunGetParams{Tenant: "default", ID: b.runID})
+			if err != nil || fmt.Sprint(transcript) != "[hi hello and now? first answer]" || info.SessionItems != 2 || len(run.Log) != 2 {
+				t.Fatalf("stored run: transcript %q, %d session items, %d log items, %v", transcript, info.SessionItems, len(run.Log), err)
+			}
 		})
 	}
 }
