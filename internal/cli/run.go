@@ -19,6 +19,7 @@ func (e *env) runCmd() *cobra.Command {
 	var c common
 	var af agentFlags
 	var runID, session string
+	var sessionWindow int
 	var jsonOut, detach bool
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
@@ -52,6 +53,12 @@ API keys are read from the environment on every run and resume, and never stored
   actoviq run --json --model openai:gpt-4.1 "..." | jq .type      # one event envelope per line`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case sessionWindow < 0:
+				return usageErr("--session-window %d: want 0 (the whole session) or a number of items", sessionWindow)
+			case sessionWindow > 0 && session == "":
+				return usageErr("--session-window bounds what the model sees of a session: it needs --session")
+			}
 			cfg, err := af.config(cmd, nil)
 			if err != nil {
 				return err
@@ -73,6 +80,7 @@ API keys are read from the environment on every run and resume, and never stored
 				return err
 			}
 			defer done()
+			agent.SessionWindow = sessionWindow
 			in := &actoviq.Input{RunID: runID, SessionID: session, Meta: cfg.meta(), Items: []item.Item{item.UserText(args[0])}}
 			if detach {
 				return e.detach(rt, cmd, agent, in, &c)
@@ -92,6 +100,8 @@ API keys are read from the environment on every run and resume, and never stored
 	af.register(cmd)
 	cmd.Flags().StringVar(&runID, "run-id", "", "run id (an existing id is refused, never re-run)")
 	cmd.Flags().StringVar(&session, "session", "", "continue this session (conversation)")
+	cmd.Flags().IntVar(&sessionWindow, "session-window", 0,
+		"with --session: the model sees only the session's last N items, from a question among them (0: the whole session)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "queue the run for a worker (actoviq worker), print its id and exit")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON event per line on stdout")
 	return cmd

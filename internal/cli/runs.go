@@ -209,7 +209,7 @@ func showRun(e *env, info *actoviq.RunInfo, c *common, servedNow bool) {
 	}
 	fmt.Fprintf(w, "created %s  updated %s", info.CreatedAt.Format(time.RFC3339), info.UpdatedAt.Format(time.RFC3339))
 	if info.SessionID != "" {
-		fmt.Fprintf(w, "  session %s", info.SessionID)
+		fmt.Fprintf(w, "  session %s (from revision %d: the transcript's first %d items)", info.SessionID, info.SessionRevision, info.SessionItems)
 	}
 	if !info.Deadline.IsZero() {
 		fmt.Fprintf(w, "  deadline %s", info.Deadline.Format(time.RFC3339))

@@ -95,3 +95,27 @@ func TestRunIDWithSeparatorIsUsageError(t *testing.T) {
 		t.Fatalf("a refused run was stored:\n%s", h.stdout)
 	}
 }
+
+// run --session-window: the run takes only the session's last items, and
+// runs show says which revision of the session it started from and how
+// many of its transcript's items came from it.
+func TestSessionWindowFlag(t *testing.T) {
+	h := newHarness(t)
+	h.want(ExitUsage, h.runArgs("--session", "s", "--session-window", "-1", "pay INV-42")...)
+	h.want(ExitUsage, h.runArgs("--session-window", "4", "pay INV-42")...)
+	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "--session", "s", "pay INV-42")...)
+	h.want(ExitCompleted, "approve", "r1", "call_pay", "--store", h.store, "--by", "alice")
+	h.want(ExitCompleted, "resume", "r1", "--store", h.store) // the session holds r1's 8 items
+	// The last 4: r1's paying turn, its result and its answer. The
+	// scripted model, seeing two turns, answers with its third.
+	h.want(ExitCompleted, h.runArgs("--run-id", "r2", "--session", "s", "--session-window", "4", "and now?")...)
+	h.want(ExitCompleted, "runs", "show", "r2", "--store", h.store)
+	out := h.stdout.String()
+	if !strings.Contains(out, "session s (from revision 8: the transcript's first 4 items)") ||
+		strings.Contains(out, "pay INV-42") || !strings.Contains(out, "and now?") {
+		t.Fatalf("runs show r2:\n%s", out)
+	}
+	if h.bankLines() != 1 {
+		t.Fatalf("bank has %d payments, want 1", h.bankLines())
+	}
+}
