@@ -119,7 +119,14 @@
 //
 // [Input.SessionID] continues a conversation: the session's history is
 // prepended, and the run's items are appended to it (CAS) when it
-// completes, each stamped with the run id and turn. A run killed between
+// completes, each stamped with the run id and turn. The run holds the
+// history by reference: it records the session revision it started from
+// and stores only its own items, and reads the history back as of that
+// revision when the model or [Runtime.Get] needs it. By default the model
+// sees the whole session; [AgentSpec.SessionWindow] bounds it to the
+// session's last items (from a user message among them), which is also
+// all the store reads, so a run continuing a long session costs about what
+// one continuing a short session does. A run killed between
 // that append and its completion write completes, on resume, with what it
 // appended, without a model call. A run overtaken by another run of its
 // session ends failed with code session_conflict ([ErrSessionConflict]).

@@ -39,10 +39,13 @@ func main() {
 		turns       = flag.Int("turns", 1000, "turns of the long run of the memory pass")
 		sessN       = flag.Int("session-items", 100_000, "items of the session load pass")
 		fleetRounds = flag.Int("fleet-rounds", 3, "rounds of the fleet pass (64 runs against 64 DBOS workflows)")
+		sessWindow  = flag.Int("session-window", 1000, "AgentSpec.SessionWindow of the windowed runs continuing sessions")
+		sessRounds  = flag.Int("session-rounds", 3, "interleaved rounds of the runs continuing sessions")
 	)
 	fleetOnly := flag.Bool("fleet-only", false, "run only the fleet pass (64 runs against 64 DBOS workflows)")
 	only := flag.String("only", "", "with -fleet-only: run the fleet on this backend only (sqlite or pg)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench to this file")
+	sessionOnly := flag.Bool("session-only", false, "run only the runs continuing sessions (1k and -session-items, whole and windowed)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -70,6 +73,10 @@ func main() {
 		}
 		return
 	}
+	if *sessionOnly {
+		printSessions(env, env.sessionRuns(ctx, *sessN, *sessWindow, *sessRounds), *sessN)
+		return
+	}
 	fmt.Fprintln(os.Stderr, "bench: CPU pass (before DBOS starts)...")
 	cpu := env.cpuPass(ctx, *rounds)
 	check(env.setupDBOS(ctx, *pgURL))
@@ -90,7 +97,7 @@ func main() {
 	fmt.Fprintln(os.Stderr, "bench: long runs on the durable stores...")
 	long := env.longRuns(ctx, *turns)
 	fmt.Fprintln(os.Stderr, "bench: runs continuing sessions...")
-	sessRuns := env.sessionRuns(ctx, *sessN)
+	sessRuns := env.sessionRuns(ctx, *sessN, *sessWindow, *sessRounds)
 	fmt.Fprintln(os.Stderr, "bench: fleet pass...")
 	fl := env.fleet(ctx, *conc, *fleetRounds, "")
 	printTable(env, med, counts, gc, mem, sess, *rounds, *calls)
