@@ -93,10 +93,13 @@ func (rt *Runtime) startSession(ctx context.Context, sessionID string, window in
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	if window > 0 {
+		items = items[windowStart(items):]
+	}
+	uniqueCallIDs(items) // on the items kept, as sessionPrefix reads them back
 	if window <= 0 {
 		return items, rev, 0, nil
 	}
-	items = items[windowStart(items):]
 	return items, rev, len(items), nil
 }
 
@@ -115,17 +118,59 @@ func windowStart(items []item.Item) int {
 	if start == len(items) {
 		start = 0 // no user message: keep what pairs up
 	}
-	calls := map[string]bool{}
+	open := map[string]int{} // calls without their result yet, by id
 	for i := start; i < len(items); i++ {
 		switch it := items[i]; {
 		case it.Type == item.TypeToolCall && it.ToolCall != nil:
-			calls[it.ToolCall.ID] = true
-		case it.Type == item.TypeToolResult && it.ToolResult != nil && !calls[it.ToolResult.CallID]:
-			start = i + 1
-			clear(calls)
+			open[it.ToolCall.ID]++
+		case it.Type == item.TypeToolResult && it.ToolResult != nil:
+			if open[it.ToolResult.CallID] == 0 {
+				start = i + 1 // its call was cut off
+				clear(open)
+				continue
+			}
+			open[it.ToolResult.CallID]--
 		}
 	}
 	return start
+}
+
+// uniqueCallIDs renames, in a session's items, each tool call whose id an
+// earlier call of the session already has, with the results that answer
+// it: a run that saw only a window of the session cannot know the ids
+// outside it, and may have used one again, while a provider refuses a
+// transcript with two calls of one id. The new id is the old one with the
+// call's index ("_s12"): the same items are renamed the same way on every
+// read. Items are copied, never changed in place.
+func uniqueCallIDs(items []item.Item) {
+	seen := map[string]bool{}
+	renamed := map[string]string{} // an id → the new id of its latest call
+	for i := range items {
+		it := &items[i]
+		switch {
+		case it.Type == item.TypeToolCall && it.ToolCall != nil:
+			id := it.ToolCall.ID
+			if !seen[id] {
+				seen[id] = true
+				continue
+			}
+			n := fmt.Sprintf("%s_s%d", id, i)
+			for seen[n] {
+				n += "_"
+			}
+			seen[n] = true
+			renamed[id] = n
+			tc := *it.ToolCall
+			tc.ID, tc.ProviderID = n, "" // the provider's item id names the old id
+			it.ToolCall = &tc
+		case it.Type == item.TypeToolResult && it.ToolResult != nil:
+			if n, ok := renamed[it.ToolResult.CallID]; ok {
+				tr := *it.ToolResult
+				tr.CallID = n
+				it.ToolResult = &tr
+			}
+		}
+	}
 }
 
 // sessionPrefix reads back the session prefix of a run that holds it by
@@ -142,6 +187,7 @@ func (rt *Runtime) sessionPrefix(ctx context.Context, run *store.Run, cp *checkp
 	if err != nil {
 		return nil, err
 	}
+	uniqueCallIDs(items)
 	if cp.SessionWindow > 0 && len(items) != cp.SessionWindow {
 		return nil, &store.DataError{Kind: "session", ID: run.SessionID, Err: fmt.Errorf(
 			"run %s took %d items of it as of revision %d, and %d read back", run.ID, cp.SessionWindow, cp.SessionBase, len(items))}

@@ -378,3 +378,39 @@ func assistantTurns(rendered string) int {
 	}
 	return n
 }
+
+// A run that sees only a window of its session cannot know the call ids
+// outside it and may use one again. The session stays usable: a run that
+// reads both calls renames the later one (and its result) in what it sends,
+// the same way on every read, instead of sending a provider two calls of
+// one id.
+func TestSessionWindowReusedCallID(t *testing.T) {
+	s := newSetup(t)
+	fillSession(t, s, "sd")
+	look := &payTool{name: "look"}
+	model := &seenModel{Provider: pad(2, scripted.Turn{ToolCalls: []scripted.ToolCall{call("k1", "look", `{"amount":9}`)}}, scripted.Turn{Text: "done"})}
+	a := agent(model.Provider, look)
+	a.Provider, a.SessionWindow = model, 4
+	res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "win", SessionID: "sd", Items: []item.Item{item.UserText("go")}})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("windowed run: %+v %v", res, err)
+	}
+	if got := model.requests(); len(got) != 2 || got[1] != "q3 | call:k3 | result:k3 | a3 | go | call:k1 | result:k1" {
+		t.Fatalf("the windowed run's model saw %q (k1 is outside its window)", got)
+	}
+	model = &seenModel{Provider: pad(7, scripted.Turn{Text: "ok"})}
+	a = agent(model.Provider)
+	a.Provider = model
+	res, err = s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "all", SessionID: "sd", Items: []item.Item{item.UserText("again")}})
+	if err != nil || res.Status != actoviq.StatusCompleted {
+		t.Fatalf("a run reading the whole session: %+v %v", res, err)
+	}
+	want := tenItems + " | go | call:k1_s11 | result:k1_s11 | done | again"
+	if got := model.requests(); len(got) != 1 || got[0] != want {
+		t.Fatalf("the model saw %q, want %q", got, want)
+	}
+	info, err := s.rt.Get(s.ctx, "all")
+	if err != nil || texts(info.Transcript) != want+" | ok" {
+		t.Fatalf("Get: %s, %v", texts(info.Transcript), err)
+	}
+}
