@@ -29,12 +29,15 @@
 // A run write is one call of a server-side function (run_write, an
 // embedded migration) sent as one autocommit statement: one round trip and
 // one commit, with the fence, the revisions and the event numbering all
-// checked inside it. Run writes that arrive while one is in flight share a
-// transaction (group commit): the next one sends them in one pipelined
-// BEGIN ... COMMIT, in run order, and if any of them fails the server rolls
-// all of it back and they are sent again one by one, each getting the
-// answer it would have had alone. [Store.Stats] counts statements, rows
-// and commits.
+// checked inside it. Run writes that arrive while [Config.CommitLeaders]
+// transactions are in flight share a transaction (group commit): the next
+// free one sends them in one pipelined BEGIN ... COMMIT, in run order, and
+// if any of them fails the server rolls all of it back and they are sent
+// again one by one, each getting the answer it would have had alone.
+// Several such transactions run at once, each on its own connection, so
+// that the server's work for the writes of a process is not done in one
+// backend, one after another. [Store.Stats] counts statements, rows and
+// commits.
 //
 // Transactions run at read committed. A write transaction that the server
 // aborts as a serialization failure or deadlock victim (SQLSTATE 40001,
