@@ -25,7 +25,7 @@ import (
 // drive, so it only needs to outlive that drive's lease.
 const cancelRequestTTL = 24 * time.Hour
 
-func cancelKey(runID string, epoch int64) string { return fmt.Sprintf("cancel:%s:%d", runID, epoch) }
+func cancelKey(runID string, epoch int64) string { return store.CancelRequestKey(runID, epoch) }
 
 // cancelOnce ends the run cancelled, waiting for a drive that holds it to
 // stop, or says why it did not.

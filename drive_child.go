@@ -570,7 +570,7 @@ const childSlotTTL = 100 * 365 * 24 * time.Hour
 // taken (nil: none left).
 func (rt *Runtime) reserveChildSlot(ctx context.Context, root string, max int, childID string) (*store.Fence, error) {
 	for n := range max {
-		c, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: fmt.Sprintf("children:%s:%d", root, n),
+		c, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: store.ChildPlaceKey(root, n),
 			Holder: childSlotHolder(childID), TTL: childSlotTTL})
 		if err == nil {
 			taken := &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}
@@ -593,7 +593,7 @@ func (rt *Runtime) ownChildSlot(ctx context.Context, root string, max, n int, ta
 	for from := n + 1; from < max; from += store.MaxLedgerRuns {
 		var keys []string
 		for m := from; m < max && m < from+store.MaxLedgerRuns; m++ {
-			keys = append(keys, fmt.Sprintf("children:%s:%d", root, m))
+			keys = append(keys, store.ChildPlaceKey(root, m))
 		}
 		cs, err := rt.store.ClaimList(ctx, &store.ClaimListParams{Tenant: rt.tenant, Keys: keys})
 		if err != nil {
@@ -624,7 +624,7 @@ func (rt *Runtime) freeChildSlot(ctx context.Context, root string, max int, chil
 		return
 	}
 	for n := range max {
-		c, err := rt.store.ClaimGet(rctx, &store.ClaimGetParams{Tenant: rt.tenant, Key: fmt.Sprintf("children:%s:%d", root, n)})
+		c, err := rt.store.ClaimGet(rctx, &store.ClaimGetParams{Tenant: rt.tenant, Key: store.ChildPlaceKey(root, n)})
 		if err == nil && c.Holder == childSlotHolder(childID) {
 			_ = rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: rt.tenant, Fence: store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}})
 			return

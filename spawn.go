@@ -82,6 +82,9 @@ func (opts *SpawnOptions) withDefaults(a *AgentSpec) (SpawnOptions, error) {
 // child's deadline is no later than its parent's; its tenant is the
 // parent's. in.RunID may name the child (an existing id is refused with
 // [ErrRunExists], so a retried Spawn with the same id never makes two).
+// A parent that does not exist, or that a prune removes while Spawn runs,
+// is refused with an error matching [ErrNotFound] (a
+// [*store.NotFoundError]): no child is left without its parent.
 func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in *Input, opts *SpawnOptions) (string, error) {
 	o, err := opts.withDefaults(a)
 	if err != nil {
@@ -138,6 +141,12 @@ func (rt *Runtime) Spawn(ctx context.Context, parentID string, a *AgentSpec, in 
 	if err != nil {
 		if tree.Budget.MaxChildren > 0 && !errors.Is(err, ErrRunExists) {
 			rt.freeChildSlot(ctx, tree.Root, tree.Budget.MaxChildren, child.RunID)
+		}
+		var gone *store.NotFoundError
+		if errors.As(err, &gone) && gone.Kind == "parent run" {
+			// A prune removed the parent after it was read above: the
+			// store refuses a child whose parent is gone.
+			return "", fmt.Errorf("actoviq: Spawn: parent run %s was removed (pruned) before its child was written: %w", parentID, gone)
 		}
 		return "", err
 	}

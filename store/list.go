@@ -100,7 +100,9 @@ const MaxPruneBatch = 10000
 const MaxLedgerRuns = 1000
 
 // RunPruneParams removes finished runs, in one bounded batch (one short
-// transaction), with their ledger, events and claim. Removed are runs in a
+// transaction), with their ledger, events and claims (every claim
+// [RunOwnsClaim] gives to the run: its own, its tree's child-budget places,
+// its cancel requests). Removed are runs in a
 // terminal status (completed, failed, cancelled) last written before
 // FinishedBefore. Never removed, whatever the parameters:
 //
@@ -114,6 +116,11 @@ const MaxLedgerRuns = 1000
 //     run that is not finished or was written at or after FinishedBefore.
 //
 // Session journals are never removed by a prune.
+//
+// A run created with a ParentID needs its parent to exist (see
+// [RunCreateParams]), and a prune does not remove a run that gained a child
+// while the batch was chosen: a child is never left without its parent by
+// a prune racing the child's creation.
 type RunPruneParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string

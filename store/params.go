@@ -2,6 +2,8 @@ package store
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -133,8 +135,44 @@ type RunClaimNextParams struct {
 // RunClaimKey is the claim key of a run.
 func RunClaimKey(runID string) string { return "run:" + runID }
 
+// ChildPlaceKey is the claim key of place n of the child budget
+// (MaxChildren) of the run tree whose root is run root: a Spawn takes a
+// place for its child, held for good. [Store.RunPrune] removes a run's
+// places with it.
+func ChildPlaceKey(root string, n int) string { return "children:" + root + ":" + strconv.Itoa(n) }
+
+// CancelRequestKey is the claim key that records a request to cancel the
+// drive of run runID that holds the run's claim at epoch.
+// [Store.RunPrune] removes a run's requests with it.
+func CancelRequestKey(runID string, epoch int64) string {
+	return "cancel:" + runID + ":" + strconv.FormatInt(epoch, 10)
+}
+
+// RunOwnsClaim reports whether the claim key belongs to run runID and is
+// removed with it by [Store.RunPrune]: the run's own claim
+// ([RunClaimKey]), the places of the child budget of the tree it is the
+// root of ([ChildPlaceKey]) and the requests to cancel its drives
+// ([CancelRequestKey]).
+func RunOwnsClaim(key, runID string) bool {
+	if key == RunClaimKey(runID) {
+		return true
+	}
+	for _, kind := range []string{"children:", "cancel:"} {
+		if n, ok := strings.CutPrefix(key, kind+runID+":"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // RunCreateParams creates a run at revision 1. An existing id returns an
-// [*ExistsError] and changes nothing.
+// [*ExistsError] and changes nothing. A run with a ParentID needs its
+// parent in the same tenant: without it the create returns a
+// [*NotFoundError] of Kind "parent run" and changes nothing. The parent is
+// checked in the create's transaction (on PostgreSQL its row is locked
+// until the create commits), so a prune that removes the parent either
+// comes first, and the create is refused, or sees the child, and keeps the
+// parent.
 type RunCreateParams struct {
 	// Run is the run to create; its Revision is ignored and set to 1, and
 	// its Log is the log's first items.

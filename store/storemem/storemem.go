@@ -475,6 +475,11 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	if _, ok := s.runs[k]; ok {
 		return nil, &store.ExistsError{Kind: "run", ID: p.Run.ID}
 	}
+	if pid := p.Run.ParentID; pid != "" {
+		if _, ok := s.runs[key{p.Run.Tenant, pid}]; !ok {
+			return nil, &store.NotFoundError{Kind: "parent run", ID: pid}
+		}
+	}
 	r := *p.Run
 	r.Checkpoint = cloneJSON(p.Run.Checkpoint)
 	if r.Checkpoint == nil {
@@ -693,6 +698,29 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 	if len(cand) > p.Limit {
 		cand, res.More = cand[:p.Limit], true
 	}
+	pruned := map[string]bool{}
+	for _, r := range cand {
+		pruned[r.ID] = true
+	}
+	if !p.DryRun && len(cand) > 0 {
+		// The claims the runs own (their own, their trees' child-budget
+		// places, their cancel requests): a test store, a scan is fine.
+		for ck := range s.claims {
+			if ck.tenant != p.Tenant {
+				continue
+			}
+			kind, rest, _ := strings.Cut(ck.id, ":")
+			id := rest
+			if kind == "children" || kind == "cancel" {
+				if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+					id = rest[:i]
+				}
+			}
+			if pruned[id] && store.RunOwnsClaim(ck.id, id) {
+				delete(s.claims, ck)
+			}
+		}
+	}
 	for _, r := range cand {
 		k := key{p.Tenant, r.ID}
 		res.Last = store.CursorOf(r, store.RunsWaitingLongest)
@@ -703,7 +731,6 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 			delete(s.runs, k)
 			delete(s.ledger, k)
 			delete(s.events, k)
-			delete(s.claims, key{p.Tenant, store.RunClaimKey(r.ID)})
 		}
 	}
 	return res, nil

@@ -346,17 +346,42 @@ const prunePick = `SELECT r.tenant, r.id, r.updated_at FROM {{schema}}.runs r
 		AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= $2) LIMIT 1) IS NULL)
 	ORDER BY r.updated_at, r.id LIMIT $5`
 
-// pruneDelete removes the picked runs with their ledger, events and claim
-// in one statement; it returns the ids removed and the rows counted.
-const pruneDelete = `WITH v AS (` + prunePick + ` FOR UPDATE OF r SKIP LOCKED),
+// pruneLock picks a batch (prunePick) and locks its runs FOR UPDATE SKIP
+// LOCKED; pruneDelete then removes them in a second statement.
+const pruneLock = `WITH v AS (` + prunePick + ` FOR UPDATE OF r SKIP LOCKED)
+	SELECT coalesce(array_agg(id ORDER BY updated_at, id), '{}') FROM v`
+
+// pruneDelete removes the runs $2 of tenant $1 that pruneLock locked, with
+// their ledger, events and the claims they own (store.RunOwnsClaim: their
+// own, the child-budget places "children:<id>:<n>" of the tree they are
+// the root of, their cancel requests "cancel:<id>:<epoch>", through
+// claims_owned), in one statement; it returns the ids removed and the rows
+// counted. It runs in a snapshot taken after the lock, and looks again
+// for a child that is not finished: a child created while the batch was
+// picked (its creation holds its parent's row FOR KEY SHARE until it
+// commits, which the lock waits for or skips) keeps its parent.
+const pruneDelete = `WITH v AS (SELECT r.tenant, r.id FROM {{schema}}.runs r
+		WHERE r.tenant = $1 AND r.id = ANY($2::text[])
+		AND (SELECT 1 FROM {{schema}}.runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
+			AND k.status NOT IN ('completed', 'failed', 'cancelled') LIMIT 1) IS NULL),
 	dl AS (DELETE FROM {{schema}}.ledger l USING v WHERE l.tenant = v.tenant AND l.run_id = v.id RETURNING 1),
 	dg AS (DELETE FROM {{schema}}.run_log g USING v WHERE g.tenant = v.tenant AND g.run_id = v.id RETURNING 1),
 	de AS (DELETE FROM {{schema}}.events e USING v WHERE e.tenant = v.tenant AND e.run_id = v.id RETURNING 1),
 	dc AS (DELETE FROM {{schema}}.claims c USING v WHERE c.tenant = v.tenant AND c.key = 'run:' || v.id RETURNING 1),
+	dk AS (DELETE FROM {{schema}}.claims c USING v, (VALUES ('children:'), ('cancel:')) p(k)
+		WHERE ` + ownedClaim + ` RETURNING 1),
 	dr AS (DELETE FROM {{schema}}.runs r USING v WHERE r.tenant = v.tenant AND r.id = v.id RETURNING r.id, r.updated_at)
 	SELECT coalesce((SELECT array_agg(id ORDER BY updated_at, id) FROM dr), '{}'),
 		(SELECT max(updated_at) FROM dr),
 		(SELECT count(*) FROM dl), (SELECT count(*) FROM de)`
+
+// ownedClaim matches a claim c of kind p.k ("children:" or "cancel:")
+// that run v owns: its key is the kind, the run's id, ':' and digits. The
+// key range is in the "C" collation (bytes), which claims_owned indexes,
+// whatever the database's collation.
+const ownedClaim = `c.tenant = v.tenant AND (c.key LIKE 'children:%' OR c.key LIKE 'cancel:%')
+		AND c.key COLLATE "C" > p.k || v.id || ':' AND c.key COLLATE "C" < p.k || v.id || ';'
+		AND substr(c.key, length(p.k || v.id) + 2) ~ '^[0-9]+$'`
 
 // pruneDry counts what pruneDelete would remove.
 const pruneDry = `WITH v AS (` + prunePick + `)
@@ -393,11 +418,31 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 				return err
 			}
 			res.RunIDs, last, res.More = nil, nil, false
-			if err := tx.QueryRow(ctx, s.q(q), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit), afterAt, afterID).
-				Scan(&res.RunIDs, &last, &res.LedgerEntries, &res.Events); err != nil {
-				return err
+			picked := 0
+			if p.DryRun {
+				if err := tx.QueryRow(ctx, s.q(q), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit), afterAt, afterID).
+					Scan(&res.RunIDs, &last, &res.LedgerEntries, &res.Events); err != nil {
+					return err
+				}
+				picked = len(res.RunIDs)
+			} else {
+				// Two statements: the lock, then the removal in a new
+				// snapshot (see pruneDelete).
+				var locked []string
+				if err := tx.QueryRow(ctx, s.q(pruneLock), p.Tenant, p.FinishedBefore, now, p.Sessions, int64(p.Limit), afterAt, afterID).
+					Scan(&locked); err != nil {
+					return err
+				}
+				if picked = len(locked); picked == 0 {
+					res.RunIDs = []string{}
+					return nil
+				}
+				if err := tx.QueryRow(ctx, s.q(pruneDelete), p.Tenant, locked).
+					Scan(&res.RunIDs, &last, &res.LedgerEntries, &res.Events); err != nil {
+					return err
+				}
 			}
-			if len(res.RunIDs) < p.Limit {
+			if picked < p.Limit {
 				return nil
 			}
 			// A full batch: is there more? (In this transaction a prune's

@@ -153,22 +153,56 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		t := journal.Join(r.Log)
 		logText, logSum, logSeq = &t, journal.SumString(t), 1
 	}
-	err := retryable(ctx, func() error {
-		var err error
-		// The run row and its first log row in one statement.
-		run, err = scanRun(s.pool.QueryRow(ctx, s.q(`
-			WITH r AS (INSERT INTO {{schema}}.runs (`+runCols+`, log_seq)
+	// The run row and its first log row in one statement.
+	create := s.q(`
+			WITH r AS (INSERT INTO {{schema}}.runs (` + runCols + `, log_seq)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $16, $8, $9, $10, 1, 0, $11, $11, $12, $13)
 				ON CONFLICT (tenant, id) DO NOTHING
-				RETURNING `+runCols+`),
+				RETURNING ` + runCols + `),
 			l AS (INSERT INTO {{schema}}.run_log (tenant, run_id, seq, first, n, crc, items)
 				SELECT tenant, id, 1, 0, $12, $14, $15 FROM r WHERE $15::text IS NOT NULL)
-			SELECT * FROM r`),
-			r.Tenant, r.ID, r.ParentID, r.SessionID, r.AgentID, r.AgentDigest, string(r.Status),
-			string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now, int64(len(r.Log)), logSeq, logSum, logText,
-			store.StoredWaitKind(r.Status, r.WaitKind)))
-		return err
+			SELECT * FROM r`)
+	args := []any{r.Tenant, r.ID, r.ParentID, r.SessionID, r.AgentID, r.AgentDigest, string(r.Status),
+		string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now, int64(len(r.Log)), logSeq, logSum, logText,
+		store.StoredWaitKind(r.Status, r.WaitKind)}
+	var noParent *store.NotFoundError
+	err := retryable(ctx, func() error {
+		var err error
+		if r.ParentID == "" {
+			run, err = scanRun(s.pool.QueryRow(ctx, create, args...))
+			return err
+		}
+		// A child: its parent's row is locked (FOR KEY SHARE) until the
+		// child is written, so a prune, which locks the runs it removes
+		// FOR UPDATE SKIP LOCKED and then looks again for children in a
+		// new snapshot, either removed the parent first (the child is
+		// refused) or keeps it.
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var one int
+			err := tx.QueryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
+				r.Tenant, r.ParentID).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				var self bool
+				if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),
+					r.Tenant, r.ID).Scan(&self); err != nil {
+					return err
+				}
+				if self {
+					return pgx.ErrNoRows // exists: refused below
+				}
+				noParent = &store.NotFoundError{Kind: "parent run", ID: r.ParentID}
+				return noParent
+			}
+			if err != nil {
+				return err
+			}
+			run, err = scanRun(tx.QueryRow(ctx, create, args...))
+			return err
+		})
 	})
+	if noParent != nil && errors.Is(err, store.ErrNotFound) {
+		return nil, noParent
+	}
 	if err == nil && len(r.Log) > 0 {
 		run.Log = make([]json.RawMessage, len(r.Log))
 		for i, it := range r.Log {

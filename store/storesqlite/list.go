@@ -376,6 +376,15 @@ const pruneQuery = `SELECT r.id,
 		AND u.session_id <> '' AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= ?)))
 	ORDER BY r.updated_at, r.id LIMIT ?`
 
+// pruneOwnedClaims removes the other claims the pruned runs own
+// (store.RunOwnsClaim): "children:<id>:<n>" (the places of the child
+// budget of the tree the run is the root of) and "cancel:<id>:<epoch>",
+// each a range of the claims' primary key per run and kind.
+const pruneOwnedClaims = `DELETE FROM claims WHERE tenant = ?1 AND key IN (SELECT c.key
+	FROM json_each(?2) j CROSS JOIN (SELECT 'children:' AS k UNION ALL SELECT 'cancel:') p CROSS JOIN claims c
+	WHERE c.tenant = ?1 AND c.key > p.k || j.value || ':' AND c.key < p.k || j.value || ';'
+		AND substr(c.key, length(p.k || j.value) + 2) NOT GLOB '*[^0-9]*')`
+
 // RunPrune implements [store.Store]: one write transaction per batch, so a
 // batch holds the write lock only while it deletes at most Limit runs.
 func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.RunPruneResult, error) {
@@ -431,6 +440,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 			`DELETE FROM run_log WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
 			`DELETE FROM events WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
 			`DELETE FROM claims WHERE tenant = ? AND key IN (SELECT 'run:' || value FROM json_each(?))`,
+			pruneOwnedClaims,
 			`DELETE FROM runs WHERE tenant = ? AND id IN (SELECT value FROM json_each(?))`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, p.Tenant, string(ids)); err != nil {

@@ -172,6 +172,18 @@ func TestQueryPlans(t *testing.T) {
 		checkHeld(t, "runs held here", plan(t, s, q, args...))
 		q, args = s.countQuery(&store.RunCountParams{Tenant: "t", Statuses: waiting, Claim: held, Now: now})
 		checkHeld(t, "runs held here, counted", plan(t, s, q, args...))
+		// A prune removes the claims its runs own (child-budget places,
+		// cancel requests): a range of the claims' primary key per run
+		// and kind, never a scan.
+		lines = plan(t, s, pruneOwnedClaims, "t", `["f00000500","f00000501"]`)
+		if j := strings.Join(lines, "\n"); !strings.Contains(j, "SEARCH c USING COVERING INDEX sqlite_autoindex_claims_1 (tenant=? AND key>? AND key<?)") {
+			t.Errorf("owned claims: not a key range of the claims:\n%s", j)
+		}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "SCAN claims") || strings.HasPrefix(l, "SCAN c") {
+				t.Errorf("owned claims: scans %q", l)
+			}
+		}
 		// The live inbox's stamp: index probes only.
 		lines = plan(t, s, waitingStamp, "t", int64(now.UnixMicro()))
 		checkPlan(t, "waiting stamp", lines, []string{"runs_waiting"}, false)

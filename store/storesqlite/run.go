@@ -70,6 +70,19 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		if len(in.Log) > 0 {
 			logSeq = 1
 		}
+		if in.ParentID != "" {
+			// In the write transaction: a prune (another write) either
+			// removed the parent before, or sees this child after.
+			var parent, self int
+			if err := tx.QueryRowContext(ctx, `SELECT
+				EXISTS (SELECT 1 FROM runs WHERE tenant = ? AND id = ?), EXISTS (SELECT 1 FROM runs WHERE tenant = ? AND id = ?)`,
+				in.Tenant, in.ParentID, in.Tenant, in.ID).Scan(&parent, &self); err != nil {
+				return err
+			}
+			if parent == 0 && self == 0 {
+				return &store.NotFoundError{Kind: "parent run", ID: in.ParentID}
+			}
+		}
 		found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO runs (`+runColumns+`, log_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING RETURNING `+runColumns,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -394,6 +395,123 @@ func (bb *bundle) finish(t *testing.T, id string, st store.RunStatus, mod func(r
 		mod(r)
 	}
 	mustCreate(t, bb, r)
+}
+
+// testRunPruneOwnedClaims: a prune removes, with each run, the claims it
+// owns (store.RunOwnsClaim): its own, the child-budget places of the tree
+// it is the root of, its cancel requests; a dry run removes none, and the
+// claims of other runs (one whose id extends the pruned one's, one of
+// another tenant, keys that only look alike) stay.
+func testRunPruneOwnedClaims(t *testing.T, bb *bundle) {
+	bb.finish(t, "r", store.RunCompleted, nil)
+	bb.finish(t, "r.k", store.RunCompleted, func(r *store.Run) { r.ParentID = "r" })
+	bb.finish(t, "rr", store.RunRunning, nil)
+	owned := []string{"run:r", store.ChildPlaceKey("r", 0), store.ChildPlaceKey("r", 1), store.ChildPlaceKey("r", 12),
+		store.CancelRequestKey("r", 3), "run:r.k"}
+	kept := []string{"run:rr", store.ChildPlaceKey("rr", 0), store.ChildPlaceKey("r.k2", 0), "children:r:x", "children:r:",
+		"children:r:1:2", "cancel:r:", "cancel:rr:1", "session:r", "children:r", "children:r;0"}
+	for _, k := range append(append([]string{}, owned...), kept...) {
+		if _, err := acquire1(bb, k, "h", time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: "t2", Key: store.ChildPlaceKey("r", 0), Holder: "h", TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	bb.clock.Advance(time.Minute) // every claim expired: none keeps its run
+	for _, k := range []string{store.ChildPlaceKey("r", 0), "cancel:r:3", "run:r"} {
+		if !store.RunOwnsClaim(k, "r") {
+			t.Fatalf("RunOwnsClaim(%s, r) = false", k)
+		}
+	}
+	for _, k := range kept {
+		if store.RunOwnsClaim(k, "r") || store.RunOwnsClaim(k, "r.k") {
+			t.Fatalf("RunOwnsClaim(%s) = true", k)
+		}
+	}
+	prune := func(dry bool) []string {
+		t.Helper()
+		res, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: bb.clock.Now(), Limit: 10, DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := slices.Clone(res.RunIDs)
+		slices.Sort(out)
+		return out
+	}
+	stored := func(tenant, k string) bool {
+		t.Helper()
+		_, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: tenant, Key: k})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if got := prune(true); !slices.Equal(got, []string{"r", "r.k"}) {
+		t.Fatalf("dry run = %v", got)
+	}
+	for _, k := range owned {
+		if !stored("t1", k) {
+			t.Fatalf("a dry run removed claim %s", k)
+		}
+	}
+	if got := prune(false); !slices.Equal(got, []string{"r", "r.k"}) {
+		t.Fatalf("prune = %v", got)
+	}
+	for _, k := range owned {
+		if stored("t1", k) {
+			t.Errorf("claim %s of a pruned run is still stored", k)
+		}
+	}
+	for _, k := range kept {
+		if !stored("t1", k) {
+			t.Errorf("claim %s, not a pruned run's, was removed", k)
+		}
+	}
+	if !stored("t2", store.ChildPlaceKey("r", 0)) {
+		t.Error("another tenant's claim was removed")
+	}
+}
+
+// testRunPruneRacesChildCreate: a prune and the creation of a child of
+// the finished run it may remove, at once (on a second handle), many
+// times: either the child is refused (its parent is gone: a NotFoundError)
+// or it is written and its parent is kept. No child is ever left without
+// its parent.
+func testRunPruneRacesChildCreate(t *testing.T, bb *bundle) {
+	other := bb.open(t, bb.clock.Now)
+	const rounds = 60
+	for i := range rounds {
+		parent := fmt.Sprintf("p%03d", i)
+		bb.finish(t, parent, store.RunCompleted, nil)
+		child := newRun("t1", fmt.Sprintf("c%03d", i))
+		child.Status, child.ParentID = store.RunQueued, parent
+		var createErr, pruneErr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, createErr = other.RunCreate(bb.ctx, &store.RunCreateParams{Run: child})
+		}()
+		go func() {
+			defer wg.Done()
+			_, pruneErr = bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: bb.clock.Now().Add(time.Second), Limit: 10})
+		}()
+		wg.Wait()
+		if pruneErr != nil {
+			t.Fatal(pruneErr)
+		}
+		_, perr := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: parent})
+		_, cerr := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: child.ID})
+		switch {
+		case createErr == nil && (perr != nil || cerr != nil):
+			t.Fatalf("round %d: the child was written but the parent reads %v, the child %v", i, perr, cerr)
+		case createErr != nil && !errors.Is(createErr, store.ErrNotFound):
+			t.Fatalf("round %d: create: %v", i, createErr)
+		case createErr != nil && (!errors.Is(perr, store.ErrNotFound) || !errors.Is(cerr, store.ErrNotFound)):
+			t.Fatalf("round %d: the child was refused, yet the parent reads %v and the child %v", i, perr, cerr)
+		}
+	}
 }
 
 func testRunPrune(t *testing.T, bb *bundle) {

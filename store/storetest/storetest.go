@@ -87,6 +87,8 @@ func Run(t *testing.T, b Backend) {
 		{"RunCount", testRunCount},
 		{"LedgerListRuns", testLedgerListRuns},
 		{"RunPrune", testRunPrune},
+		{"RunPruneOwnedClaims", testRunPruneOwnedClaims},
+		{"RunPruneRacesChildCreate", testRunPruneRacesChildCreate},
 		{"RunCounters", testRunCounters},
 		{"WaitingStamp", testWaitingStamp},
 	}
@@ -135,6 +137,7 @@ func wantConflict(t *testing.T, err error, expected, actual int64) {
 }
 
 func testRunCreateGet(t *testing.T, bb *bundle) {
+	mustCreate(t, bb, newRun("t1", "parent"))
 	r := newRun("t1", "run-1")
 	r.SessionID, r.ParentID, r.Meta = "sess", "parent", json.RawMessage(`{"model":"m"}`)
 	r.Deadline = bb.clock.Now().Add(time.Hour)
@@ -157,6 +160,28 @@ func testRunCreateGet(t *testing.T, bb *bundle) {
 	_, err = bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: "nope"})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing run: want ErrNotFound, got %v", err)
+	}
+	// A child needs its parent, in its own tenant; an existing id is
+	// refused as existing first.
+	orphan := newRun("t1", "orphan")
+	orphan.ParentID = "nope"
+	_, err = bb.s.RunCreate(bb.ctx, &store.RunCreateParams{Run: orphan})
+	var nf *store.NotFoundError
+	if !errors.As(err, &nf) || nf.Kind != "parent run" || nf.ID != "nope" || !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("child of a missing parent: want a NotFoundError of its parent, got %v", err)
+	}
+	if _, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: "orphan"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused child was written: %v", err)
+	}
+	other := newRun("t2", "orphan")
+	other.ParentID = "parent" // exists in t1, not in t2
+	if _, err := bb.s.RunCreate(bb.ctx, &store.RunCreateParams{Run: other}); !errors.As(err, &nf) {
+		t.Fatalf("child of another tenant's run: want NotFoundError, got %v", err)
+	}
+	dup := newRun("t1", "run-1")
+	dup.ParentID = "nope"
+	if _, err := bb.s.RunCreate(bb.ctx, &store.RunCreateParams{Run: dup}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("existing id with a missing parent: want ErrExists, got %v", err)
 	}
 }
 
