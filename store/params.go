@@ -301,8 +301,9 @@ func (p *RunWriteParams) AllEvents() []*EventRecord {
 
 // RunWriteResult returns what a [Store.RunWrite] stored, with new revisions
 // and assigned event sequence numbers. It is for reading: a backend may
-// share its JSON fields' bytes with what it keeps (storemem does), so a
-// caller must not change those bytes in place.
+// share its entries, events and their JSON bytes with what it keeps
+// (storemem does), so a caller must not change anything it reaches from
+// a result in place (copy an entry, then change the copy's fields).
 type RunWriteResult struct {
 	// Run is the run as stored; nil when the write had no run update.
 	Run *Run

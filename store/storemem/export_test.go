@@ -16,7 +16,9 @@ func (s *Store) Corrupt(what, tenant, id, callID string) bool {
 		}
 	case "ledger":
 		if e, ok := s.ledger[key{tenant, id}][callID]; ok {
-			e.Result = bad
+			c := *e // a stored entry is replaced, never changed in place (RunWrite shares it)
+			c.Result = bad
+			s.ledger[key{tenant, id}][callID] = &c
 			return true
 		}
 	case "session":

@@ -156,31 +156,37 @@ func cloneEntry(e *store.LedgerEntry) (*store.LedgerEntry, error) {
 	if !e.State.Valid() {
 		return nil, &store.DataError{Kind: "ledger", ID: id, Err: fmt.Errorf("unknown state %q", e.State)}
 	}
-	return copyEntry(e), nil
+	return copyEntry(e, nil), nil
 }
 
 // copyEntry copies an entry known to be valid (just checked by
-// [store.Check] on the way in).
-func copyEntry(e *store.LedgerEntry) *store.LedgerEntry {
+// [store.Check] on the way in). A JSON field that is the very slice cur
+// (the entry stored now, nil for none) holds, handed back by a caller
+// that read it from a write's result, is kept as it is: those are the
+// store's own bytes, which nothing changes in place.
+func copyEntry(e, cur *store.LedgerEntry) *store.LedgerEntry {
 	c := *e
-	c.Args = cloneJSON(e.Args)
-	c.Result = cloneJSON(e.Result)
-	c.Error = cloneJSON(e.Error)
-	c.Approval = cloneDecision(e.Approval)
-	c.Resolution = cloneDecision(e.Resolution)
+	if cur == nil {
+		cur = &store.LedgerEntry{}
+	}
+	c.Args = keepOrClone(e.Args, cur.Args)
+	c.Result = keepOrClone(e.Result, cur.Result)
+	c.Error = keepOrClone(e.Error, cur.Error)
+	if e.Approval != cur.Approval {
+		c.Approval = cloneDecision(e.Approval)
+	}
+	if e.Resolution != cur.Resolution {
+		c.Resolution = cloneDecision(e.Resolution)
+	}
 	return &c
 }
 
-// sharedEntry copies a stored entry for the result of the write that
-// stored it. Its JSON fields share the stored bytes, which nothing ever
-// changes in place: the store replaces a field, it never edits it, and a
-// write's result is for reading (RunWriteResult). Reads (LedgerList,
-// EventList, RunGet) return copies that share nothing.
-func sharedEntry(e *store.LedgerEntry) *store.LedgerEntry {
-	c := *e
-	c.Approval = cloneDecision(e.Approval)
-	c.Resolution = cloneDecision(e.Resolution)
-	return &c
+// keepOrClone returns stored when b is that very slice, else a copy of b.
+func keepOrClone(b, stored json.RawMessage) json.RawMessage {
+	if len(b) > 0 && len(b) == len(stored) && &b[0] == &stored[0] {
+		return stored
+	}
+	return cloneJSON(b)
 }
 
 func cloneEvent(e *store.EventRecord) *store.EventRecord {
@@ -816,7 +822,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		s.ledger[rk] = entries
 	}
 	for _, w := range p.Ledger {
-		e := copyEntry(w.Entry) // validated by store.Check
+		e := copyEntry(w.Entry, entries[w.Entry.CallID]) // validated by store.Check
 		e.StartedAt, e.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
 		if cur, ok := entries[e.CallID]; ok {
 			e.CreatedAt = cur.CreatedAt
@@ -826,9 +832,16 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		e.UpdatedAt = now
 		e.Revision = w.ExpectedRevision + 1
 		entries[e.CallID] = e
-		res.Ledger = append(res.Ledger, sharedEntry(e))
+		if res.Ledger == nil {
+			res.Ledger = make([]*store.LedgerEntry, 0, len(p.Ledger))
+		}
+		res.Ledger = append(res.Ledger, e) // shared: see below
 	}
-	for _, ev := range p.AllEvents() {
+	evs := p.AllEvents()
+	if len(evs) > 0 {
+		res.Events = make([]*store.EventRecord, 0, len(evs))
+	}
+	for _, ev := range evs {
 		e := cloneEvent(ev)
 		e.Tenant, e.RunID = p.Tenant, p.RunID
 		run.EventSeq++
@@ -838,12 +851,16 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			e.Time = now
 		}
 		s.events[rk] = append(s.events[rk], e)
-		c := *e // its Data is shared (see sharedEntry)
-		res.Events = append(res.Events, &c)
+		res.Events = append(res.Events, e)
 	}
+	// The result's entries and events are the stored ones, shared, not
+	// copies: the store never changes a stored entry or event in place (a
+	// write replaces an entry; an event is never changed), and a write's
+	// result is for reading (RunWriteResult). Reads (LedgerList, EventList,
+	// RunGet) return copies that share nothing.
 	if p.Run != nil {
 		// Just written from checked input: a copy, without checking again.
-		// Its JSON is shared, as the entries' (see sharedEntry).
+		// Its JSON is shared, as the entries'.
 		rc := *run
 		rc.Log, rc.LogLen = nil, len(run.Log)
 		res.Run = &rc
