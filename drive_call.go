@@ -15,8 +15,15 @@ import (
 )
 
 func entryData(en *store.LedgerEntry) *ToolCallData {
+	d := entryDataValue(en)
+	return &d
+}
+
+// entryDataValue is entryData as a value, which entryEvent keeps off the
+// heap.
+func entryDataValue(en *store.LedgerEntry) ToolCallData {
 	effect, _ := tool.ParseEffect(en.Effect) // unknown text reads as side-effect
-	d := &ToolCallData{CallID: en.CallID, Tool: en.Tool, Effect: effect, State: en.State,
+	d := ToolCallData{CallID: en.CallID, Tool: en.Tool, Effect: effect, State: en.State,
 		IdempotencyKey: en.IdempotencyKey, Attempt: en.Attempt, Args: en.Args,
 		// tool.Result marshals IsError last, and only when set.
 		IsError: bytes.HasSuffix(en.Result, []byte(`"is_error":true}`))}

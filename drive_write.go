@@ -44,11 +44,12 @@ func (d *drive) event(typ, callID string, data any) *store.EventRecord {
 // error and decisions by redactEntry), so the data is encoded once and
 // not walked by the redactor a second time.
 func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.EventRecord {
-	data := entryData(en)
-	b, ok := marshalToolCallData(data)
+	data := entryDataValue(en)
+	b, ok := marshalToolCallData(&data)
 	if !ok {
+		slow := data // only this copy escapes, on this path
 		var err error
-		if b, err = json.Marshal(data); err != nil {
+		if b, err = json.Marshal(&slow); err != nil {
 			b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
 		}
 	}
