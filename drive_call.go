@@ -56,9 +56,16 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledger.Trigger, evType string, r tool.Result, mutate func(*store.LedgerEntry)) error {
 	next := cloneEntry(en)
 	r, notice := d.boundResult(r)
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("actoviq: encode result of %s: %w", en.CallID, err)
+	b, ok := marshalResult(&r)
+	if ok {
+		// fold makes the call's transcript item from r itself, not by
+		// decoding these bytes again.
+		d.keepResult(en.CallID, b, r)
+	} else {
+		var err error
+		if b, err = json.Marshal(r); err != nil {
+			return fmt.Errorf("actoviq: encode result of %s: %w", en.CallID, err)
+		}
 	}
 	next.Result = b
 	next.CommittedAt = d.rt.clock()

@@ -1,10 +1,12 @@
 package actoviq
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
 	"github.com/actoviq/actoviq-go/item"
@@ -109,11 +111,42 @@ func (d *drive) allCommitted() bool {
 // in call order. The caller has checked that every pending call is
 // committed. The folded transcript is persisted by the next run write.
 func (d *drive) fold() {
+	d.cp.Items = slices.Grow(d.cp.Items, len(d.cp.Pending))
 	for _, id := range d.cp.Pending {
-		d.cp.Items = append(d.cp.Items, resultItem(d.ledger[id]))
+		en := d.ledger[id]
+		if m, ok := d.results[id]; ok && bytes.Equal(m.raw, en.Result) {
+			// This drive encoded these bytes from m.r: no need to decode them.
+			it := item.NewToolResult(en.CallID, m.r.Content, m.r.IsError)
+			it.ToolResult.Data = m.r.Data
+			d.cp.Items = append(d.cp.Items, it)
+			continue
+		}
+		d.cp.Items = append(d.cp.Items, resultItem(en))
 	}
 	d.forgetArgs(d.cp.Pending...)
+	d.resultsMu.Lock()
+	for _, id := range d.cp.Pending {
+		delete(d.results, id)
+	}
+	d.resultsMu.Unlock()
 	d.cp.Pending, d.cp.Redacted = nil, nil
+}
+
+// resultMemo is a result this drive encoded (marshalResult) for a call.
+type resultMemo struct {
+	raw json.RawMessage
+	r   tool.Result
+}
+
+// keepResult remembers what commitResult encoded for a call, for fold.
+// (Calls of one batch may commit at once.)
+func (d *drive) keepResult(callID string, raw json.RawMessage, r tool.Result) {
+	d.resultsMu.Lock()
+	defer d.resultsMu.Unlock()
+	if d.results == nil {
+		d.results = map[string]resultMemo{}
+	}
+	d.results[callID] = resultMemo{raw: raw, r: r}
 }
 
 func resultItem(en *store.LedgerEntry) item.Item {
@@ -190,11 +223,11 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		return nil, err
 	}
 	_ = d.tcheck.Check(d.cp.Items)
-	assigned := map[string]bool{}
+	assigned := make(map[string]bool, len(resp.Items))
 	used := func(id string) bool { return assigned[id] || d.tcheck.Seen(id) }
 	turn := d.cp.Turn + 1
-	inResp := map[string]json.RawMessage{}
-	var items []item.Item
+	inResp := make(map[string]json.RawMessage, len(resp.Items))
+	items := make([]item.Item, 0, len(resp.Items))
 	var calls []*store.LedgerEntry
 	for i, it := range resp.Items {
 		// The response's JSON is validated here, where it enters, once: a
@@ -257,6 +290,9 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 			Tool: tc.Name, Effect: effect.String(), State: store.LedgerPrepared, IdempotencyKey: idempotencyKey(d.rt.tenant, d.run.ID, tc.ID),
 			ArgsDigest: argsDigest(raw), Args: persisted.ToolCall.Arguments})
 	}
+	if len(items) == 0 {
+		items = nil // as before the preallocation: an empty answer has no output
+	}
 	d.cp.Items = append(d.cp.Items, items...)
 	d.cp.Turn = turn
 	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
@@ -274,7 +310,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		}
 		return d.cp.result(d.run.ID, store.RunCompleted), nil
 	}
-	var writes []store.LedgerWrite
+	writes := make([]store.LedgerWrite, 0, len(calls))
 	events := []*store.EventRecord{d.event(EvModelResponse, "", respData)}
 	for _, en := range calls {
 		d.cp.Pending = append(d.cp.Pending, en.CallID)

@@ -40,7 +40,7 @@ func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 		r.Content = withNote(r.Content, "The tool ran, but its structured output (Result.Data) was not valid JSON, so it was not recorded; this result is an error for that reason, not because the call failed.")
 	}
 	if len(r.Data) > 0 {
-		r.Data = d.redactJSON(r.Data)
+		r.Data = d.rt.redactor.MarshaledJSON(r.Data) // valid: checked just above
 	}
 	limit := d.limits.MaxToolOutput
 	if limit <= 0 { // a drive without an agent (Decide)

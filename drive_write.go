@@ -132,6 +132,9 @@ func (d *drive) emitStored(ctx context.Context, evs []*store.EventRecord) {
 
 // emitEphemeral sends an event that is not persisted (Seq 0).
 func (d *drive) emitEphemeral(ctx context.Context, typ string, data any) {
+	if len(d.sinks) == 0 {
+		return // nobody to tell: not even encoded
+	}
 	ev := d.event(typ, "", data)
 	d.emit(ctx, Event{Schema: EventSchema, ID: ev.ID, RunID: d.run.ID, ParentRunID: ev.ParentRunID, TraceID: ev.TraceID,
 		SpanID: ev.SpanID, Type: typ, Time: ev.Time, Data: ev.Data})

@@ -2,8 +2,10 @@ package actoviq
 
 import (
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/actoviq/actoviq-go/internal/jsonenc"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
 // marshalToolCallData encodes d as json.Marshal does, byte for byte, for
@@ -39,6 +41,28 @@ func marshalToolCallData(d *ToolCallData) ([]byte, bool) {
 	if d.Resolution != "" {
 		b = append(b, `,"resolution":`...)
 		b = jsonenc.AppendString(b, d.Resolution)
+	}
+	return append(b, '}'), true
+}
+
+// marshalResult encodes a tool result as json.Marshal does, byte for byte,
+// without reflection, when its Data is valid JSON (the caller checked:
+// boundResult) that json.Marshal would copy as it is, and its Content is
+// valid UTF-8 (so that decoding the bytes gives r back exactly). It
+// reports false for anything else, and the caller uses json.Marshal.
+func marshalResult(r *tool.Result) ([]byte, bool) {
+	if !jsonenc.Plain(r.Data) || !utf8.ValidString(r.Content) {
+		return nil, false
+	}
+	b := make([]byte, 0, 32+len(r.Content)+len(r.Data))
+	b = append(b, `{"content":`...)
+	b = jsonenc.AppendString(b, r.Content)
+	if len(r.Data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, r.Data...)
+	}
+	if r.IsError {
+		b = append(b, `,"is_error":true`...)
 	}
 	return append(b, '}'), true
 }

@@ -48,3 +48,35 @@ func TestMarshalToolCallDataFastPath(t *testing.T) {
 		t.Fatalf("fast path %v %s, want %s", ok, got, want)
 	}
 }
+
+// marshalResult gives json.Marshal's bytes whenever it says it can, and
+// those bytes decode to the result it was given.
+func FuzzMarshalResult(f *testing.F) {
+	f.Add("ok", []byte(`"ok"`), false)
+	f.Add("", []byte(nil), true)
+	f.Add("a <b> & \"c\"\n\u2028 é", []byte(`{"k":[1,2.5,null,"x y"]}`), false)
+	f.Add("bad \xff utf8", []byte(`{}`), false)
+	f.Add("x", []byte(`{"a": 1}`), false)
+	f.Add("x", []byte(`"<"`), true)
+	f.Fuzz(func(t *testing.T, content string, data []byte, isErr bool) {
+		if len(data) > 0 && !json.Valid(data) {
+			return // boundResult drops such data before encoding
+		}
+		r := tool.Result{Content: content, Data: data, IsError: isErr}
+		got, ok := marshalResult(&r)
+		if !ok {
+			return
+		}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatalf("%+v: fast path took a result json.Marshal refuses: %v", r, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("fast %s\nwant %s", got, want)
+		}
+		var back tool.Result
+		if err := json.Unmarshal(got, &back); err != nil || back.Content != r.Content || back.IsError != r.IsError || !bytes.Equal(back.Data, r.Data) {
+			t.Fatalf("%+v decodes to %+v (%v)", r, back, err)
+		}
+	})
+}
