@@ -78,6 +78,7 @@ func (q *Queue[T]) Do(ctx context.Context, val T) error {
 		q.leaders++
 	}
 	q.mu.Unlock()
+	handed := false
 	if !lead {
 		select {
 		case <-req.done:
@@ -86,11 +87,22 @@ func (q *Queue[T]) Do(ctx context.Context, val T) error {
 			// Handed the lead: req was taken out of the queue, so no
 			// other leader can run it; it goes first in this leader's
 			// first batch.
+			handed = true
 		}
 	}
-	q.lead(req, !lead)
-	<-req.done
-	return req.err
+	for {
+		q.lead(req, handed)
+		// lead returns when req is done, or when another leader took req
+		// and the queue was empty: that leader finishes it, or sends it
+		// back to the queue (Run's retry), where it may be handed the
+		// lead again.
+		select {
+		case <-req.done:
+			return req.err
+		case <-req.lead:
+			handed = true
+		}
+	}
 }
 
 // Len returns the number of writes waiting for a batch.
