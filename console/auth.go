@@ -61,6 +61,37 @@ func newAuth(c *Config) *auth {
 	return a
 }
 
+// Sign-in page modes: what the page asks of the operator's name.
+const (
+	// nameAsked: no token is bound to a name; the operator types one.
+	nameAsked = "asked"
+	// nameFromToken: every token is bound to a name (actoviq console
+	// --tokens-file): the page asks for none.
+	nameFromToken = "token"
+	// nameIfUnbound: some tokens are bound: a name typed is used only
+	// with a token bound to none.
+	nameIfUnbound = "unbound"
+)
+
+// nameMode is how the sign-in page asks for the operator's name, from
+// how the configured tokens are bound.
+func (a *auth) nameMode() string {
+	bound := 0
+	for _, t := range a.tokens {
+		if t.operator != "" {
+			bound++
+		}
+	}
+	switch {
+	case bound == 0:
+		return nameAsked
+	case bound == len(a.tokens):
+		return nameFromToken
+	default:
+		return nameIfUnbound
+	}
+}
+
 // checkToken compares secret with every configured token in constant time
 // (the comparison is of fixed-length hashes, and every token is compared).
 func (a *auth) checkToken(secret string) (operator string, ok bool) {
@@ -309,7 +340,22 @@ func (c *Console) page(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "login.html", map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
+	c.render(w, r, http.StatusOK, "login.html", c.loginData(safeNext(r.URL.Query().Get("next")), "", ""))
+}
+
+// loginData is what the sign-in page shows: where to go next, the name
+// typed (when the page asks for one), an error, and how the page asks for
+// the operator's name (nameMode: a name field, or none when every token
+// names its person).
+func (c *Console) loginData(next, name, msg string) map[string]any {
+	d := map[string]any{"Next": next, "NameMode": c.auth.nameMode()}
+	if name != "" {
+		d["Name"] = name
+	}
+	if msg != "" {
+		d["Error"] = msg
+	}
+	return d
 }
 
 // login checks the token and starts a session. The token may come from the
@@ -326,22 +372,27 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		if lim, wait := c.auth.fail(r); lim {
 			retryAfter(w, wait)
-			c.render(w, r, http.StatusTooManyRequests, "login.html", map[string]any{"Next": next, "Name": r.PostFormValue("name"),
-				"Error": "That token is not valid for this console, and too many failed sign-ins came from this address. Wait a minute before trying another; a valid token is accepted at any time."})
+			c.render(w, r, http.StatusTooManyRequests, "login.html", c.loginData(next, r.PostFormValue("name"),
+				"That token is not valid for this console, and too many failed sign-ins came from this address. Wait a minute before trying another; a valid token is accepted at any time."))
 			return
 		}
-		c.render(w, r, http.StatusUnauthorized, "login.html", map[string]any{"Next": next, "Name": r.PostFormValue("name"),
-			"Error": "That token is not valid for this console."})
+		c.render(w, r, http.StatusUnauthorized, "login.html", c.loginData(next, r.PostFormValue("name"),
+			"That token is not valid for this console."))
 		return
 	}
 	if op == "" {
 		op = strings.TrimSpace(r.PostFormValue("name"))
 		if err := checkOperator(op); err != nil {
-			c.render(w, r, http.StatusBadRequest, "login.html", map[string]any{"Next": next,
-				"Error": "Your name is recorded with every decision you make: " + err.Error() + "."})
+			msg := "Your name is recorded with every decision you make: " + err.Error() + "."
+			if c.auth.nameMode() == nameIfUnbound {
+				msg = "This token is not bound to a name, so the name you type is recorded with every decision you make: " + err.Error() + "."
+			}
+			c.render(w, r, http.StatusBadRequest, "login.html", c.loginData(next, "", msg))
 			return
 		}
 	}
+	// A token bound to a name signs in as that name; a name typed beside
+	// it is not used (the page names the person signed in).
 	// A sign-in ends the session this browser held before (another
 	// operator's, or its own): one browser, one session.
 	c.auth.endSession(r)

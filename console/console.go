@@ -29,7 +29,8 @@ type Token struct {
 	// Secret is the token itself; required, at least 16 characters.
 	Secret string
 	// Operator, when set, is the name every decision made with this token
-	// is recorded under; the name typed at login is then ignored. Empty
+	// is recorded under; a name typed at login is then not used, and when
+	// every token has one the sign-in page asks for no name. Empty
 	// means the operator gives a name at login (and, on the JSON API, in
 	// the decision's "by" field).
 	Operator string

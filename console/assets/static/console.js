@@ -54,6 +54,7 @@
     history.replaceState(null, "", location.pathname + location.search);
     var name = login.querySelector("#name");
     if (name) name.focus();
+    else login.querySelector("#sign-in").focus(); // the token names its person
   }
 
   // Decision forms.
