@@ -30,9 +30,9 @@ type drive struct {
 	ledger       map[string]*store.LedgerEntry
 	rawArgs      map[string]json.RawMessage // unredacted arguments known in this process
 	secretsMu    sync.Mutex
-	secrets      map[string]secretsMemo     // secretsOf's answers, by call id
+	secrets      map[string]secretsMemo // secretsOf's answers, by call id
 	resultsMu    sync.Mutex
-	results      map[string]resultMemo // what commitResult encoded, by call id, until fold
+	results      map[string]resultMemo      // what commitResult encoded, by call id, until fold
 	sealErr      map[string]error           // why a sealed copy did not open or was not made
 	handles      map[string]*ToolHandleData // the last handle each call recorded in this process (drive_handle.go); under mu
 	sessionFence *store.Fence

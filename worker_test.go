@@ -410,7 +410,10 @@ func TestCancelReachesAnotherProcess(t *testing.T) {
 		scripted.Turn{Text: "done"}), entered: make(chan struct{})}
 	pay := &payTool{name: "pay"}
 	a := &actoviq.AgentSpec{ID: "payer", Provider: m, Model: "scripted-1", Tools: []toolT{pay}}
-	worker, err := actoviq.New(shared, &actoviq.Config{LeaseTTL: 150 * time.Millisecond})
+	// The request reaches the holder at a heartbeat; the lease is long
+	// enough that a loaded machine does not lose it first (the drive would
+	// then end without a result, which is another test's subject).
+	worker, err := actoviq.New(shared, &actoviq.Config{LeaseTTL: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,18 +427,22 @@ func TestCancelReachesAnotherProcess(t *testing.T) {
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	ended := make(chan *actoviq.RunResult, 1)
+	type drive struct {
+		res *actoviq.RunResult
+		err error
+	}
+	ended := make(chan drive, 1)
 	go func() {
 		_ = worker.Work(wctx, &actoviq.WorkOptions{PollInterval: 10 * time.Millisecond,
-			OnDrive: func(_ string, res *actoviq.RunResult, err error) { ended <- res }})
+			OnDrive: func(_ string, res *actoviq.RunResult, err error) { ended <- drive{res, err} }})
 	}()
 	<-m.entered
 	if err := other.Cancel(ctx, id); err != nil {
 		t.Fatalf("cancel of a run another process drives: %v", err)
 	}
-	res := <-ended
-	if res == nil || res.Status != actoviq.StatusCancelled || res.Error == nil || !strings.Contains(res.Error.Message, "cancelled by request") {
-		t.Fatalf("the worker's drive ended %+v, want cancelled by the request", res)
+	d := <-ended
+	if res := d.res; res == nil || res.Status != actoviq.StatusCancelled || res.Error == nil || !strings.Contains(res.Error.Message, "cancelled by request") {
+		t.Fatalf("the worker's drive ended %+v (err %v), want cancelled by the request", res, d.err)
 	}
 	if pay.count() != 1 {
 		t.Fatalf("%d payments", pay.count())
