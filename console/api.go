@@ -217,6 +217,7 @@ func (c *Console) runView(ctx context.Context, id string) (*Run, error) {
 	v.Tasks = tasksOf(v.Ledger, evs)
 	v.Attempts = actoviq.AttemptsFromEvents(evs)
 	v.LastDriver = lastDriver(evs, info.Holder)
+	v.Events = eventsShown(evs)
 	if v.Audit == nil {
 		v.Audit = []AuditEntry{}
 	}
@@ -541,7 +542,7 @@ func (c *Console) apiResume(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	writeJSON(w, http.StatusOK, &ResumeResponse{RunID: id, Status: string(res.res.Status), Interruptions: res.res.Interruptions, Error: res.res.Error})
+	writeJSON(w, http.StatusOK, &ResumeResponse{RunID: id, Status: string(res.res.Status), Interruptions: interruptionsShown(res.res.Interruptions), Error: res.res.Error})
 }
 
 type resumeResult struct {

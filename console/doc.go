@@ -99,12 +99,16 @@
 // A run is sent as its one JSON view, [actoviq.RunInfo]'s encoding (the
 // same names and values as `actoviq runs show --json`: snake_case, zero
 // values left out, a ledger entry as [store.LedgerEntry]'s, whose
-// "holder" and "epoch" name the worker that last moved it), less two
-// fields the console never sends: the run's "meta" (the caller's JSON for
-// its own program) and a ledger entry's "args_digest" (the digest of the
-// unredacted arguments; an open interruption and a recorded approval carry
-// the digest they bind to). Secrets appear redacted, as the runtime
-// stored them.
+// "holder" and "epoch" name the worker that last moved it), less what the
+// console never shows: the run's "meta" (the caller's JSON for its own
+// program) and, wherever it appears, "args_digest", the plain SHA-256 of
+// a call's unredacted arguments that approvals bind to (beside the
+// redacted arguments it would give away a low-entropy secret, such as a
+// PIN, to anyone trying the candidates). It is left out of ledger
+// entries, open and unsettled interruptions (where it reads ""), decision
+// records and their evidence, the audit trail, the events' data and the
+// resume answer; a decision binds to what was shown instead
+// ("shown_digest"). Secrets appear redacted, as the runtime stored them.
 //
 // GET /api/v1/runs?status=STATUS&q=TEXT&limit=N lists runs, newest first,
 // each as [actoviq.Runtime.List] reads it (no ledger, no transcript; the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -107,7 +108,15 @@ func TestRunJSONIsRunInfo(t *testing.T) {
 	}
 	wantEntry, _ := json.Marshal(info.Ledger[0])
 	entry := jsonFields(t, ledger[0])
-	sameFields(t, "ledger entry", entry, jsonFields(t, wantEntry), []string{"args_digest"}, nil, []string{"probe"})
+	sameFields(t, "ledger entry", entry, jsonFields(t, wantEntry), []string{"args_digest"}, []string{"approval"}, []string{"probe"})
+	// The approval is RunInfo's, less the digest of the unredacted
+	// arguments in it and in its evidence (TestReview20NoDigestOfUnredactedArgs).
+	var gotApproval, wantApproval any
+	_ = json.Unmarshal(entry["approval"], &gotApproval)
+	_ = json.Unmarshal(jsonFields(t, wantEntry)["approval"], &wantApproval)
+	if n := dropMember(wantApproval, "args_digest"); n != 2 || !reflect.DeepEqual(gotApproval, wantApproval) {
+		t.Errorf("approval: %d digests left out of %s, want 2 and %s", n, jsonFields(t, wantEntry)["approval"], entry["approval"])
+	}
 	if h := string(entry["holder"]); info.Ledger[0].Holder == "" || h != `"`+info.Ledger[0].Holder+`"` {
 		t.Errorf("the entry's holder is %s, want %q", h, info.Ledger[0].Holder)
 	}
@@ -138,4 +147,25 @@ func TestRunJSONIsRunInfo(t *testing.T) {
 	if !strings.Contains(page, `<td class="worker"><code title="`+info.Ledger[0].Holder+`">`) {
 		t.Errorf("the ledger table does not name holder %s", info.Ledger[0].Holder)
 	}
+}
+
+// dropMember deletes the members named key at any depth of v (decoded
+// JSON) and returns how many it deleted.
+func dropMember(v any, key string) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x[key]; ok {
+			delete(x, key)
+			n++
+		}
+		for _, e := range x {
+			n += dropMember(e, key)
+		}
+	case []any:
+		for _, e := range x {
+			n += dropMember(e, key)
+		}
+	}
+	return n
 }

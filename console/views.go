@@ -154,11 +154,14 @@ type ResumeInfo struct {
 
 // shown is the run as the console sends it: the RunInfo without its Meta
 // (the caller's JSON for its own program, such as the command line's
-// configuration; never shown by the console). The RunInfo given is not
-// changed.
+// configuration; never shown by the console), and its interruptions
+// without the digest of their unredacted arguments (see digest.go). The
+// RunInfo given is not changed.
 func shown(r *actoviq.RunInfo) *actoviq.RunInfo {
 	c := *r
 	c.Meta = nil
+	c.Interruptions = interruptionsShown(c.Interruptions)
+	c.Unsettled = interruptionsShown(c.Unsettled)
 	return &c
 }
 
@@ -172,7 +175,10 @@ func callsOf(info *actoviq.RunInfo) []Call {
 	out := make([]Call, 0, len(info.Ledger))
 	for _, en := range info.Ledger {
 		e := *en
-		e.ArgsDigest = "" // the digest of the unredacted arguments: not the console's to show
+		// The digest of the unredacted arguments is not the console's to
+		// show (digest.go), here or in the decisions recorded.
+		e.ArgsDigest = ""
+		e.Approval, e.Resolution = decisionShown(en.Approval), decisionShown(en.Resolution)
 		out = append(out, Call{LedgerEntry: &e, Probe: probes[en.CallID]})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -190,9 +196,9 @@ func auditOf(info *actoviq.RunInfo) []AuditEntry {
 		for _, d := range []*store.DecisionRecord{en.Approval, en.Resolution} {
 			if d != nil {
 				for _, e := range d.Earlier { // approvals that went void (expired) before this one
-					out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, DecisionRecord: e})
+					out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, DecisionRecord: decisionValue(e)})
 				}
-				out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, DecisionRecord: *d})
+				out = append(out, AuditEntry{CallID: en.CallID, Tool: en.Tool, DecisionRecord: decisionValue(*d)})
 			}
 		}
 	}
