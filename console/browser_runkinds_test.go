@@ -144,6 +144,16 @@ func TestReview20BrowserRunKinds(t *testing.T) {
 	if err := f.rt.Cancel(ctx, "cx-1"); err != nil {
 		t.Fatal(err)
 	}
+	// A holder name is the program's to choose: markup in it is text.
+	const evil = `evil"><img src=x onerror="window.pwned=1">:1:x`
+	other, err := actoviq.New(f.rt.Store(), &actoviq.Config{Holder: evil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if res, err := other.Run(ctx, payer, &actoviq.Input{RunID: "xss-1", Items: []item.Item{item.UserText("go")}}); err != nil || res.Status != actoviq.StatusInterrupted {
+		t.Fatalf("run xss-1: %v %+v", err, res)
+	}
 
 	f.login("alice")
 	p := f.listenProblems()
@@ -152,6 +162,11 @@ func TestReview20BrowserRunKinds(t *testing.T) {
 	f.visitRun(p, "task-1", "interrupted")
 	f.visitRun(p, "prov-1", "interrupted")
 	f.visitRun(p, "kid-aa", "queued") // no turn, no usage, no ledger, no holder
+	f.visitRun(p, "xss-1", "interrupted")
+	f.waitText("#run .facts", `<img src=x onerror="window.pwned=1">`)
+	if f.evalBool(`window.pwned === 1 || !!document.querySelector("img[src=x]")`) {
+		t.Error("the holder's markup ran in the run page")
+	}
 	f.visitRun(p, "parent-1", "interrupted")
 	f.waitText("#children-h", "Child runs")
 	f.waitText(".tree", "kid-aa")
@@ -175,6 +190,9 @@ func TestReview20BrowserRunKinds(t *testing.T) {
 		f.waitText("h1", map[string]string{"/runs": "Runs", "/": "Inbox"}[page])
 		if probs := p.take(); len(probs) > 0 {
 			t.Errorf("%s: the page reported problems:\n%s", page, strings.Join(probs, "\n"))
+		}
+		if f.evalBool(`window.pwned === 1 || !!document.querySelector("img[src=x]")`) {
+			t.Errorf("%s: the holder's markup ran", page)
 		}
 	}
 }
