@@ -34,7 +34,41 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(crashChildEnv); spec != "" {
 		os.Exit(crashChild(spec))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	stopBrowser()
+	os.Exit(code)
+}
+
+// The browser tests share one headless chromium, started by the first of
+// them: starting one took seconds, more on a loaded machine (12 s at load
+// 19). Each test works in a BrowserContext of its own (newBrowserFixtureWith),
+// so no cookie, storage or tab passes from one test to the next.
+var (
+	browserOnce sync.Once
+	browserCtx  context.Context
+	browserErr  error
+	stopBrowser = func() {}
+)
+
+// sharedBrowser returns the context of the shared chromium, exe, starting
+// it on first use.
+func sharedBrowser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	browserOnce.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+			chromedp.Flag("headless", true), chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1100, 900))
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, bcancel := chromedp.NewContext(actx)
+		stopBrowser = func() { bcancel(); acancel() }
+		// An empty Run starts the browser, so that a test's own context
+		// below only opens a BrowserContext in it.
+		browserErr = chromedp.Do(bctx)
+		browserCtx = bctx
+	})
+	if browserErr != nil {
+		t.Fatalf("start chromium: %v", browserErr)
+	}
+	return browserCtx
 }
 
 // fileBank is a payment tool that appends each payment to a file, so that
@@ -230,11 +264,7 @@ func newBrowserFixtureWith(t *testing.T, rcfg *actoviq.Config, change func(*cons
 	f.srv = httptest.NewServer(con)
 	t.Cleanup(f.srv.Close)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.Flag("headless", true), chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1100, 900))
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(acancel)
-	bctx, bcancel := chromedp.NewContext(actx)
+	bctx, bcancel := chromedp.NewContext(sharedBrowser(t, exe), chromedp.WithNewBrowserContext())
 	t.Cleanup(bcancel)
 	ctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
 	t.Cleanup(cancel)
