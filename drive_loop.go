@@ -71,11 +71,11 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 }
 
 // end writes a final or interrupted status and returns the run's result.
-func (d *drive) end(ctx context.Context, status store.RunStatus, ev string) (*RunResult, error) {
+func (d *drive) end(ctx context.Context, status store.RunStatus, ev string, pre ...*store.EventRecord) (*RunResult, error) {
 	if status.Terminal() {
 		d.forgetArgs()
 	}
-	if err := d.finish(ctx, status, ev); err != nil {
+	if err := d.finish(ctx, status, ev, pre...); err != nil {
 		return nil, err
 	}
 	return d.cp.result(d.run.ID, status), nil
@@ -302,7 +302,9 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	if len(calls) == 0 {
 		d.cp.Output = items
 		if err := d.appendSession(ctx); err != nil {
-			return d.sessionAppendFailed(ctx, err)
+			// The response is the run's answer, kept in its log and
+			// Output: its event goes with the run's end.
+			return d.sessionAppendFailed(ctx, err, d.event(EvModelResponse, "", respData))
 		}
 		data := &RunEndedData{Status: StatusCompleted, Usage: d.cp.Usage}
 		if err := d.saveRun(ctx, store.RunCompleted, nil, d.event(EvModelResponse, "", respData), d.event(EvRunCompleted, "", data)); err != nil {

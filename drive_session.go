@@ -375,8 +375,9 @@ func (d *drive) sessionOnResume(ctx context.Context) (res *RunResult, err error,
 }
 
 // sessionAppendFailed ends a run whose final append lost to another run
-// of its session; other errors are returned as they are.
-func (d *drive) sessionAppendFailed(ctx context.Context, err error) (*RunResult, error) {
+// of its session, with the events pre (the answer's model.response) before
+// its end; other errors are returned as they are.
+func (d *drive) sessionAppendFailed(ctx context.Context, err error, pre ...*store.EventRecord) (*RunResult, error) {
 	if !errors.Is(err, ErrSessionConflict) {
 		return nil, err
 	}
@@ -384,13 +385,13 @@ func (d *drive) sessionAppendFailed(ctx context.Context, err error) (*RunResult,
 	if lerr != nil {
 		return nil, errors.Join(err, lerr)
 	}
-	return d.overtaken(ctx, st)
+	return d.overtaken(ctx, st, pre...)
 }
 
 // overtaken ends the run failed with code session_conflict: another run of
 // its session appended first, so this one can never append. Its answer,
 // if it has one, stays in its Output; nothing goes to the session.
-func (d *drive) overtaken(ctx context.Context, st *store.SessionState) (*RunResult, error) {
+func (d *drive) overtaken(ctx context.Context, st *store.SessionState, pre ...*store.EventRecord) (*RunResult, error) {
 	by := "another run"
 	for _, en := range st.Entries {
 		if en.Seq == d.cp.SessionBase+1 && en.RunID != "" {
@@ -402,5 +403,5 @@ func (d *drive) overtaken(ctx context.Context, st *store.SessionState) (*RunResu
 			"nothing of this run was appended", d.run.SessionID, by, d.cp.SessionBase, st.Revision),
 		Hint: fmt.Sprintf("the run is over and its transcript and answer stay in it; to continue the conversation, start a new run in session %s, "+
 			"which sees the session's history as it is now", d.run.SessionID)}
-	return d.end(ctx, store.RunFailed, EvRunFailed)
+	return d.end(ctx, store.RunFailed, EvRunFailed, pre...)
 }

@@ -168,7 +168,7 @@ func (d *drive) writeRun(ctx context.Context, p *store.RunWriteParams, status st
 }
 
 // finish ends the run in a final (or interrupted) status.
-func (d *drive) finish(ctx context.Context, status store.RunStatus, evType string) error {
+func (d *drive) finish(ctx context.Context, status store.RunStatus, evType string, pre ...*store.EventRecord) error {
 	if d.cp.Error != nil {
 		d.cp.Error.Message = d.redactText("", d.cp.Error.Message)
 	}
@@ -176,7 +176,7 @@ func (d *drive) finish(ctx context.Context, status store.RunStatus, evType strin
 	if status == store.RunInterrupted {
 		data.Interruptions = d.cp.Interruptions
 	}
-	if err := d.saveRun(ctx, status, nil, d.event(evType, "", data)); err != nil {
+	if err := d.saveRun(ctx, status, nil, append(pre, d.event(evType, "", data))...); err != nil {
 		return err
 	}
 	if status == store.RunCancelled {

@@ -53,6 +53,11 @@ func runSessionChild(ctx context.Context) (actoviq.Status, error) {
 	if os.Getenv(envSessionTool) != "" {
 		a, _ = sessionToolAgent("first answer", os.Getenv(envCounter))
 	}
+	if w := os.Getenv(envSessionWindow); w != "" {
+		if _, err := fmt.Sscan(w, &a.SessionWindow); err != nil {
+			return "", err
+		}
+	}
 	res, err := rt.Run(ctx, a, &actoviq.Input{RunID: os.Getenv(envRunID), SessionID: sessionID, Items: []item.Item{item.UserText("and now?")}})
 	if err != nil {
 		return "", err
