@@ -96,10 +96,9 @@ func BenchmarkInboxLiveClaimsElsewhere(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			type side struct {
-				st              store.Store
-				rt              *actoviq.Runtime
-				page, old, cnt  time.Duration
-				pageRuns, total int64
+				st             store.Store
+				rt             *actoviq.Runtime
+				page, old, cnt time.Duration
 			}
 			sides := []*side{}
 			for _, driven := range []int{10, 10000} {
