@@ -89,6 +89,27 @@ func checkStoreURL(u string) error {
 // messages.
 func redactURL(u string) string { return redact.New().Text(u) }
 
+// baseURLWithoutCredentials refuses a --base-url that carries a credential,
+// as user:password or as a query parameter with a secret name (?key=...,
+// ?api_key=..., ?key=...): the URL is stored with the run, in the clear, so that a
+// resume reaches the same server.
+func baseURLWithoutCredentials(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil // the provider refuses it with its own reason
+	}
+	if u.User != nil {
+		return usageErr("--base-url must not carry credentials (they would be stored with the run); use the API key variable")
+	}
+	r := redact.New()
+	for k := range u.Query() {
+		if r.IsSecretKey(k) || strings.EqualFold(k, "key") { // ?key= is an API key's usual name in a URL
+			return usageErr("--base-url must not carry credentials (its query parameter %q would be stored with the run); use the API key variable", k)
+		}
+	}
+	return nil
+}
+
 // openStore opens the store. A PostgreSQL URL may carry the schema in the
 // actoviq_schema query parameter (default "actoviq").
 func (e *env) openStore(ctx context.Context, c *common) (store.Store, error) {
@@ -237,8 +258,8 @@ func (f *agentFlags) config(cmd *cobra.Command, base *runConfig) (*runConfig, er
 		}
 	}
 	if changed("base-url") {
-		if u, err := url.Parse(f.baseURL); err == nil && u.User != nil {
-			return nil, usageErr("--base-url must not carry credentials (they would be stored with the run); use the API key variable")
+		if err := baseURLWithoutCredentials(f.baseURL); err != nil {
+			return nil, err
 		}
 		c.BaseURL = f.baseURL
 	}

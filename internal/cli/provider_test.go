@@ -93,6 +93,22 @@ func TestProviderOutageResumeWithNewBaseURL(t *testing.T) {
 	if err := json.Unmarshal(h.stdout.Bytes(), &info); err != nil || info.Meta.CLI.BaseURL != up.URL+"/v1" {
 		t.Fatalf("meta base_url = %q (%v), want the new one", info.Meta.CLI.BaseURL, err)
 	}
+	// A credential in the URL would be stored with the run: refused, on
+	// run and on resume, whichever form it takes.
+	for _, bad := range []string{"http://u:pw@127.0.0.1:9/v1", up.URL + "/v1?api-key=sk-in-the-url", up.URL + "/v1?key=AIzaSecret&alt=sse"} {
+		h.want(ExitUsage, "run", "--store", h.store, "--model", "openai:gpt-test", "--base-url", bad, "hi")
+		if !strings.Contains(h.stderr.String(), "must not carry credentials") {
+			t.Fatalf("--base-url %s: %s", bad, h.stderr)
+		}
+	}
+	h.want(ExitUsage, "resume", "r1", "--store", h.store, "--base-url", up.URL+"/v1?token=t0ken")
+	if !strings.Contains(h.stderr.String(), `query parameter "token"`) {
+		t.Fatalf("resume --base-url with a token: %s", h.stderr)
+	}
+	// A query that names no secret is a server's business.
+	if err := baseURLWithoutCredentials(up.URL + "/v1?api-version=2024-10-21"); err != nil {
+		t.Fatalf("a plain query was refused: %v", err)
+	}
 	// A finished run: flags are refused with the reason.
 	h.want(ExitUsage, "resume", "r1", "--store", h.store, "--model", "openai:gpt-other")
 	if !strings.Contains(h.stderr.String(), "never driven again") {
