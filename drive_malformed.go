@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/store"
@@ -29,7 +30,7 @@ func malformedCall(it item.Item) bool {
 
 func isJSONObject(b json.RawMessage) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+	return len(b) > 0 && b[0] == '{' && jsonenc.Valid(b)
 }
 
 // maxEvidenceText bounds the text kept of a value that is not JSON.
@@ -39,7 +40,7 @@ const maxEvidenceText = 4096
 // object: JSON values redacted as usual, anything else as a JSON string
 // of the (redacted, bounded) text.
 func (d *drive) argsEvidence(raw json.RawMessage) (json.RawMessage, string) {
-	if json.Valid(raw) {
+	if jsonenc.Valid(raw) {
 		kind := "a JSON " + jsonKind(raw)
 		return d.redactJSON(raw), kind
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/tool"
 )
 
@@ -32,7 +33,7 @@ type outputNotice struct {
 func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 	var n outputNotice
 	changed := false
-	if len(r.Data) > 0 && !json.Valid(r.Data) {
+	if len(r.Data) > 0 && !jsonenc.Valid(r.Data) {
 		changed = true
 		n.DataDropped, n.InvalidData = true, fmt.Sprintf("%d bytes that are not JSON", len(r.Data))
 		r.Data = nil

@@ -214,7 +214,7 @@ func (it *Item) Validate() error {
 		if it.Original.Provider == "" {
 			return bad("original form without a provider")
 		}
-		if !json.Valid(it.Original.Value) {
+		if !jsonenc.Valid(it.Original.Value) {
 			return bad("original form is not JSON")
 		}
 	}
@@ -242,7 +242,7 @@ func (it *Item) Validate() error {
 		if it.ToolResult.CallID == "" {
 			return bad("missing call_id")
 		}
-		if it.ToolResult.Data != nil && !json.Valid(it.ToolResult.Data) {
+		if it.ToolResult.Data != nil && !jsonenc.Valid(it.ToolResult.Data) {
 			return bad("data is not JSON")
 		}
 	case TypeReasoning:
@@ -250,7 +250,7 @@ func (it *Item) Validate() error {
 			return bad("missing reasoning")
 		}
 	case TypeStructured:
-		if !json.Valid(it.Structured) {
+		if !jsonenc.Valid(it.Structured) {
 			return bad("structured value is not JSON")
 		}
 	case TypeError:
@@ -261,7 +261,7 @@ func (it *Item) Validate() error {
 		if it.Raw == nil || it.Raw.Provider == "" {
 			return bad("missing provider")
 		}
-		if !json.Valid(it.Raw.Value) {
+		if !jsonenc.Valid(it.Raw.Value) {
 			return bad("value is not JSON")
 		}
 	}
@@ -270,7 +270,7 @@ func (it *Item) Validate() error {
 
 func isJSONObject(b json.RawMessage) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 0 && b[0] == '{' && json.Valid(b)
+	return len(b) > 0 && b[0] == '{' && jsonenc.Valid(b)
 }
 
 // MarshalJSON encodes a valid item. An invalid item is an error, so nothing

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
 
 // Validation shared by every backend, so that all of them refuse the same
@@ -27,7 +29,7 @@ func need(field, v string) error {
 }
 
 func optionalJSON(field string, b json.RawMessage) error {
-	if b != nil && !json.Valid(b) {
+	if b != nil && !jsonenc.Valid(b) {
 		return invalid(field, "not valid JSON")
 	}
 	return nil
@@ -189,12 +191,12 @@ func checkEvent(ev *EventRecord, field func() string) error {
 }
 
 // validOptional reports whether b is absent (nil) or valid JSON.
-func validOptional(b json.RawMessage) bool { return b == nil || json.Valid(b) }
+func validOptional(b json.RawMessage) bool { return b == nil || jsonenc.Valid(b) }
 
 // items checks a list of log items: each is valid JSON.
 func items(field string, its []json.RawMessage) error {
 	for i, it := range its {
-		if !json.Valid(it) {
+		if !jsonenc.Valid(it) {
 			return invalid(fmt.Sprintf("%s[%d]", field, i), "not valid JSON")
 		}
 	}
@@ -213,7 +215,7 @@ func (p *SessionAppendParams) Validate() error {
 		return invalid("Turn", "negative")
 	}
 	for i, it := range p.Items {
-		if !json.Valid(it) {
+		if !jsonenc.Valid(it) {
 			return invalid(fmt.Sprintf("Items[%d]", i), "not valid JSON")
 		}
 	}
@@ -230,7 +232,7 @@ func (p *SessionSnapshotPutParams) Validate() error {
 	if p.Revision <= 0 {
 		return invalid("Revision", "must be positive")
 	}
-	if !json.Valid(p.Data) {
+	if !jsonenc.Valid(p.Data) {
 		return invalid("Data", "not valid JSON")
 	}
 	return firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID))
@@ -238,7 +240,7 @@ func (p *SessionSnapshotPutParams) Validate() error {
 
 // Validate checks the parameters.
 func (p *OncePutParams) Validate() error {
-	if !json.Valid(p.Value) {
+	if !jsonenc.Valid(p.Value) {
 		return invalid("Value", "not valid JSON")
 	}
 	return firstErr(needTenant(p.Tenant), need("Key", p.Key))

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
+
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
 
 // decodeInstance decodes JSON into the value jsonschema validates (maps,
@@ -12,7 +14,7 @@ import (
 // result are validated on every call. Invalid JSON is an error (and
 // validateJSON then asks jsonschema.UnmarshalJSON for its message).
 func decodeInstance(raw []byte) (any, error) {
-	if !json.Valid(raw) {
+	if !jsonenc.Valid(raw) {
 		return nil, errInvalid
 	}
 	d := instanceDecoder{in: raw}

@@ -1,9 +1,11 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -26,7 +28,7 @@ import (
 // probe settles it. If a schema cannot be derived from the types,
 // [NewRunner] rejects the tool and Call returns the error.
 func Func[In, Out any](spec Spec, fn func(ctx context.Context, in In) (Out, error)) Tool {
-	t := &funcTool[In, Out]{spec: spec, fn: fn}
+	t := &funcTool[In, Out]{spec: spec, fn: fn, emptyIsZero: emptyIsZero[In]()}
 	if len(t.spec.InputSchema) == 0 {
 		t.spec.InputSchema, t.err = schemaFor[In](nil)
 	}
@@ -72,6 +74,19 @@ type funcTool[In, Out any] struct {
 	spec Spec
 	fn   func(context.Context, In) (Out, error)
 	err  error
+	// emptyIsZero says decoding {} into In leaves it zero, so {} is not
+	// decoded at all.
+	emptyIsZero bool
+}
+
+// emptyIsZero reports whether json.Unmarshal of {} into a zero T leaves
+// it as it is: T is a struct and decodes itself by reflection (neither T
+// nor *T has an UnmarshalJSON), so an object without members sets
+// nothing. A map would become an empty map, a pointer a new value.
+func emptyIsZero[T any]() bool {
+	t := reflect.TypeFor[T]()
+	u := reflect.TypeFor[json.Unmarshaler]()
+	return t.Kind() == reflect.Struct && !t.Implements(u) && !reflect.PointerTo(t).Implements(u)
 }
 
 func (t *funcTool[In, Out]) Spec() Spec { return t.spec }
@@ -83,7 +98,7 @@ func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (Res
 		return Result{}, t.err
 	}
 	var in In
-	if len(args) > 0 {
+	if len(args) > 0 && !(t.emptyIsZero && string(bytes.TrimSpace(args)) == "{}") {
 		if err := json.Unmarshal(args, &in); err != nil {
 			return Result{Content: "invalid arguments: " + err.Error(), IsError: true}, nil
 		}

@@ -113,3 +113,50 @@ func TestFuncNilMapOutput(t *testing.T) {
 		}
 	}
 }
+
+// selfDecoding decodes itself: {} must still reach its UnmarshalJSON.
+type selfDecoding struct{ Saw string }
+
+func (s *selfDecoding) UnmarshalJSON(b []byte) error { s.Saw = "decoded " + string(b); return nil }
+
+// TestFuncEmptyArguments: arguments {} (a tool without parameters, as
+// most calls of one send) reach fn as json.Unmarshal of {} would make
+// them, for a plain struct (not decoded: zero), a struct that decodes
+// itself, and a map (empty, not nil); the runner's schema check of {}
+// still refuses {} where a property is required.
+func TestFuncEmptyArguments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	type plain struct {
+		N int `json:"n,omitempty"`
+	}
+	var gotPlain plain
+	var gotSelf selfDecoding
+	var gotMap map[string]int
+	tools := []tool.Tool{
+		tool.Func(tool.Spec{Name: "plain", Effect: tool.Read}, func(ctx context.Context, in plain) (string, error) { gotPlain = in; return "ok", nil }),
+		tool.Func(tool.Spec{Name: "self", Effect: tool.Read, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, in selfDecoding) (string, error) { gotSelf = in; return "ok", nil }),
+		tool.Func(tool.Spec{Name: "map", Effect: tool.Read}, func(ctx context.Context, in map[string]int) (string, error) { gotMap = in; return "ok", nil }),
+		tool.Func(tool.Spec{Name: "weather", Effect: tool.Read}, func(ctx context.Context, in weatherIn) (string, error) { return "ok", nil }),
+	}
+	r, err := tool.NewRunner(tools, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"plain", "self", "map"} {
+		for _, args := range []string{`{}`, ` { } `, "\n{}\t"} {
+			if _, err := r.Run(ctx, &tool.Call{Name: name, Args: json.RawMessage(args)}); err != nil {
+				t.Fatalf("%s %q: %v", name, args, err)
+			}
+		}
+	}
+	if gotPlain != (plain{}) || !strings.HasPrefix(gotSelf.Saw, "decoded {") || gotMap == nil || len(gotMap) != 0 {
+		t.Fatalf("plain %+v, self %+v, map %#v", gotPlain, gotSelf, gotMap)
+	}
+	_, err = r.Run(ctx, &tool.Call{Name: "weather", Args: json.RawMessage(`{}`)})
+	var te *tool.Error
+	if !errors.As(err, &te) || te.Kind != tool.KindValidation || !strings.Contains(strings.Join(te.Violations, ";"), "city") {
+		t.Fatalf("weather {}: %v", err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
 
 // MaxHandleSize bounds the JSON size of a [Handle] (its Data and Evidence
@@ -48,7 +50,7 @@ func (h Handle) Validate() error {
 		return errors.New("tool: handle: empty kind")
 	}
 	if d := bytes.TrimSpace(h.Data); len(d) > 0 {
-		if d[0] != '{' || !json.Valid(d) {
+		if d[0] != '{' || !jsonenc.Valid(d) {
 			return fmt.Errorf("tool: handle %s: data must be a JSON object", h.Kind)
 		}
 	}

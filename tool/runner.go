@@ -39,6 +39,9 @@ type entry struct {
 	spec Spec
 	in   *jsonschema.Schema
 	out  *jsonschema.Schema // nil: output not validated
+	// emptyOK says the arguments {} pass in: most calls of a tool
+	// without parameters send just that.
+	emptyOK bool
 }
 
 // NewRunner builds a runner over tools. It validates every spec and
@@ -74,7 +77,7 @@ func NewRunner(tools []Tool, cfg *RunnerConfig) (*Runner, error) {
 		if _, dup := r.tools[spec.Name]; dup {
 			return nil, fmt.Errorf("tool: NewRunner: duplicate tool name %q", spec.Name)
 		}
-		r.tools[spec.Name] = &entry{tool: t, spec: spec, in: in, out: out}
+		r.tools[spec.Name] = &entry{tool: t, spec: spec, in: in, out: out, emptyOK: acceptsEmpty(in)}
 		r.order = append(r.order, spec.Name)
 	}
 	return r, nil
@@ -216,10 +219,11 @@ func (r *Runner) check(ctx context.Context, call *Call) (*entry, json.RawMessage
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	if t := bytes.TrimSpace(args); t[0] != '{' {
+	t := bytes.TrimSpace(args)
+	if t[0] != '{' {
 		return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: []string{"/: arguments must be a JSON object"}}
 	}
-	if !call.checkedBy(e) {
+	if !call.checkedBy(e) && !(e.emptyOK && string(t) == "{}") {
 		if v := validateJSON(e.in, args); v != nil {
 			return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: v}
 		}

@@ -85,6 +85,21 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// empties caches, per compiled schema, whether the instance {} passes it
+// (acceptsEmpty).
+var empties sync.Map // *jsonschema.Schema → bool
+
+// acceptsEmpty reports whether the empty object {} passes s: a compiled
+// schema is immutable, so the answer is the same for every call.
+func acceptsEmpty(s *jsonschema.Schema) bool {
+	if ok, found := empties.Load(s); found {
+		return ok.(bool)
+	}
+	ok := validateJSON(s, json.RawMessage(`{}`)) == nil
+	empties.Store(s, ok)
+	return ok
+}
+
 func compileSchemaUncached(raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {

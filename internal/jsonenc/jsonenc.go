@@ -2,7 +2,8 @@
 // for byte, for the few shapes the engine encodes on every write (strings,
 // compact raw values). Hand-written encoders of the hot path use it instead
 // of reflection; the fuzz tests of each of them, and of this package,
-// compare the bytes with encoding/json.
+// compare the bytes with encoding/json. [Valid] is json.Valid in one pass,
+// for the checks every store makes on every JSON field it is given.
 package jsonenc
 
 import "unicode/utf8"

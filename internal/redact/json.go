@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
 
 // ErrInvalidJSON is returned (wrapped) by [Redactor.JSON] for input that is
@@ -32,7 +34,7 @@ func (r *Redactor) JSON(b json.RawMessage) (out json.RawMessage, changed bool, e
 	if len(b) == 0 {
 		return b, false, nil
 	}
-	if !json.Valid(b) {
+	if !jsonenc.Valid(b) {
 		// json.Valid does not say where; Unmarshal does, for the message.
 		var v any
 		if uerr := json.Unmarshal(b, &v); uerr != nil {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/store"
 )
 
@@ -96,7 +97,7 @@ func cloneJSON(b json.RawMessage) json.RawMessage {
 
 func checkJSON(kind, id string, fields ...json.RawMessage) error {
 	for _, f := range fields {
-		if f != nil && !json.Valid(f) {
+		if f != nil && !jsonenc.Valid(f) {
 			return &store.DataError{Kind: kind, ID: id, Err: fmt.Errorf("stored JSON is invalid")}
 		}
 	}
