@@ -80,7 +80,10 @@ func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*stor
 	p.Tenant, p.RunID = d.rt.tenant, d.run.ID
 	f := d.fence
 	p.Fence = &f
-	wctx, cancel := d.detached(ctx)
+	// The write's entries, events and JSON were built for it and are not
+	// changed after it (an entry is changed in a copy: cloneEntry): they
+	// are handed over, so the memory store keeps them as they are.
+	wctx, cancel := handingOver(ctx, d.rt.commitTO, p)
 	defer cancel()
 	began := d.rt.clock()
 	res, err := d.rt.store.RunWrite(wctx, p)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/actoviq/actoviq-go/internal/handoff"
 )
 
 // writeCtx is context.WithTimeout(context.WithoutCancel(parent), d) for
@@ -16,6 +18,9 @@ import (
 type writeCtx struct {
 	parent   context.Context // without the caller's cancellation
 	deadline time.Time
+	// handoff is the write params the engine hands over to the store
+	// (internal/handoff), answered for handoff.Key.
+	handoff any
 
 	mu       sync.Mutex
 	real     context.Context // context.WithDeadline(parent, deadline), once made
@@ -27,6 +32,13 @@ type writeCtx struct {
 // WithTimeout's, must be called when the write is done.
 func newWriteCtx(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	c := &writeCtx{parent: context.WithoutCancel(ctx), deadline: time.Now().Add(timeout)}
+	return c, c.cancel
+}
+
+// handingOver is newWriteCtx for a write that hands p's values over to
+// the store (internal/handoff).
+func handingOver(ctx context.Context, timeout time.Duration, p any) (context.Context, context.CancelFunc) {
+	c := &writeCtx{parent: context.WithoutCancel(ctx), deadline: time.Now().Add(timeout), handoff: p}
 	return c, c.cancel
 }
 
@@ -79,6 +91,9 @@ func (c *writeCtx) Err() error {
 // parent's value, as for WithDeadline; any other lookup is answered by
 // the real context (context's own lookup of a cancelable parent is one).
 func (c *writeCtx) Value(key any) any {
+	if key == handoff.Key {
+		return c.handoff
+	}
 	if v := c.parent.Value(key); v != nil {
 		return v
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/actoviq/actoviq-go/internal/handoff"
 	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -180,6 +181,23 @@ func copyEntry(e, cur *store.LedgerEntry) *store.LedgerEntry {
 		c.Resolution = cloneDecision(e.Resolution)
 	}
 	return &c
+}
+
+// handedEntry is copyEntry for an entry the engine hands over: the entry
+// and its JSON are kept, not copied; only decision records new to the
+// entry are copied (the engine builds those from a person's decision,
+// and may keep them).
+func handedEntry(e, cur *store.LedgerEntry) *store.LedgerEntry {
+	if cur == nil {
+		cur = &store.LedgerEntry{}
+	}
+	if e.Approval != cur.Approval {
+		e.Approval = cloneDecision(e.Approval)
+	}
+	if e.Resolution != cur.Resolution {
+		e.Resolution = cloneDecision(e.Resolution)
+	}
+	return e
 }
 
 // keepOrClone returns stored when b is that very slice, else a copy of b.
@@ -798,19 +816,27 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	}
 
 	now := s.clock.Now()
+	// Values handed over by the engine (internal/handoff) are kept as they
+	// are; anyone else's are copied, so that a caller's later change cannot
+	// reach the store.
+	own := handoff.Given(ctx, p)
+	keep := cloneJSON
+	if own {
+		keep = func(b json.RawMessage) json.RawMessage { return b }
+	}
 	res := &store.RunWriteResult{}
 	if u := p.Run; u != nil {
 		run.Status = u.Status
 		run.WaitKind = store.StoredWaitKind(u.Status, u.WaitKind)
-		run.Checkpoint = cloneJSON(u.Checkpoint)
+		run.Checkpoint = keep(u.Checkpoint)
 		if run.Checkpoint == nil {
 			run.Checkpoint = json.RawMessage("{}")
 		}
 		if u.Meta != nil {
-			run.Meta = cloneJSON(u.Meta)
+			run.Meta = cloneJSON(u.Meta) // a caller's (agent change): always copied
 		}
 		for _, it := range u.Append {
-			run.Log = append(run.Log, cloneJSON(it))
+			run.Log = append(run.Log, keep(it))
 		}
 		run.Revision++
 		run.UpdatedAt = now
@@ -823,7 +849,13 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		s.ledger[rk] = entries
 	}
 	for _, w := range p.Ledger {
-		e := copyEntry(w.Entry, entries[w.Entry.CallID]) // validated by store.Check
+		cur := entries[w.Entry.CallID]
+		var e *store.LedgerEntry
+		if own && w.Entry != cur {
+			e = handedEntry(w.Entry, cur)
+		} else {
+			e = copyEntry(w.Entry, cur) // validated by store.Check
+		}
 		e.StartedAt, e.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
 		if cur, ok := entries[e.CallID]; ok {
 			e.CreatedAt = cur.CreatedAt
@@ -843,7 +875,10 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		res.Events = make([]*store.EventRecord, 0, len(evs))
 	}
 	for _, ev := range evs {
-		e := cloneEvent(ev)
+		e := ev
+		if !own {
+			e = cloneEvent(ev)
+		}
 		e.Tenant, e.RunID = p.Tenant, p.RunID
 		run.EventSeq++
 		e.Seq = run.EventSeq
