@@ -626,7 +626,11 @@ func (rt *Runtime) freeChildSlot(ctx context.Context, root string, max int, chil
 	for n := range max {
 		c, err := rt.store.ClaimGet(rctx, &store.ClaimGetParams{Tenant: rt.tenant, Key: store.ChildPlaceKey(root, n)})
 		if err == nil && c.Holder == childSlotHolder(childID) {
-			_ = rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: rt.tenant, Fence: store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}})
+			// Removed, not kept expired: when a prune removed the tree
+			// after this Spawn read it, the place was written anew, and
+			// the prune is over.
+			_ = rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: rt.tenant, Remove: true,
+				Fence: store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}})
 			return
 		}
 	}

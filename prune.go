@@ -28,8 +28,10 @@ const EvRunsPruned = "runs.pruned"
 //   - a finished run with a call whose outcome is unknown (ledger state
 //     started or unknown): it stays for the record until someone settles
 //     it with [Runtime.Decide];
-//   - a run with a child that is not finished, and a child whose parent is
-//     not finished;
+//   - a run of a tree that is not finished: while any run of a tree (a
+//     top-level run and every descendant) is not finished, none of them is
+//     removed, so that a running grandchild still finds its tree's root
+//     and budget (which counts the turns and tokens of every branch);
 //   - a run whose claim is live;
 //   - unless Sessions is set, a run of a session still in use (a session
 //     with a run that is not finished or was written after the cut-off).

@@ -109,8 +109,11 @@ const MaxLedgerRuns = 1000
 //   - a run that is not finished (queued, running, interrupted);
 //   - a finished run with a call still unsettled (ledger state started or
 //     unknown: what happened may still be recorded, for the record);
-//   - a run with a child that is not finished, and a child whose parent is
-//     not finished (the parent reads it);
+//   - a run of a tree that is not finished: while any run of the tree (its
+//     top-level run and every descendant) is not finished, none of them
+//     is removed (a running grandchild's budget is read from its root,
+//     and counts the turns and tokens of every branch). A child's tree is
+//     recorded when it is created (its parent's);
 //   - a run whose claim is live;
 //   - unless Sessions is set, a run of a session still in use: one with a
 //     run that is not finished or was written at or after FinishedBefore.

@@ -42,6 +42,13 @@ type ClaimReleaseParams struct {
 	Tenant string
 	// Fence is the claim as its holder acquired it.
 	Fence Fence
+	// Remove deletes the claim's row instead of keeping it, expired, with
+	// its epoch: the next holder of the key starts again at epoch 1. Only
+	// for a place in a tree's child budget ([ChildPlaceKey]), which nothing
+	// is fenced by, given back by a Spawn that wrote no child: when a
+	// prune removed the tree meanwhile, no row of it is left. Any other
+	// key is refused with an [*InvalidError].
+	Remove bool
 }
 
 // ClaimRenewParams extends a claim (heartbeat) if the fence still holds.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/actoviq/actoviq-go/internal/jsonenc"
@@ -62,6 +63,9 @@ func (p *ClaimRenewParams) Validate() error {
 
 // Validate checks the parameters.
 func (p *ClaimReleaseParams) Validate() error {
+	if p.Remove && !strings.HasPrefix(p.Fence.Key, "children:") {
+		return invalid("Remove", "only for a place in a tree's child budget (a key made by ChildPlaceKey)")
+	}
 	return firstErr(needTenant(p.Tenant), p.Fence.validate())
 }
 

@@ -286,6 +286,10 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 	if err != nil {
 		return err
 	}
+	if p.Remove {
+		delete(s.claims, key{p.Tenant, p.Fence.Key})
+		return nil
+	}
 	c.ExpiresAt = s.clock.Now()
 	return nil
 }
@@ -694,10 +698,10 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 			inUse[r.SessionID] = true
 		}
 	}
-	busyParent := map[string]bool{} // runs with a child that is not finished
+	openTree := map[string]bool{} // trees (by root) with a run that is not finished
 	for k, r := range s.runs {
-		if k.tenant == p.Tenant && r.ParentID != "" && !r.Status.Terminal() {
-			busyParent[r.ParentID] = true
+		if k.tenant == p.Tenant && !r.Status.Terminal() {
+			openTree[s.rootLocked(r)] = true
 		}
 	}
 	var cand []*store.Run
@@ -711,7 +715,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		if !p.Sessions && r.SessionID != "" && inUse[r.SessionID] {
 			continue
 		}
-		if busyParent[r.ID] || s.keepLocked(r, now) {
+		if openTree[s.rootLocked(r)] || s.keepLocked(r, now) {
 			continue
 		}
 		cand = append(cand, r)
@@ -761,9 +765,24 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 	return res, nil
 }
 
+// rootLocked is the id of the root of r's tree: its topmost ancestor still
+// stored, or the id of the first ancestor already removed (the SQL stores
+// copy a child's root from its parent when it is written, which is the
+// same as long as no run of a tree that is not finished is removed).
+func (s *Store) rootLocked(r *store.Run) string {
+	for r.ParentID != "" {
+		p, ok := s.runs[key{r.Tenant, r.ParentID}]
+		if !ok {
+			return r.ParentID
+		}
+		r = p
+	}
+	return r.ID
+}
+
 // keepLocked reports whether a finished run must be kept whatever the
-// policy: an unsettled call, a parent not finished, a live claim (a child
-// not finished is checked by the caller, for all runs at once).
+// policy: an unsettled call, a live claim (a run of its tree not finished
+// is checked by the caller, for all runs at once).
 func (s *Store) keepLocked(r *store.Run, now time.Time) bool {
 	for _, e := range s.ledger[key{r.Tenant, r.ID}] {
 		if e.State == store.LedgerStarted || e.State == store.LedgerUnknown {
@@ -772,11 +791,6 @@ func (s *Store) keepLocked(r *store.Run, now time.Time) bool {
 	}
 	if c, ok := s.claims[key{r.Tenant, store.RunClaimKey(r.ID)}]; ok && c.ExpiresAt.After(now) {
 		return true
-	}
-	if r.ParentID != "" {
-		if par, ok := s.runs[key{r.Tenant, r.ParentID}]; ok && !par.Status.Terminal() {
-			return true
-		}
 	}
 	return false
 }

@@ -138,10 +138,14 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 	}
 	now := s.clock.Now()
 	var tag int64
+	q := `UPDATE {{schema}}.claims SET expires_at = $5 WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
+	args := []any{p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, now}
+	if p.Remove {
+		q = `DELETE FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
+		args = args[:4]
+	}
 	err := retryable(ctx, func() error {
-		ct, err := s.pool.Exec(ctx, s.q(`UPDATE {{schema}}.claims SET expires_at = $5
-			WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`),
-			p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, now)
+		ct, err := s.pool.Exec(ctx, s.q(q), args...)
 		tag = ct.RowsAffected()
 		return err
 	})

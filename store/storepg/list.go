@@ -337,14 +337,24 @@ const prunePick = `SELECT r.tenant, r.id, r.updated_at FROM {{schema}}.runs r
 			AND s.run_id = e.run_id AND s.call_id = e.call_id AND s.state = 'committed' LIMIT 1) IS NULL LIMIT 1) IS NULL
 	AND (SELECT 1 FROM {{schema}}.claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id
 		AND c.expires_at > $3 LIMIT 1) IS NULL
-	AND (SELECT 1 FROM {{schema}}.runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
-		AND k.status NOT IN ('completed', 'failed', 'cancelled') LIMIT 1) IS NULL
-	AND (r.parent_id = '' OR (SELECT 1 FROM {{schema}}.runs a WHERE a.tenant = r.tenant AND a.id = r.parent_id
-		AND a.status NOT IN ('completed', 'failed', 'cancelled') LIMIT 1) IS NULL)
+	AND ` + treeFinished + `
 	AND ($4 OR r.session_id = '' OR (SELECT 1 FROM {{schema}}.runs u WHERE u.tenant = r.tenant
 		AND u.session_id = r.session_id AND u.session_id <> ''
 		AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= $2) LIMIT 1) IS NULL)
 	ORDER BY r.updated_at, r.id LIMIT $5`
+
+// treeFinished holds when no run of r's tree is unfinished (the tree is
+// r.root_id, or r itself for a top-level run): its root, read by key, and
+// its unfinished children, from runs_open_tree (one probe, whatever the
+// tree's finished runs). It stands for every rule of the tree (a child
+// not finished keeps its parent, a parent not finished its child, a
+// grandchild its root and every finished branch of its tree, whose turns
+// and tokens the tree's budget counts).
+const treeFinished = `(SELECT 1 FROM {{schema}}.runs o WHERE o.tenant = r.tenant
+		AND o.root_id = (CASE WHEN r.root_id = '' THEN r.id ELSE r.root_id END)
+		AND o.root_id <> '' AND o.status IN ('queued', 'running', 'interrupted') LIMIT 1) IS NULL
+	AND (r.root_id = '' OR (SELECT 1 FROM {{schema}}.runs rt WHERE rt.tenant = r.tenant AND rt.id = r.root_id
+		AND rt.status IN ('queued', 'running', 'interrupted') LIMIT 1) IS NULL)`
 
 // pruneLock picks a batch (prunePick) and locks its runs FOR UPDATE SKIP
 // LOCKED; pruneDelete then removes them in a second statement.
@@ -357,13 +367,12 @@ const pruneLock = `WITH v AS (` + prunePick + ` FOR UPDATE OF r SKIP LOCKED)
 // the root of, their cancel requests "cancel:<id>:<epoch>", through
 // claims_owned), in one statement; it returns the ids removed and the rows
 // counted. It runs in a snapshot taken after the lock, and looks again
-// for a child that is not finished: a child created while the batch was
-// picked (its creation holds its parent's row FOR KEY SHARE until it
-// commits, which the lock waits for or skips) keeps its parent.
+// at each run's tree: a child created while the batch was picked (its
+// creation holds its parent's and its root's rows FOR KEY SHARE until it
+// commits, which the lock waits for or skips) keeps its tree.
 const pruneDelete = `WITH v AS (SELECT r.tenant, r.id FROM {{schema}}.runs r
 		WHERE r.tenant = $1 AND r.id = ANY($2::text[])
-		AND (SELECT 1 FROM {{schema}}.runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
-			AND k.status NOT IN ('completed', 'failed', 'cancelled') LIMIT 1) IS NULL),
+		AND ` + treeFinished + `),
 	dl AS (DELETE FROM {{schema}}.ledger l USING v WHERE l.tenant = v.tenant AND l.run_id = v.id RETURNING 1),
 	dg AS (DELETE FROM {{schema}}.run_log g USING v WHERE g.tenant = v.tenant AND g.run_id = v.id RETURNING 1),
 	de AS (DELETE FROM {{schema}}.events e USING v WHERE e.tenant = v.tenant AND e.run_id = v.id RETURNING 1),

@@ -254,10 +254,58 @@ func TestQueryPlans(t *testing.T) {
 	// one, through runs_waiting backwards; the bound allows the planner
 	// the waiting runs, not more).
 	checkPG(t, "waiting stamp", explain(t, s, waitingStamp, "t", now), []string{"runs_waiting", "runs_by_status"}, 510)
-	// The prune walks the finished runs oldest first, one batch.
+	// The prune walks the finished runs oldest first, one batch (the first
+	// 5,000 have live claims: it starts after them). Tree f00005109 (its
+	// child f00005110 is finished) has a running grandchild:
+	// neither is picked, and the tree rule is one probe of runs_open_tree
+	// (the unfinished children) and one of the root by key per run.
+	if _, err := s.pool.Exec(context.Background(), s.q(`INSERT INTO {{schema}}.runs (tenant, id, parent_id, session_id, agent_id, agent_digest, wait_kind,
+		status, checkpoint, revision, event_seq, created_at, updated_at)
+		VALUES ('t', 'g-running', 'f00005110', '', 'agent', 'd', '', 'running', '{"v":1}', 1, 0, $1, $1)`), now); err != nil {
+		t.Fatal(err)
+	}
 	pick := prunePick
-	checkPG(t, "prune", explain(t, s, pick, "t", base.Add(100000*time.Second), now, false, int64(500), base.Add(100*time.Second), "f00000100"),
-		[]string{"runs_finished"}, 0)
+	args = []any{"t", base.Add(100000 * time.Second), now, false, int64(500), base.Add(100 * time.Second), "f00000100"}
+	pp := explain(t, s, pick, args...)
+	checkPG(t, "prune", pp, []string{"runs_finished"}, 0)
+	var treeRead, treeLoops float64
+	pp.walk(func(n *planNode) {
+		switch {
+		case n.Relation == "runs" && n.Alias == "o":
+			if n.Index != "runs_open_tree" {
+				t.Errorf("prune's tree rule reads its unfinished runs by %s %q, not runs_open_tree\n%s", n.NodeType, n.Index, pp)
+			}
+			treeRead += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+			treeLoops += n.ActualLoops
+		case n.Relation == "runs" && n.Alias == "rt" && n.Index != "runs_pkey":
+			t.Errorf("prune's tree rule reads the root by %s %q, not by key\n%s", n.NodeType, n.Index, pp)
+		}
+	})
+	// One probe per run looked at (about 500), and it reads only the
+	// running grandchild (for the two runs of its tree).
+	if treeLoops == 0 || treeRead > 2 {
+		t.Errorf("prune's tree rule: %.0f probes read %.0f rows, want at most the 2 of the open tree\n%s", treeLoops, treeRead, pp)
+	}
+	rows, err := s.pool.Query(context.Background(), s.q(pick), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	picked := map[string]bool{}
+	for rows.Next() {
+		var tenant, id string
+		var at time.Time
+		if err := rows.Scan(&tenant, &id, &at); err != nil {
+			t.Fatal(err)
+		}
+		picked[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if picked["f00005109"] || picked["f00005110"] || !picked["f00005108"] || !picked["f00005120"] || len(picked) != 500 {
+		t.Errorf("prune picked %d runs; the open tree's root %v, child %v; others %v %v", len(picked),
+			picked["f00005109"], picked["f00005110"], picked["f00005108"], picked["f00005120"])
+	}
 
 	// And the queries answer right.
 	ctx := context.Background()

@@ -124,6 +124,10 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 		if _, err := checkFence(ctx, tx, p.Tenant, &p.Fence); err != nil {
 			return err
 		}
+		if p.Remove {
+			_, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE tenant = ? AND key = ?`, p.Tenant, p.Fence.Key)
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?) WHERE tenant = ? AND key = ?`,
 			micros(s.now()), p.Tenant, p.Fence.Key)
 		return err

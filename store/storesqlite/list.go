@@ -368,13 +368,23 @@ const pruneQuery = `SELECT r.id,
 	AND NOT EXISTS (SELECT 1 FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id AND e.state IN ('started', 'unknown')
 		AND NOT EXISTS (SELECT 1 FROM events s WHERE s.tenant = e.tenant AND s.run_id = e.run_id AND s.call_id = e.call_id AND s.state = 'committed'))
 	AND NOT EXISTS (SELECT 1 FROM claims c WHERE c.tenant = r.tenant AND c.key = 'run:' || r.id AND c.expires_at > ?)
-	AND NOT EXISTS (SELECT 1 FROM runs k WHERE k.tenant = r.tenant AND k.parent_id = r.id AND k.parent_id <> ''
-		AND k.status NOT IN ('completed', 'failed', 'cancelled'))
-	AND (r.parent_id = '' OR NOT EXISTS (SELECT 1 FROM runs a WHERE a.tenant = r.tenant AND a.id = r.parent_id
-		AND a.status NOT IN ('completed', 'failed', 'cancelled')))
+	AND ` + treeFinished + `
 	AND (? OR r.session_id = '' OR NOT EXISTS (SELECT 1 FROM runs u WHERE u.tenant = r.tenant AND u.session_id = r.session_id
 		AND u.session_id <> '' AND (u.status NOT IN ('completed', 'failed', 'cancelled') OR u.updated_at >= ?)))
 	ORDER BY r.updated_at, r.id LIMIT ?`
+
+// treeFinished holds when no run of r's tree is unfinished (the tree is
+// r.root_id, or r itself for a top-level run): its root, read by key, and
+// its unfinished children, from runs_open_tree (one probe, whatever the
+// tree's finished runs). It stands for every rule of the tree (a child
+// not finished keeps its parent, a parent not finished its child, a
+// grandchild its root and every finished branch of its tree, whose turns
+// and tokens the tree's budget counts).
+const treeFinished = `NOT EXISTS (SELECT 1 FROM runs o INDEXED BY runs_open_tree WHERE o.tenant = r.tenant
+		AND o.root_id = (CASE WHEN r.root_id = '' THEN r.id ELSE r.root_id END)
+		AND o.root_id <> '' AND o.status IN ('queued', 'running', 'interrupted'))
+	AND (r.root_id = '' OR NOT EXISTS (SELECT 1 FROM runs rt WHERE rt.tenant = r.tenant AND rt.id = r.root_id
+		AND rt.status IN ('queued', 'running', 'interrupted')))`
 
 // pruneOwnedClaims removes the other claims the pruned runs own
 // (store.RunOwnsClaim): "children:<id>:<n>" (the places of the child

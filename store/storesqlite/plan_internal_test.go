@@ -193,10 +193,16 @@ func TestQueryPlans(t *testing.T) {
 		lines = plan(t, s, pruneQuery, "t", finished/2, 1000, "f00000100", int64(now.UnixMicro()), false, finished/2, 501)
 		checkPlan(t, "prune", lines, []string{"runs_finished"}, false)
 		for _, l := range lines {
-			if strings.Contains(l, "SEARCH k ") && !strings.Contains(l, "runs_by_parent") ||
+			if strings.Contains(l, "SEARCH o ") && !strings.Contains(l, "runs_open_tree") ||
 				strings.Contains(l, "SEARCH u ") && !strings.Contains(l, "runs_by_session") {
 				t.Errorf("prune rule without its index: %q", l)
 			}
+		}
+		// The tree rule (nothing of the run's tree unfinished): its
+		// unfinished children through runs_open_tree, its root by key.
+		if j := strings.Join(lines, "\n"); !strings.Contains(j, "INDEX runs_open_tree (tenant=? AND root_id=?)") ||
+			!strings.Contains(j, "SEARCH rt USING INDEX sqlite_autoindex_runs_1 (tenant=? AND id=?)") {
+			t.Errorf("prune's tree rule: not one probe of runs_open_tree and the root by key:\n%s", j)
 		}
 	}
 	t.Run("no statistics", check)

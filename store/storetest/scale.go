@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -511,6 +512,116 @@ func testRunPruneRacesChildCreate(t *testing.T, bb *bundle) {
 		case createErr != nil && (!errors.Is(perr, store.ErrNotFound) || !errors.Is(cerr, store.ErrNotFound)):
 			t.Fatalf("round %d: the child was refused, yet the parent reads %v and the child %v", i, perr, cerr)
 		}
+	}
+}
+
+// testRunPruneKeepsOpenTrees: a run is removed only when no run of its
+// tree (its root and every descendant of the root) is unfinished. A root
+// whose finished child has a running grandchild stays (its budget is read
+// by that grandchild), and so does a finished branch beside a running one
+// (the tree's budget counts its turns and tokens). A finished tree goes
+// whole, and an open one once its last run ends.
+func testRunPruneKeepsOpenTrees(t *testing.T, bb *bundle) {
+	tree := func(st store.RunStatus, ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			parent := ""
+			if i := strings.LastIndexByte(id, '.'); i >= 0 {
+				parent = id[:i]
+			}
+			s := store.RunCompleted
+			if id == ids[len(ids)-1] {
+				s = st
+			}
+			bb.finish(t, id, s, func(r *store.Run) { r.ParentID = parent })
+		}
+	}
+	// a: a running grandchild under a finished child, and a finished
+	// branch a.2 beside it. b: finished whole. c: a running root. d: an
+	// interrupted child. e: a queued great-grandchild.
+	tree(store.RunRunning, "a", "a.1", "a.2", "a.2.1", "a.1.1")
+	tree(store.RunCompleted, "b", "b.1", "b.1.1")
+	bb.finish(t, "c", store.RunRunning, nil)
+	tree(store.RunCompleted, "c.1", "c.1.1")
+	tree(store.RunInterrupted, "d", "d.1")
+	tree(store.RunQueued, "e", "e.1", "e.1.1", "e.1.1.1")
+	cut := bb.clock.Now().Add(time.Second)
+	prune := func(dry bool) []string {
+		t.Helper()
+		var out []string
+		var after *store.RunCursor
+		for {
+			res, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t1", FinishedBefore: cut, Limit: 2, DryRun: dry, After: after})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, res.RunIDs...)
+			if !res.More {
+				return sortedIDs(out)
+			}
+			after = res.Last
+		}
+	}
+	if got := prune(true); !slices.Equal(got, []string{"b", "b.1", "b.1.1"}) {
+		t.Fatalf("dry run = %v, want the finished tree b only", got)
+	}
+	if got := prune(false); !slices.Equal(got, []string{"b", "b.1", "b.1.1"}) {
+		t.Fatalf("prune = %v, want the finished tree b only", got)
+	}
+	for _, id := range []string{"a", "a.1", "a.2", "a.2.1", "a.1.1", "e", "e.1", "e.1.1"} {
+		if _, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: id}); err != nil {
+			t.Fatalf("run %s of a tree not finished: %v", id, err)
+		}
+	}
+	// The grandchild ends: its whole tree goes.
+	g, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: "t1", ID: "a.1.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t1", RunID: "a.1.1",
+		Run: &store.RunUpdate{ExpectedRevision: g.Revision, Status: store.RunCompleted, Checkpoint: g.Checkpoint}}); err != nil {
+		t.Fatal(err)
+	}
+	cut = bb.clock.Now().Add(time.Second)
+	if got := prune(false); !slices.Equal(got, []string{"a", "a.1", "a.1.1", "a.2", "a.2.1"}) {
+		t.Fatalf("prune after the grandchild ended = %v, want tree a", got)
+	}
+}
+
+// testClaimReleaseRemove: a release with Remove deletes the place's row
+// (the next holder starts at epoch 1); a stale fence removes nothing; a
+// key that is not a child-budget place is refused.
+func testClaimReleaseRemove(t *testing.T, bb *bundle) {
+	place := store.ChildPlaceKey("r", 0)
+	c, err := acquire1(bb, place, "child a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := store.Fence{Key: place, Holder: "child a", Epoch: c.Epoch + 1}
+	if err := bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: "t1", Fence: stale, Remove: true}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("Remove with a stale fence = %v, want ErrFenced", err)
+	}
+	if _, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t1", Key: place}); err != nil {
+		t.Fatalf("a refused Remove removed the place: %v", err)
+	}
+	if err := bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: "t1", Remove: true,
+		Fence: store.Fence{Key: place, Holder: c.Holder, Epoch: c.Epoch}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t1", Key: place}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the removed place reads %+v, %v", got, err)
+	}
+	again, err := acquire1(bb, place, "child b", time.Hour)
+	if err != nil || again.Epoch != 1 {
+		t.Fatalf("the place taken again: %+v, %v (want epoch 1)", again, err)
+	}
+	r, err := acquire1(bb, store.RunClaimKey("r"), "h", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: "t1", Remove: true, Fence: store.Fence{Key: r.Key, Holder: r.Holder, Epoch: r.Epoch}})
+	if !isInvalid(err) {
+		t.Fatalf("Remove of a run's claim = %v, want an InvalidError", err)
 	}
 }
 

@@ -89,6 +89,8 @@ func Run(t *testing.T, b Backend) {
 		{"RunPrune", testRunPrune},
 		{"RunPruneOwnedClaims", testRunPruneOwnedClaims},
 		{"RunPruneRacesChildCreate", testRunPruneRacesChildCreate},
+		{"RunPruneKeepsOpenTrees", testRunPruneKeepsOpenTrees},
+		{"ClaimReleaseRemove", testClaimReleaseRemove},
 		{"RunCounters", testRunCounters},
 		{"WaitingStamp", testWaitingStamp},
 	}

@@ -1,0 +1,122 @@
+package storepg
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// TestMigrateRunTree makes a schema with the migrations before run_tree,
+// writes trees the way older versions left them (a running grandchild
+// under a finished child, a tree whose root an older prune removed while a
+// grandchild ran, a finished tree), then opens it with this package: each
+// child's root is its topmost stored ancestor (or the first one already
+// removed), a prune removes the finished tree only, and a child written
+// since gets its root too.
+func TestMigrateRunTree(t *testing.T) {
+	url := os.Getenv("ACTOVIQ_TEST_PG_URL")
+	if url == "" {
+		t.Skip("ACTOVIQ_TEST_PG_URL not set: PostgreSQL tests need a server; scripts/test starts one")
+	}
+	ctx := context.Background()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	schema := "t_tree_" + hex.EncodeToString(b)
+	quoted := pgx.Identifier{schema}.Sanitize()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP SCHEMA `+quoted+` CASCADE`) })
+	exec := func(q string, args ...any) {
+		t.Helper()
+		mode := []any{}
+		if len(args) == 0 {
+			mode = append(mode, pgx.QueryExecModeSimpleProtocol)
+		}
+		if _, err := conn.Exec(ctx, strings.ReplaceAll(q, "{{schema}}", quoted), append(mode, args...)...); err != nil {
+			t.Fatalf("%.80s: %v", q, err)
+		}
+	}
+	ms, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(`CREATE SCHEMA ` + quoted)
+	exec(`CREATE TABLE {{schema}}.schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for _, m := range ms {
+		if strings.HasSuffix(m.Name, "_run_tree.sql") {
+			break
+		}
+		exec(m.SQL)
+		exec(`INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, r := range [][3]string{
+		{"a", "", "completed"}, {"a.1", "a", "completed"}, {"a.1.1", "a.1", "running"}, {"a.2", "a", "completed"},
+		{"x.1", "x", "completed"}, {"x.1.1", "x.1", "running"}, // x was removed by an older prune
+		{"b", "", "completed"}, {"b.1", "b", "completed"}, {"b.1.1", "b.1", "failed"},
+	} {
+		exec(`INSERT INTO {{schema}}.runs (tenant, id, parent_id, session_id, agent_id, agent_digest, status, checkpoint, revision, event_seq, created_at, updated_at)
+			VALUES ('t', $1, $2, '', 'a', 'd', $3, '{"v":1}', 1, 0, $4, $4)`, r[0], r[1], r[2], base.Add(time.Duration(i)*time.Second))
+	}
+
+	s, err := Open(ctx, url, &Config{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	roots := func() map[string]string {
+		t.Helper()
+		rows, err := s.pool.Query(ctx, s.q(`SELECT id, root_id FROM {{schema}}.runs WHERE tenant = 't'`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for rows.Next() {
+			var id, root string
+			if err := rows.Scan(&id, &root); err != nil {
+				t.Fatal(err)
+			}
+			out[id] = root
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := map[string]string{"a": "", "a.1": "a", "a.1.1": "a", "a.2": "a", "x.1": "x", "x.1.1": "x", "b": "", "b.1": "b", "b.1.1": "b"}
+	if got := roots(); !maps.Equal(got, want) {
+		t.Fatalf("roots after the migration = %v, want %v", got, want)
+	}
+	res, err := s.RunPrune(ctx, &store.RunPruneParams{Tenant: "t", FinishedBefore: time.Now().Add(time.Hour), Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(slices.Values(res.RunIDs)); !slices.Equal(got, []string{"b", "b.1", "b.1.1"}) {
+		t.Fatalf("pruned %v, want the finished tree b", got)
+	}
+	// A child written now: its root from its parent's.
+	for _, c := range [][2]string{{"a.1.1.1", "a.1.1"}, {"a.3", "a"}} {
+		if _, err := s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: c[0], ParentID: c[1],
+			AgentID: "a", AgentDigest: "d", Status: store.RunQueued}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := roots(); got["a.1.1.1"] != "a" || got["a.3"] != "a" {
+		t.Fatalf("roots of new children: %v", got)
+	}
+}
