@@ -184,7 +184,28 @@ type RunCreateParams struct {
 	// Run is the run to create; its Revision is ignored and set to 1, and
 	// its Log is the log's first items.
 	Run *Run
+	// Holder, when not empty, creates the run already claimed by Holder
+	// (key [RunClaimKey]) at epoch [CreatedClaimEpoch], for TTL, in the
+	// create's transaction: no other process can take the run between its
+	// creation and its claim. A claim already recorded under that key (the
+	// claims of a run are removed with it, so only a claim taken directly
+	// under the key of a run that does not exist can be there) refuses
+	// the create with an [*ExistsError] of Kind "claim" and creates
+	// nothing. Empty creates the run unclaimed.
+	Holder string
+	// TTL is how long that claim lives without a heartbeat; it must be
+	// positive when Holder is set.
+	TTL time.Duration
+	// Events are the run's first events, stored with it in the create's
+	// transaction and numbered from 1 in order (the run's EventSeq is then
+	// their count).
+	Events []*EventRecord
 }
+
+// CreatedClaimEpoch is the epoch of the claim [Store.RunCreate] takes with
+// a run when [RunCreateParams.Holder] is set: the fence of that run's first
+// drive, known before the create returns (its first events may name it).
+const CreatedClaimEpoch = 1
 
 // RunGetParams reads a run.
 type RunGetParams struct {
@@ -282,6 +303,11 @@ type RunWriteParams struct {
 	// Events are appended with the next sequence numbers of the run, in
 	// order, followed by the Event of each ledger write, in Ledger order.
 	Events []*EventRecord
+	// Release, with Fence, gives the claim up in the write's transaction,
+	// as [Store.ClaimRelease] would after it (the claim expires now, its
+	// epoch is kept): a drive's last write ends its claim without a round
+	// trip of its own. When the write fails, the claim is left as it was.
+	Release bool
 }
 
 // AllEvents returns the events of the write in the order they are

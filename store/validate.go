@@ -98,6 +98,17 @@ func (p *RunCreateParams) Validate() error {
 	if err := items("Run.Log", r.Log); err != nil {
 		return err
 	}
+	if p.Holder != "" && p.TTL <= 0 {
+		return invalid("TTL", "must be positive with a Holder")
+	}
+	for i, ev := range p.Events {
+		if ev == nil {
+			return invalid(fmt.Sprintf("Events[%d]", i), "nil event")
+		}
+		if err := checkEvent(ev, func() string { return fmt.Sprintf("Events[%d]", i) }); err != nil {
+			return err
+		}
+	}
 	return firstErr(needTenant(r.Tenant), need("Run.ID", r.ID),
 		optionalJSON("Run.Checkpoint", r.Checkpoint), optionalJSON("Run.Meta", r.Meta))
 }
@@ -114,6 +125,9 @@ func (p *RunWriteParams) Validate() error {
 	}
 	if p.Run == nil && len(p.Ledger) == 0 && len(p.Events) == 0 {
 		return invalid("RunWriteParams", "nothing to write")
+	}
+	if p.Release && p.Fence == nil {
+		return invalid("Release", "needs a Fence")
 	}
 	if u := p.Run; u != nil {
 		if !u.Status.Valid() {

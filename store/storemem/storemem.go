@@ -509,6 +509,12 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 			return nil, &store.NotFoundError{Kind: "parent run", ID: pid}
 		}
 	}
+	ck := key{p.Run.Tenant, store.RunClaimKey(p.Run.ID)}
+	if p.Holder != "" {
+		if _, ok := s.claims[ck]; ok {
+			return nil, &store.ExistsError{Kind: "claim", ID: ck.id}
+		}
+	}
 	r := *p.Run
 	r.Checkpoint = cloneJSON(p.Run.Checkpoint)
 	if r.Checkpoint == nil {
@@ -526,6 +532,21 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	now := s.clock.Now()
 	r.CreatedAt, r.UpdatedAt = now, now
 	s.runs[k] = &r
+	if p.Holder != "" {
+		s.claims[ck] = &store.Claim{Tenant: ck.tenant, Key: ck.id, Holder: p.Holder, Epoch: store.CreatedClaimEpoch,
+			ExpiresAt: store.Time(now.Add(p.TTL)), HeartbeatAt: now}
+	}
+	for _, ev := range p.Events {
+		e := cloneEvent(ev)
+		e.Tenant, e.RunID = r.Tenant, r.ID
+		r.EventSeq++
+		e.Seq = r.EventSeq
+		e.Time = store.Time(e.Time)
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		s.events[k] = append(s.events[k], e)
+	}
 	if r.Status == store.RunQueued {
 		s.notifyLocked(r.Tenant)
 	}
@@ -810,10 +831,13 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	if !ok {
 		return nil, &store.NotFoundError{Kind: "run", ID: p.RunID}
 	}
+	var claim *store.Claim
 	if p.Fence != nil {
-		if _, err := s.fenceLocked(p.Tenant, *p.Fence); err != nil {
+		c, err := s.fenceLocked(p.Tenant, *p.Fence)
+		if err != nil {
 			return nil, err
 		}
+		claim = c
 	}
 	if u := p.Run; u != nil && run.Revision != u.ExpectedRevision {
 		return nil, &store.ConflictError{Kind: "run", ID: p.RunID, Expected: u.ExpectedRevision, Actual: run.Revision}
@@ -839,6 +863,9 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		keep = func(b json.RawMessage) json.RawMessage { return b }
 	}
 	res := &store.RunWriteResult{}
+	if p.Release {
+		claim.ExpiresAt = now // as ClaimRelease
+	}
 	if u := p.Run; u != nil {
 		run.Status = u.Status
 		run.WaitKind = store.StoredWaitKind(u.Status, u.WaitKind)

@@ -83,8 +83,10 @@ func finish(r *pgReq, res *store.RunWriteResult, err error) {
 // sendBatch runs one batch and finishes its writes; it never returns a
 // write to run again.
 func (s *Store) sendBatch(live []*pgReq) []*pgReq {
-	// The queue hands over only writes whose context is live.
-	if len(live) == 1 {
+	// The queue hands over only writes whose context is live. A write
+	// that releases its claim needs a transaction even alone (its
+	// run_write and the release), so it goes the batch's way.
+	if len(live) == 1 && !live[0].Val.p.Release {
 		s.single(live[0])
 		return nil
 	}
@@ -108,12 +110,17 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 	calls := make([]*call, len(live))
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	stmts := len(live) + 2
 	for i, r := range live {
 		calls[i] = newCall(r.Val.p, r.Val.order, r.Val.la, now)
 		b.Queue(s.q(runWriteCall), calls[i].args...)
+		if p := r.Val.p; p.Release {
+			b.Queue(s.q(releaseClaim), p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, calls[i].now)
+			stmts++
+		}
 	}
 	b.Queue("COMMIT")
-	s.stats.statements.Add(int64(len(live) + 2))
+	s.stats.statements.Add(int64(stmts))
 	br := conn.SendBatch(ctx, b)
 	results := make([]*store.RunWriteResult, len(live))
 	errs := make([]error, len(live))
@@ -122,6 +129,11 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 	if err == nil {
 		for i, c := range calls {
 			results[i], errs[i] = c.scan(br.QueryRow())
+			if c.p.Release {
+				if _, rerr := br.Exec(); errs[i] == nil {
+					errs[i] = rerr
+				}
+			}
 			if errs[i] != nil && failed < 0 {
 				failed = i
 			}
@@ -185,13 +197,49 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 	return nil
 }
 
-// single sends r alone, as one autocommit statement.
+// single sends r alone, as one autocommit statement (a write that
+// releases its claim: one transaction of its run_write and the release).
 func (s *Store) single(r *pgReq) {
 	var res *store.RunWriteResult
 	w := r.Val
 	err := retryable(r.Ctx, func() (err error) {
+		if w.p.Release {
+			res, err = s.runWriteReleaseOnce(r.Ctx, w.p, w.order, w.la)
+			return err
+		}
 		res, err = s.runWriteOnce(r.Ctx, w.p, w.order, w.la)
 		return err
 	})
 	finish(r, res, err)
+}
+
+// releaseClaim gives a run's claim up after its write, in the write's
+// transaction (store.RunWriteParams.Release), as ClaimRelease does.
+// run_write checked the fence and holds the claim row FOR SHARE until the
+// commit, so the row is the fence's.
+const releaseClaim = `UPDATE {{schema}}.claims SET expires_at = $5
+	WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
+
+// runWriteReleaseOnce is runWriteOnce of a write that releases its claim:
+// run_write and the release in one transaction.
+func (s *Store) runWriteReleaseOnce(ctx context.Context, p *store.RunWriteParams, order []int, la *ledgerArr) (*store.RunWriteResult, error) {
+	var res *store.RunWriteResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		c := newCall(p, order, la, s.clock.Now())
+		s.stats.statements.Add(2)
+		r, err := c.scan(tx.QueryRow(ctx, s.q(runWriteCall), c.args...))
+		if err != nil {
+			return runWriteErr(p, err)
+		}
+		if _, err := tx.Exec(ctx, s.q(releaseClaim), p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, c.now); err != nil {
+			return err
+		}
+		res = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.stats.commits.Add(1)
+	return res, nil
 }

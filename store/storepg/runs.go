@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/store/internal/journal"
@@ -153,18 +155,35 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		t := journal.Join(r.Log)
 		logText, logSum, logSeq = &t, journal.SumString(t), 1
 	}
-	// The run row and its first log row in one statement.
+	// The run row, its first log row, its claim and its first events in
+	// one statement. The claim's INSERT has no ON CONFLICT: a claim
+	// already under the key fails the statement (claims_pkey), so the run
+	// is not created either.
 	create := s.q(`
 			WITH r AS (INSERT INTO {{schema}}.runs (` + runCols + `, log_seq)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $16, $8, $9, $10, 1, 0, $11, $11, $12, $13)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $16, $8, $9, $10, 1, $20, $11, $11, $12, $13)
 				ON CONFLICT (tenant, id) DO NOTHING
 				RETURNING ` + runCols + `),
 			l AS (INSERT INTO {{schema}}.run_log (tenant, run_id, seq, first, n, crc, items)
-				SELECT tenant, id, 1, 0, $12, $14, $15 FROM r WHERE $15::text IS NOT NULL)
+				SELECT tenant, id, 1, 0, $12, $14, $15 FROM r WHERE $15::text IS NOT NULL),
+			c AS (INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+				SELECT tenant, $17::text, $18::text, ` + strconv.Itoa(store.CreatedClaimEpoch) + `, $19::timestamptz, $11 FROM r WHERE $18::text <> ''),
+			e AS (INSERT INTO {{schema}}.events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data)
+				SELECT r.tenant, r.id, x.ord, x.id, x.parent, x.trace, x.span, x.type, x.time, x.data
+				FROM r, unnest($21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::timestamptz[], $27::text[])
+					WITH ORDINALITY AS x(id, parent, trace, span, type, time, data, ord))
 			SELECT * FROM r`)
+	var expires time.Time
+	if p.Holder != "" {
+		expires = store.Time(now.Add(p.TTL))
+	} else {
+		expires = now
+	}
+	_, ev := eventArgs(r.Tenant, r.ID, p.Events, now)
 	args := []any{r.Tenant, r.ID, r.ParentID, r.SessionID, r.AgentID, r.AgentDigest, string(r.Status),
 		string(cp), jsonArg(r.Meta), timeArg(r.Deadline), now, int64(len(r.Log)), logSeq, logSum, logText,
-		store.StoredWaitKind(r.Status, r.WaitKind)}
+		store.StoredWaitKind(r.Status, r.WaitKind), store.RunClaimKey(r.ID), p.Holder, expires, int64(len(p.Events)),
+		ev[3], ev[4], ev[5], ev[6], ev[7], ev[8], ev[9]}
 	var noParent *store.NotFoundError
 	err := retryable(ctx, func() error {
 		var err error
@@ -211,6 +230,9 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &store.ExistsError{Kind: "run", ID: r.ID}
+	}
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "claims_pkey" {
+		return nil, &store.ExistsError{Kind: "claim", ID: store.RunClaimKey(r.ID)}
 	}
 	if err != nil {
 		return nil, mapErr(fmt.Sprintf("create run %s", r.ID), err)

@@ -84,10 +84,10 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 			}
 		}
 		found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO runs (`+runColumns+`, log_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
 			ON CONFLICT DO NOTHING RETURNING `+runColumns,
 			in.Tenant, in.ID, in.ParentID, in.SessionID, in.AgentID, in.AgentDigest, string(in.Status), store.StoredWaitKind(in.Status, in.WaitKind),
-			optJSON(in.Checkpoint), optJSON(in.Meta), optMicros(in.Deadline), now, now, len(in.Log), logSeq)),
+			optJSON(in.Checkpoint), optJSON(in.Meta), optMicros(in.Deadline), len(p.Events), now, now, len(in.Log), logSeq)),
 			func(sc scanner) (err error) { out, err = scanRun(sc); return err })
 		if err != nil {
 			return err
@@ -102,6 +102,28 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 			out.Log = make([]json.RawMessage, len(in.Log))
 			for i, it := range in.Log {
 				out.Log[i] = cloneJSON(it)
+			}
+		}
+		if p.Holder != "" {
+			// Created claimed, at the first epoch; a claim already under
+			// the key refuses the create (the transaction rolls back).
+			key := store.RunClaimKey(in.ID)
+			c, err := tx.ExecContext(ctx, `INSERT INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (tenant, key) DO NOTHING`,
+				in.Tenant, key, p.Holder, store.CreatedClaimEpoch, now+p.TTL.Microseconds(), now)
+			if err != nil {
+				return err
+			}
+			if n, err := c.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				return &store.ExistsError{Kind: "claim", ID: key}
+			}
+		}
+		if len(p.Events) > 0 {
+			// Numbered from 1; the run row's event_seq says so already.
+			if _, err := insertEvents(ctx, tx, in.Tenant, in.ID, 1, now, p.Events); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -171,6 +171,15 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			res.Events = append(res.Events, evs...)
 		}
 		res.Events = append(res.Events, ledgerEvents...)
+		if p.Release {
+			// The claim is given up with the write, as ClaimRelease would;
+			// the fence was checked above, under the write lock.
+			if _, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?)
+				WHERE tenant = ? AND key = ? AND holder = ? AND epoch = ?`,
+				now, p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

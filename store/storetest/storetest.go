@@ -72,6 +72,8 @@ func Run(t *testing.T, b Backend) {
 		{"Events", testEvents},
 		{"Claims", testClaims},
 		{"Fencing", testFencing},
+		{"RunCreateClaimed", testRunCreateClaimed},
+		{"RunWriteRelease", testRunWriteRelease},
 		{"RunClaimNext", testRunClaimNext},
 		{"RunClaimNextAgents", testRunClaimNextAgents},
 		{"RunClaimNextStale", testRunClaimNextStale},
