@@ -55,6 +55,8 @@ type drive struct {
 	panicMu         sync.Mutex
 	sinkPanics      []SinkPanickedData
 	recordingPanics bool
+
+	claimEnds // the claim taken with the run's create, given up with its last write (drive_claim.go)
 }
 
 func (rt *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {
@@ -196,12 +198,13 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 		d.release(ctx)
 		rt.wg.Done()
 	}()
-	started := d.event(startEvent, "", &RunStartedData{
-		AgentID: d.agent.ID, AgentDigest: d.run.AgentDigest, Model: d.agent.Model, Holder: d.fence.Holder, Epoch: d.fence.Epoch,
-		Session: d.run.SessionID,
-	})
+	// From here the drive's last write (finish) gives the claim up.
+	d.releaseLast = true
 	var err error
-	if d.run.Status == store.RunRunning {
+	if d.created != nil {
+		// Run created the run claimed, its run.started stored with it.
+		d.emitStored(ctx, d.created)
+	} else if started := d.startedEvent(startEvent); d.run.Status == store.RunRunning {
 		err = d.write(ctx, &store.RunWriteParams{Events: []*store.EventRecord{started}})
 	} else {
 		// A drive of an interrupted or queued run stores it running: if the

@@ -111,6 +111,7 @@ func (rt *Runtime) cancelUnheld(ctx context.Context, runID string, requests *[]s
 		return false, nil // the caller's next look reports it
 	}
 	d.cp.Error = &RunError{Code: CodeCancelled, Message: "cancelled by request"}
+	d.releaseLast = true // the cancelling write gives the claim up
 	return true, d.finish(ctx, store.RunCancelled, EvRunCancelled)
 }
 

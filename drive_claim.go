@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -164,6 +165,69 @@ func (d *drive) claim(ctx context.Context) error {
 	return nil
 }
 
+// A drive's first and last round trips carry its claim. Runtime.Run
+// creates the run already claimed, with its run.started event, in one
+// store call (store.RunCreateParams.Holder): no other process can take
+// the run between its creation and its claim (a Cancel from another
+// process finds it held and asks the drive to stop). The drive's last
+// write, the one that ends it (finish), gives the claim up in the same
+// transaction (store.RunWriteParams.Release), so a finished drive costs
+// no release of its own; the heartbeat stops renewing before that write,
+// so no renewal can revive the claim after it.
+
+// claimEnds is a drive's state around its claim.
+type claimEnds struct {
+	// created are the events stored with the run's create, emitted when
+	// the drive starts; nil when the run was not created claimed.
+	created []*store.EventRecord
+	// releaseLast makes the drive's last write (finish) release the claim.
+	releaseLast bool
+	// beatMu orders the heartbeat's renewals with that write: ending is
+	// set under it before the write, and no renewal starts after.
+	beatMu sync.Mutex
+	ending bool
+	// released: the last write committed and released the claim.
+	released bool
+}
+
+// startedEvent is the run.started (or run.resumed) event of this drive.
+func (d *drive) startedEvent(typ string) *store.EventRecord {
+	return d.event(typ, "", &RunStartedData{
+		AgentID: d.agent.ID, AgentDigest: d.run.AgentDigest, Model: d.agent.Model, Holder: d.fence.Holder, Epoch: d.fence.Epoch,
+		Session: d.run.SessionID,
+	})
+}
+
+// createClaimed creates run claimed by the drive, with its run.started
+// event, and makes it the drive's run. fallback reports that a claim was
+// already stored under the run's key (left by something else than a
+// run, which removes its claims with it): nothing was created, and the
+// caller creates the run unclaimed and claims it as a resume does.
+func (d *drive) createClaimed(ctx context.Context, run *store.Run) (fallback bool, err error) {
+	d.run = run
+	d.fence.Epoch = store.CreatedClaimEpoch
+	started := d.startedEvent(EvRunStarted)
+	began := d.rt.clock()
+	created, err := d.rt.store.RunCreate(ctx, &store.RunCreateParams{Run: run, Holder: d.fence.Holder, TTL: d.rt.ttl,
+		Events: []*store.EventRecord{started}})
+	if w := d.rt.observeStore("claim", began); w != nil { // a lease too short for the store (lease.go)
+		d.leaseShort(ctx, w, run.ID, run.ParentID)
+	}
+	var ex *store.ExistsError
+	if errors.As(err, &ex) && ex.Kind == "claim" {
+		d.fence.Epoch = 0
+		return true, nil
+	}
+	if err != nil {
+		d.fence.Epoch = 0
+		return false, err
+	}
+	ev := *started
+	ev.Tenant, ev.RunID, ev.Seq, ev.Time = run.Tenant, run.ID, 1, store.Time(started.Time)
+	d.run, d.created = created, []*store.EventRecord{&ev}
+	return false, nil
+}
+
 // heartbeat renews the claims every TTL/3. When a renewal is fenced out the
 // drive is cancelled: another worker owns the run now.
 func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
@@ -180,29 +244,7 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				fences := []store.Fence{d.fence}
-				if d.sessionFence != nil {
-					fences = append(fences, *d.sessionFence)
-				}
-				for _, f := range fences {
-					began := d.rt.clock()
-					_, err := d.rt.store.ClaimRenew(ctx, &store.ClaimRenewParams{Tenant: d.rt.tenant, Fence: f, TTL: d.rt.ttl})
-					if w := d.rt.observeStore("renew", began); w != nil { // a lease too short for the store (lease.go)
-						d.mu.Lock()
-						runID, parent := d.run.ID, d.run.ParentID
-						d.mu.Unlock()
-						d.leaseShort(ctx, w, runID, parent)
-					}
-					if errors.Is(err, store.ErrFenced) {
-						if f == d.fence {
-							d.leaseLost(ctx, f)
-						}
-						cancel(fmt.Errorf("%w %s: %w", errLostClaim, f.Key, err))
-						return
-					}
-				}
-				if cause := d.cancelRequested(ctx); cause != nil { // Cancel from another process
-					cancel(cause)
+				if !d.renew(ctx, cancel) {
 					return
 				}
 			}
@@ -211,8 +253,60 @@ func (d *drive) heartbeat(ctx context.Context, cancel context.CancelCauseFunc) (
 	return func() { close(done); <-finished }
 }
 
-// release gives the run's claim up (detached: it must happen).
+// renew is one beat: it renews the claims and reads a cancel request;
+// false stops the heartbeat (the drive is ending, or must stop).
+func (d *drive) renew(ctx context.Context, cancel context.CancelCauseFunc) bool {
+	d.beatMu.Lock()
+	defer d.beatMu.Unlock()
+	if d.ending {
+		return false
+	}
+	fences := []store.Fence{d.fence}
+	if d.sessionFence != nil {
+		fences = append(fences, *d.sessionFence)
+	}
+	for _, f := range fences {
+		began := d.rt.clock()
+		_, err := d.rt.store.ClaimRenew(ctx, &store.ClaimRenewParams{Tenant: d.rt.tenant, Fence: f, TTL: d.rt.ttl})
+		if w := d.rt.observeStore("renew", began); w != nil { // a lease too short for the store (lease.go)
+			d.mu.Lock()
+			runID, parent := d.run.ID, d.run.ParentID
+			d.mu.Unlock()
+			d.leaseShort(ctx, w, runID, parent)
+		}
+		if errors.Is(err, store.ErrFenced) {
+			if f == d.fence {
+				d.leaseLost(ctx, f)
+			}
+			cancel(fmt.Errorf("%w %s: %w", errLostClaim, f.Key, err))
+			return false
+		}
+	}
+	if cause := d.cancelRequested(ctx); cause != nil { // Cancel from another process
+		cancel(cause)
+		return false
+	}
+	return true
+}
+
+// lastWrite marks p as the drive's last write when the drive gives its
+// claim up with it (see claimEnds): the heartbeat renews no more.
+func (d *drive) lastWrite(p *store.RunWriteParams) {
+	if !d.releaseLast || d.fence.Epoch == 0 {
+		return
+	}
+	d.beatMu.Lock()
+	d.ending = true
+	d.beatMu.Unlock()
+	p.Release = true
+}
+
+// release gives the run's claim up (detached: it must happen), unless the
+// drive's last write did.
 func (d *drive) release(ctx context.Context) {
+	if d.released {
+		return
+	}
 	rctx, cancel := d.detached(ctx)
 	defer cancel()
 	_ = d.rt.store.ClaimRelease(rctx, &store.ClaimReleaseParams{Tenant: d.rt.tenant, Fence: d.fence})

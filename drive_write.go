@@ -148,9 +148,18 @@ func (d *drive) emit(ctx context.Context, ev Event) {
 }
 
 // saveRun writes the checkpoint with a new status, plus ledger writes and
-// events, as one CAS on the run.
+// events, as one CAS on the run. A status other than running ends the
+// drive: that write gives the claim up too (drive_claim.go).
 func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []store.LedgerWrite, events ...*store.EventRecord) error {
-	return d.writeRun(ctx, &store.RunWriteParams{Ledger: ledger, Events: events}, status, nil)
+	p := &store.RunWriteParams{Ledger: ledger, Events: events}
+	if status != store.RunRunning {
+		d.lastWrite(p)
+	}
+	if err := d.writeRun(ctx, p, status, nil); err != nil {
+		return err
+	}
+	d.released = p.Release
+	return nil
 }
 
 // writeRun adds the checkpoint's change to p (the head, the transcript

@@ -149,14 +149,22 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 	if a.Limits.RunTimeout > 0 {
 		run.Deadline = rt.clock().Add(a.Limits.RunTimeout)
 	}
-	created, err := rt.store.RunCreate(ctx, &store.RunCreateParams{Run: run})
+	// The run is created already claimed by this drive, with its
+	// run.started event (drive_claim.go).
+	d.cp = cp
+	fallback, err := d.createClaimed(ctx, run)
+	if fallback {
+		var created *store.Run
+		if created, err = rt.store.RunCreate(ctx, &store.RunCreateParams{Run: run}); err == nil {
+			d.run = created
+		}
+	}
 	if errors.Is(err, store.ErrExists) {
 		return nil, fmt.Errorf("%w: %s (a run id is never re-run; continue it with Runtime.Resume)", ErrRunExists, runID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: create run %s: %w", runID, err)
 	}
-	d.run, d.cp = created, cp
 	d.cpEnc = cpEncoder{stored: cp.logged}
 	return rt.claimAndDrive(ctx, d, EvRunStarted, nil)
 }

@@ -122,14 +122,6 @@ func childMain() error {
 		if errors.Is(err, actoviq.ErrClosed) {
 			return "closed" // a shutdown: the run stays resumable
 		}
-		var held *actoviq.RunHeldError
-		if sc.cancel && errors.As(err, &held) && held.PID == os.Getppid() {
-			// The coordinator's Cancel claimed the run between this
-			// drive's RunCreate and its claim, to end it cancelled: a
-			// typed refusal naming the canceller, not a broken drive.
-			// checkCancel then judges the run.
-			return "refused " + oneLine(err)
-		}
 		if err != nil {
 			return "error " + oneLine(err)
 		}
