@@ -88,9 +88,32 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 func randomID() string {
 	var b [16]byte
 	var h [32]byte
-	_, _ = rand.Read(b[:])
+	randomBytes(b[:])
 	hex.Encode(h[:], b[:])
 	return string(h[:])
+}
+
+// entropy is crypto/rand's output read ahead, 512 bytes at a time: an id
+// per event would otherwise be a getrandom call each. Bytes handed out
+// are cleared.
+var entropy struct {
+	sync.Mutex
+	buf  [512]byte
+	left int // buf[len(buf)-left:] is unused
+}
+
+// randomBytes fills b (at most 512 bytes) from crypto/rand.
+func randomBytes(b []byte) {
+	entropy.Lock()
+	defer entropy.Unlock()
+	if entropy.left < len(b) {
+		_, _ = rand.Read(entropy.buf[:])
+		entropy.left = len(entropy.buf)
+	}
+	from := len(entropy.buf) - entropy.left
+	copy(b, entropy.buf[from:])
+	clear(entropy.buf[from : from+len(b)])
+	entropy.left -= len(b)
 }
 
 // Tenant returns the runtime's tenant (Config.Tenant, or [store.DefaultTenant]).

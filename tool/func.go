@@ -8,6 +8,8 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
 
 // Func returns a typed tool that calls fn.
@@ -107,15 +109,15 @@ func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (Res
 	if err != nil {
 		return Result{}, err
 	}
+	if s, ok := any(out).(string); ok {
+		// As json.Marshal encodes a string, without reflection.
+		return Result{Content: s, Data: jsonenc.AppendString(make([]byte, 0, len(s)+2), s)}, nil
+	}
 	data, err := json.Marshal(out)
 	if err != nil {
 		// fn already ran: its effect may have happened, but we have no
 		// result to record.
 		return Result{}, fmt.Errorf("encode output: %w (%w)", err, ErrOutcomeUnknown)
 	}
-	content := string(data)
-	if s, ok := any(out).(string); ok {
-		content = s
-	}
-	return Result{Content: content, Data: data}, nil
+	return Result{Content: string(data), Data: data}, nil
 }

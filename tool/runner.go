@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // DefaultTimeout bounds a call whose spec and runner set no timeout.
@@ -37,11 +35,8 @@ type Runner struct {
 type entry struct {
 	tool Tool
 	spec Spec
-	in   *jsonschema.Schema
-	out  *jsonschema.Schema // nil: output not validated
-	// emptyOK says the arguments {} pass in: most calls of a tool
-	// without parameters send just that.
-	emptyOK bool
+	in   *schema
+	out  *schema // nil: output not validated
 }
 
 // NewRunner builds a runner over tools. It validates every spec and
@@ -77,7 +72,7 @@ func NewRunner(tools []Tool, cfg *RunnerConfig) (*Runner, error) {
 		if _, dup := r.tools[spec.Name]; dup {
 			return nil, fmt.Errorf("tool: NewRunner: duplicate tool name %q", spec.Name)
 		}
-		r.tools[spec.Name] = &entry{tool: t, spec: spec, in: in, out: out, emptyOK: acceptsEmpty(in)}
+		r.tools[spec.Name] = &entry{tool: t, spec: spec, in: in, out: out}
 		r.order = append(r.order, spec.Name)
 	}
 	return r, nil
@@ -178,7 +173,7 @@ func (r *Runner) Run(ctx context.Context, call *Call) (Result, error) {
 		if len(res.Data) == 0 {
 			v = []string{"/: missing structured output (Data) required by the output schema"}
 		} else {
-			v = validateJSON(e.out, res.Data)
+			v = e.out.validate(res.Data)
 		}
 		if v != nil {
 			return res, &Error{Kind: KindValidation, Tool: name, Started: true, Violations: v,
@@ -223,8 +218,8 @@ func (r *Runner) check(ctx context.Context, call *Call) (*entry, json.RawMessage
 	if t[0] != '{' {
 		return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: []string{"/: arguments must be a JSON object"}}
 	}
-	if !call.checkedBy(e) && !(e.emptyOK && string(t) == "{}") {
-		if v := validateJSON(e.in, args); v != nil {
+	if !call.checkedBy(e) && !(e.in.emptyOK && string(t) == "{}") {
+		if v := e.in.validate(args); v != nil {
 			return nil, nil, &Error{Kind: KindValidation, Tool: name, Violations: v}
 		}
 		call.checked, call.checkedArgs = e, call.Args
@@ -282,16 +277,14 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 	if timeout == 0 {
 		timeout = r.timeout
 	}
-	callCtx, cancel := ctx, context.CancelFunc(func() {})
-	if timeout > 0 {
-		callCtx, cancel = context.WithTimeout(ctx, timeout)
-	}
-	defer cancel()
 	attempt := call.Attempt
 	if attempt < 1 {
 		attempt = 1
 	}
-	callCtx = WithAttempt(WithIdempotencyKey(callCtx, call.Key), attempt)
+	// As WithAttempt(WithIdempotencyKey(WithTimeout(ctx, timeout)...)),
+	// made lazily (callCtx).
+	callCtx := newCallCtx(ctx, timeout, call.Key, attempt)
+	defer callCtx.cancel()
 
 	// Buffered, so a tool that finishes after we gave up does not block.
 	done := make(chan outcome, 1)
@@ -307,18 +300,42 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 	}()
 
 	name := e.spec.Name
+	var expired <-chan time.Time
+	if !callCtx.deadline.IsZero() {
+		t := getTimer(time.Until(callCtx.deadline))
+		defer putTimer(t)
+		expired = t.C
+	}
 	var o outcome
+	ended := false
 	select {
 	case o = <-done:
-	case <-callCtx.Done():
-		// Prefer a result that arrived at the same moment.
-		select {
-		case o = <-done:
-		default:
-			cause := callCtx.Err()
-			return Result{}, &Error{Kind: ctxKind(cause), Tool: name, Started: true, OutcomeUnknown: true, Err: cause}
-		}
+	case <-expired:
+		callCtx.expire()
+		o, ended = giveUp(done)
+	case <-ctx.Done():
+		o, ended = giveUp(done)
 	}
+	if ended {
+		cause := callCtx.Err()
+		return Result{}, &Error{Kind: ctxKind(cause), Tool: name, Started: true, OutcomeUnknown: true, Err: cause}
+	}
+	return r.outcome(name, callCtx, o)
+}
+
+// giveUp is called when the call's context ended: a result that arrived
+// at the same moment is preferred; ended says there was none.
+func giveUp(done chan outcome) (o outcome, ended bool) {
+	select {
+	case o = <-done:
+		return o, false
+	default:
+		return outcome{}, true
+	}
+}
+
+// outcome turns what the tool returned into Run's result or error.
+func (r *Runner) outcome(name string, callCtx context.Context, o outcome) (Result, error) {
 	switch {
 	case o.panicked != nil:
 		return Result{}, &Error{Kind: KindExecution, Tool: name, Started: true, OutcomeUnknown: true,

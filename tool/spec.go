@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
 
 // Spec describes a tool to the model and to the runtime.
@@ -43,7 +45,7 @@ func (s Spec) Validate() error {
 
 // compile validates the spec and compiles its schemas. A nil schema means
 // "not validated" (output) or is replaced by any-object (input).
-func (s Spec) compile() (in, out *jsonschema.Schema, err error) {
+func (s Spec) compile() (in, out *schema, err error) {
 	if !namePattern.MatchString(s.Name) {
 		return nil, nil, fmt.Errorf("tool: invalid name %q: must match %s", s.Name, namePattern)
 	}
@@ -71,33 +73,58 @@ func (s Spec) compile() (in, out *jsonschema.Schema, err error) {
 // compiled caches compiled schemas by their text. A compiled schema is
 // immutable and safe for concurrent use, and runners are built for every
 // run, so each distinct schema is compiled once per process.
-var compiled sync.Map // string → *jsonschema.Schema
+var compiled sync.Map // string → *schema
 
-func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+// schema is a compiled schema with what is known of it once for all the
+// calls it checks.
+type schema struct {
+	s *jsonschema.Schema
+	// emptyOK says the instance {} passes (most calls of a tool without
+	// parameters send just that).
+	emptyOK bool
+	// only is set when the schema's one keyword is "type" with one of
+	// these names: the first byte of each instance of that type ('"'
+	// string, '{' object, '[' array, 'n' null). Any valid JSON value
+	// that starts with it passes, and nothing else does.
+	only byte
+}
+
+// validate returns the instance's violations, nil when it passes.
+func (sc *schema) validate(raw json.RawMessage) []string {
+	if sc.only != 0 {
+		if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) > 0 && t[0] == sc.only && jsonenc.Valid(raw) {
+			return nil
+		}
+	}
+	return validateJSON(sc.s, raw)
+}
+
+func compileSchema(raw json.RawMessage) (*schema, error) {
 	if s, ok := compiled.Load(string(raw)); ok {
-		return s.(*jsonschema.Schema), nil
+		return s.(*schema), nil
 	}
 	s, err := compileSchemaUncached(raw)
 	if err != nil {
 		return nil, err
 	}
-	compiled.Store(string(raw), s)
-	return s, nil
+	sc := &schema{s: s, emptyOK: validateJSON(s, json.RawMessage(`{}`)) == nil, only: typeOnly(raw)}
+	compiled.Store(string(raw), sc)
+	return sc, nil
 }
 
-// empties caches, per compiled schema, whether the instance {} passes it
-// (acceptsEmpty).
-var empties sync.Map // *jsonschema.Schema → bool
-
-// acceptsEmpty reports whether the empty object {} passes s: a compiled
-// schema is immutable, so the answer is the same for every call.
-func acceptsEmpty(s *jsonschema.Schema) bool {
-	if ok, found := empties.Load(s); found {
-		return ok.(bool)
+// typeOnly returns schema.only for a schema's text: the first byte of the
+// one type it requires, when "type" is its one keyword (and that type is
+// string, object, array or null); 0 otherwise.
+func typeOnly(raw json.RawMessage) byte {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(raw, &doc) != nil || len(doc) != 1 {
+		return 0
 	}
-	ok := validateJSON(s, json.RawMessage(`{}`)) == nil
-	empties.Store(s, ok)
-	return ok
+	var typ string
+	if json.Unmarshal(doc["type"], &typ) != nil {
+		return 0
+	}
+	return map[string]byte{"string": '"', "object": '{', "array": '[', "null": 'n'}[typ]
 }
 
 func compileSchemaUncached(raw json.RawMessage) (*jsonschema.Schema, error) {
