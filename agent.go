@@ -42,21 +42,39 @@ type AgentSpec struct {
 	Recovery RecoveryPolicy
 	// SessionWindow bounds how much of a session a new run of the agent
 	// takes into its transcript, hence sends to the model: the session's
-	// last SessionWindow items, starting at the first user message among
-	// them (so the model sees whole turns, and no tool result without its
-	// call). The store reads only those items, so a run continuing a
-	// session of any length costs about what it would with a short one.
-	// 0 (the default) takes the whole session, as before: the right
-	// choice when the model must see everything, at a cost that grows
-	// with the session. Negative is refused.
+	// last SessionWindow items. When the session is longer, the window
+	// starts at the first user message among them (so the model sees
+	// whole turns, and no tool result without its call). The store reads
+	// only those items, so a run continuing a session of any length costs
+	// about what it would with a short one.
+	//
+	// 0 takes the runtime's default ([Config.SessionWindow], itself
+	// [DefaultSessionWindow] = 1,000 items unless set): a run's cost is
+	// bounded by default, since a provider's context is finite anyway.
+	// [WholeSession] takes the whole session, at a cost that grows with
+	// it: the choice when the model must see everything. Other negative
+	// values are refused.
 	//
 	// A run records the window it took with the session revision it
-	// started from; a later drive, Runtime.Get and the console read the
-	// same items back, whatever the agent says then. The window is not
-	// part of [AgentSpec.Digest]. The session itself always keeps every
-	// item.
+	// started from, and says how many earlier items it left out
+	// ([RunInfo.SessionOmitted], `runs show`, the console's run page); a
+	// later drive, Runtime.Get and the console read the same items back,
+	// whatever the agent says then. The window is not part of
+	// [AgentSpec.Digest]. The session itself always keeps every item.
 	SessionWindow int
 }
+
+// DefaultSessionWindow is the session window of a run whose agent and
+// runtime set none ([AgentSpec.SessionWindow] and [Config.SessionWindow]
+// 0): a run continuing a session takes its last 1,000 items, from a user
+// message among them. 1,000 items is far more than most conversations
+// hold, and a bound on what a run of a long one reads, holds and sends.
+const DefaultSessionWindow = 1000
+
+// WholeSession, as [AgentSpec.SessionWindow] or [Config.SessionWindow],
+// asks for the whole session: the model sees every item of it, and a run
+// reads and holds all of it (the cost grows with the session).
+const WholeSession = -1
 
 // Limits bound a run. Zero values mean the documented defaults.
 type Limits struct {
@@ -182,8 +200,9 @@ func (a *AgentSpec) Validate() error {
 		return fmt.Errorf("actoviq: agent %s: Approval.Policy needs a Version, so approvals can bind to it", a.ID)
 	case a.OutputSchema != nil && !json.Valid(a.OutputSchema):
 		return fmt.Errorf("actoviq: agent %s: OutputSchema is not JSON", a.ID)
-	case a.SessionWindow < 0:
-		return fmt.Errorf("actoviq: agent %s: SessionWindow is negative (%d); 0 takes the whole session", a.ID, a.SessionWindow)
+	case a.SessionWindow < 0 && a.SessionWindow != WholeSession:
+		return fmt.Errorf("actoviq: agent %s: SessionWindow is %d: want a number of items, 0 for the runtime's default (%d unless Config.SessionWindow says), or WholeSession (-1)",
+			a.ID, a.SessionWindow, DefaultSessionWindow)
 	}
 	return a.Limits.validate(a.ID)
 }

@@ -99,6 +99,11 @@ type checkpoint struct {
 	// SessionWindow journal items as of SessionBase (AgentSpec.SessionWindow,
 	// cut at a turn's start); 0 means the whole session as of SessionBase.
 	SessionWindow int `json:"session_window,omitempty"`
+	// SessionOmitted is how many items of the session as of SessionBase
+	// came before the window the run took (RunInfo.SessionOmitted); nil
+	// for a run that took the whole session, or that was stored before
+	// it was recorded (Get then works it out from what it reads back).
+	SessionOmitted *int64 `json:"session_omitted,omitempty"`
 	// Malformed counts tool calls whose arguments were not a JSON object
 	// (Limits.MaxMalformedCalls).
 	Malformed int `json:"malformed,omitempty"`

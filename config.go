@@ -25,6 +25,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("actoviq: Config.LeaseTTL is %v; it must be at least %v (heartbeats run every LeaseTTL/3)", c.LeaseTTL, minLeaseTTL)
 	case c.CommitTimeout < 0:
 		return fmt.Errorf("actoviq: Config.CommitTimeout is %v; it must be positive (zero means 30s)", c.CommitTimeout)
+	case c.SessionWindow < 0 && c.SessionWindow != WholeSession:
+		return fmt.Errorf("actoviq: Config.SessionWindow is %d: want a number of items, 0 for DefaultSessionWindow (%d), or WholeSession (-1)",
+			c.SessionWindow, DefaultSessionWindow)
 	}
 	if err := c.Retention.validate(); err != nil {
 		return err
@@ -140,4 +143,10 @@ type Config struct {
 	// provider sets [approvals.Policy].Directory or implements
 	// [approvals.Authorizer].
 	Approvers approvals.Authorizer
+	// SessionWindow is the session window of agents whose
+	// [AgentSpec.SessionWindow] is 0: how many of a session's last items
+	// a run continuing it takes. Zero means [DefaultSessionWindow];
+	// [WholeSession] gives such agents the whole session. Other negative
+	// values are refused.
+	SessionWindow int
 }

@@ -44,7 +44,9 @@ func (d *drive) releaseSession() {
 
 // sessionItems decodes a loaded session's items (snapshot, then entries).
 // It drops the entries' JSON as it goes, so that the session is not held
-// twice over (raw and decoded) longer than one item.
+// twice over (raw and decoded) longer than one item. Each entry is one
+// item, decoded in one pass by item.Item's strict decoder (no separate
+// validation pass first, as json.Unmarshal would make).
 func sessionItems(st *store.SessionState) ([]item.Item, error) {
 	var out []item.Item
 	if st.Snapshot != nil {
@@ -56,13 +58,46 @@ func sessionItems(st *store.SessionState) ([]item.Item, error) {
 	for i := range st.Entries {
 		en := &st.Entries[i]
 		out = append(out, item.Item{})
-		if err := json.Unmarshal(en.Item, &out[len(out)-1]); err != nil {
+		if err := out[len(out)-1].UnmarshalJSON(en.Item); err != nil {
 			return nil, &store.DataError{Kind: "session", ID: fmt.Sprintf("%s#%d", st.SessionID, en.Seq), Err: err}
 		}
 		en.Item = nil
 	}
 	st.Entries = nil
 	return out, nil
+}
+
+// windowItems decodes the items of a session window read with
+// store.SessionLoadParams.Last = n and WithSnapshot (n > 0), or of the
+// whole session (n 0): the last n items of what a whole read shows. whole
+// reports that they are the session's first items too (nothing before
+// them as of the revision), and omitted how many items of the session
+// come before them: journal items, or the snapshot's items when the read
+// holds one.
+func windowItems(st *store.SessionState, n int) (items []item.Item, whole bool, omitted int64, err error) {
+	snap := st.Snapshot != nil
+	whole = snap || st.Revision == int64(len(st.Entries))
+	before := st.Revision - int64(len(st.Entries)) // journal items before the entries read
+	if items, err = sessionItems(st); err != nil {
+		return nil, false, 0, err
+	}
+	if snap {
+		before = 0 // the snapshot's items are in items
+	}
+	if n > 0 && len(items) > n {
+		before += int64(len(items) - n)
+		items, whole = items[len(items)-n:], false
+	}
+	return items, whole, before, nil
+}
+
+// sessionWindow is the window a new run of agent a takes of its session:
+// a number of items, or WholeSession.
+func (rt *Runtime) sessionWindow(a *AgentSpec) int {
+	if a.SessionWindow != 0 {
+		return a.SessionWindow
+	}
+	return rt.window
 }
 
 // A run holds its session by reference (checkpoint.SessionRef): it
@@ -74,33 +109,42 @@ func sessionItems(st *store.SessionState) ([]item.Item, error) {
 // session as of SessionBase: the journal only grows, so that is the prefix
 // the run started with.
 //
-// AgentSpec.SessionWindow bounds what a run takes: the session's last N
-// items, read through an index (store.SessionLoadParams.Last), cut at the
-// first user message among them so that the model sees whole turns and no
-// tool result without its call.
+// The session window bounds what a run takes (AgentSpec.SessionWindow,
+// Config.SessionWindow, DefaultSessionWindow unless WholeSession is asked
+// for): the session's last N items as a whole read shows them, read
+// through an index (store.SessionLoadParams.Last with WithSnapshot). When
+// the session is longer than the window, it is cut at the first user
+// message among them so that the model sees whole turns and no tool result
+// without its call.
 
-// startSession reads the prefix a new run of the session takes: the whole
-// session, or with window > 0 its last items from a turn's start. It
-// returns the items, the session's revision and the window to record (the
-// number of journal items kept, 0 for the whole session).
-func (rt *Runtime) startSession(ctx context.Context, sessionID string, window int) ([]item.Item, int64, int, error) {
-	st, err := rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: rt.tenant, SessionID: sessionID, Last: max(window, 0)})
+// startSession reads the prefix a new run of the session takes: with
+// window > 0 its last items (from a turn's start when the session is
+// longer), with WholeSession all of it. It returns the items, the
+// session's revision, the window to record (the number of items kept, 0
+// for the whole session) and how many earlier items the window left out.
+func (rt *Runtime) startSession(ctx context.Context, sessionID string, window int) ([]item.Item, int64, int, int64, error) {
+	p := &store.SessionLoadParams{Tenant: rt.tenant, SessionID: sessionID}
+	if window > 0 {
+		p.Last, p.WithSnapshot = window, true
+	}
+	st, err := rt.store.SessionLoad(ctx, p)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("actoviq: load session %s: %w", sessionID, err)
+		return nil, 0, 0, 0, fmt.Errorf("actoviq: load session %s: %w", sessionID, err)
 	}
 	rev := st.Revision
-	items, err := sessionItems(st)
+	items, whole, omitted, err := windowItems(st, p.Last)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, 0, err
 	}
-	if window > 0 {
-		items = items[windowStart(items):]
+	if !whole {
+		start := windowStart(items)
+		items, omitted = items[start:], omitted+int64(start)
 	}
 	uniqueCallIDs(items) // on the items kept, as sessionPrefix reads them back
 	if window <= 0 {
-		return items, rev, 0, nil
+		return items, rev, 0, 0, nil
 	}
-	return items, rev, len(items), nil
+	return items, rev, len(items), omitted, nil
 }
 
 // windowStart returns where a window of a session's items may start: at
@@ -175,24 +219,25 @@ func uniqueCallIDs(items []item.Item) {
 
 // sessionPrefix reads back the session prefix of a run that holds it by
 // reference: the session as of the revision the run started from, with
-// the run's window. A prefix that no longer reads as the run recorded it
-// (another length) is a *store.DataError.
-func (rt *Runtime) sessionPrefix(ctx context.Context, run *store.Run, cp *checkpoint) ([]item.Item, error) {
+// the run's window, and how many earlier items the window leaves out. A
+// prefix that no longer reads as the run recorded it (another length) is a
+// *store.DataError.
+func (rt *Runtime) sessionPrefix(ctx context.Context, run *store.Run, cp *checkpoint) ([]item.Item, int64, error) {
 	st, err := rt.store.SessionLoad(ctx, &store.SessionLoadParams{Tenant: rt.tenant, SessionID: run.SessionID,
-		AsOf: cp.SessionBase, Last: cp.SessionWindow})
+		AsOf: cp.SessionBase, Last: cp.SessionWindow, WithSnapshot: cp.SessionWindow > 0})
 	if err != nil {
-		return nil, fmt.Errorf("actoviq: run %s: read session %s as of revision %d: %w", run.ID, run.SessionID, cp.SessionBase, err)
+		return nil, 0, fmt.Errorf("actoviq: run %s: read session %s as of revision %d: %w", run.ID, run.SessionID, cp.SessionBase, err)
 	}
-	items, err := sessionItems(st)
+	items, _, omitted, err := windowItems(st, cp.SessionWindow)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	uniqueCallIDs(items)
 	if cp.SessionWindow > 0 && len(items) != cp.SessionWindow {
-		return nil, &store.DataError{Kind: "session", ID: run.SessionID, Err: fmt.Errorf(
+		return nil, 0, &store.DataError{Kind: "session", ID: run.SessionID, Err: fmt.Errorf(
 			"run %s took %d items of it as of revision %d, and %d read back", run.ID, cp.SessionWindow, cp.SessionBase, len(items))}
 	}
-	return items, nil
+	return items, omitted, nil
 }
 
 // readPrefix puts the run's session prefix in front of its transcript, if
@@ -203,7 +248,7 @@ func (d *drive) readPrefix(ctx context.Context) error {
 	if !d.cp.prefixMissing() {
 		return nil
 	}
-	prefix, err := d.rt.sessionPrefix(ctx, d.run, d.cp)
+	prefix, _, err := d.rt.sessionPrefix(ctx, d.run, d.cp)
 	if err != nil {
 		return err
 	}

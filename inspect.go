@@ -104,10 +104,22 @@ type RunInfo struct {
 	SessionID string `json:"session_id,omitempty"`
 	// SessionRevision is the session revision the run started from, and
 	// SessionItems how many leading Transcript items came from the session
-	// (all of it, or the run's AgentSpec.SessionWindow). Get fills them.
+	// (its last items, within the run's session window, or all of it).
+	// Get fills them.
 	SessionRevision int64 `json:"session_revision,omitempty"`
 	// SessionItems: see SessionRevision.
 	SessionItems int `json:"session_items,omitempty"`
+	// SessionOmitted is how many earlier items of the session, as of
+	// SessionRevision, the run's session window left out: the model never
+	// saw them (they stay in the session). 0 when the run took the whole
+	// session. Get fills it.
+	SessionOmitted int64 `json:"session_omitted,omitempty"`
+	// SessionError says why the session's part of the transcript could
+	// not be read back (a corrupt snapshot or journal, a session that no
+	// longer reads as the run recorded it). Get then still returns the
+	// run, with a Transcript of the run's own items only (SessionItems
+	// 0); a drive of such a run fails with the same error.
+	SessionError string `json:"session_error,omitempty"`
 	// AgentID is the AgentSpec.ID the run was started with.
 	AgentID string `json:"agent_id,omitempty"`
 	// AgentDigest is the digest of the agent definition last driven.
@@ -172,14 +184,24 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sessionErr error
 	if cp.prefixMissing() {
 		// The transcript starts with the session as of the revision the
 		// run started from, which the run holds by reference.
-		prefix, err := rt.sessionPrefix(ctx, run, cp)
-		if err != nil {
+		prefix, omitted, err := rt.sessionPrefix(ctx, run, cp)
+		switch {
+		case err == nil:
+			cp.withPrefix(prefix)
+			if cp.SessionOmitted == nil && cp.SessionWindow > 0 {
+				cp.SessionOmitted = &omitted // a run stored before it was recorded
+			}
+		case errors.Is(err, store.ErrData), errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrNotFound):
+			// The session's data, not the run's: the run's own record
+			// (status, output, ledger) still reads.
+			sessionErr = err
+		default:
 			return nil, err
 		}
-		cp.withPrefix(prefix)
 	}
 	entries, err := rt.store.LedgerList(ctx, &store.LedgerListParams{Tenant: rt.tenant, RunID: runID})
 	if err != nil {
@@ -198,6 +220,12 @@ func (rt *Runtime) Get(ctx context.Context, runID string) (*RunInfo, error) {
 		AgentChanges: cp.AgentChanges}
 	if run.SessionID != "" {
 		info.SessionRevision, info.SessionItems = cp.SessionBase, cp.held
+		if cp.SessionOmitted != nil {
+			info.SessionOmitted = *cp.SessionOmitted
+		}
+		if sessionErr != nil {
+			info.SessionError = fmt.Sprintf("the transcript lacks the %d items the run took of session %s: %v", cp.SessionPrefix, run.SessionID, sessionErr)
+		}
 	}
 	if cp.Agent != nil {
 		info.AgentDigest = cp.Agent.Digest // the version that drove it last

@@ -92,10 +92,12 @@ type ResumeOptions struct {
 type Input struct {
 	// RunID is optional; an existing id is refused with [ErrRunExists].
 	RunID string
-	// SessionID continues a conversation: its history (or, with
-	// AgentSpec.SessionWindow, its last items) is prepended and the run's
-	// items are appended (CAS) when it completes. The run records the
-	// session revision it started from, not a copy of the history.
+	// SessionID continues a conversation: its last items (the session
+	// window: AgentSpec.SessionWindow, Config.SessionWindow, by default
+	// DefaultSessionWindow; or all of it with WholeSession) are prepended
+	// and the run's items are appended (CAS) when it completes. The run
+	// records the session revision it started from, not a copy of the
+	// history.
 	SessionID string
 	// ParentRunID links the run to a parent run (recorded with the run and
 	// in every event envelope); empty means a root run.
@@ -129,11 +131,14 @@ func (rt *Runtime) Run(ctx context.Context, a *AgentSpec, in *Input, sinks ...Ev
 		defer d.releaseSession()
 		// The run holds its session by reference: its log gets only its
 		// own items (drive_session.go).
-		history, rev, window, err := rt.startSession(ctx, in.SessionID, a.SessionWindow)
+		history, rev, window, omitted, err := rt.startSession(ctx, in.SessionID, rt.sessionWindow(a))
 		if err != nil {
 			return nil, err
 		}
 		cp.SessionBase, cp.SessionPrefix, cp.SessionRef, cp.SessionWindow = rev, len(history), true, window
+		if rt.sessionWindow(a) > 0 {
+			cp.SessionOmitted = &omitted
+		}
 		cp.withPrefix(history)
 	}
 	for _, it := range in.Items {

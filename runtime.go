@@ -35,6 +35,7 @@ type Runtime struct {
 	args      *argMemory           // unredacted arguments of pending calls that held secrets
 	retention Retention            // Config.Retention: the worker's sweeper
 	approvers approvals.Authorizer // nil: anyone named decides anything
+	window    int                  // Config.SessionWindow: DefaultSessionWindow, another size, or WholeSession
 
 	reg   registry   // agents Work can drive
 	lease leaseWatch // store round trips that did not fit the lease (lease.go)
@@ -77,10 +78,13 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 30 * time.Second
 	}
+	if c.SessionWindow == 0 {
+		c.SessionWindow = DefaultSessionWindow
+	}
 	return &Runtime{
 		store: s, tenant: c.Tenant, holder: c.Holder, instance: randomID()[:12], ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
 		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
-		codec: c.Codec, args: &argMemory{}, retention: c.Retention, approvers: c.Approvers,
+		codec: c.Codec, args: &argMemory{}, retention: c.Retention, approvers: c.Approvers, window: c.SessionWindow,
 		cancels: map[string]context.CancelCauseFunc{},
 	}, nil
 }

@@ -160,8 +160,24 @@ const tenItems = "q1 | call:k1 | result:k1 | a1 | q2 | a2 | q3 | call:k3 | resul
 // model, Get, Events and sinks still see the whole transcript, as of that
 // revision, also after the session moved on. An interrupted run of the
 // session reads its prefix back only to call the model again: a decision
-// reads nothing of the session.
+// reads nothing of the session. It holds with the default session window
+// (the session fits in it: the run records a window of its 10 items) and
+// with the whole session asked for (no window recorded).
 func TestSessionByReference(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		window int
+		loads  [3]string // the new run's, Get's and the resume's
+		head   string    // the run's recorded window
+	}{
+		{"default window", 0, [3]string{"0/1000", "10/10", "0/1 14/14"}, "10"},
+		{"whole session", actoviq.WholeSession, [3]string{"0/0", "10/0", "0/1 14/0"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) { testSessionByReference(t, c.window, c.loads, c.head) })
+	}
+}
+
+func testSessionByReference(t *testing.T, window int, loads [3]string, recorded string) {
 	s := newSetup(t)
 	rec := &loadRecorder{Store: s.st}
 	s.st = rec
@@ -171,7 +187,7 @@ func TestSessionByReference(t *testing.T) {
 
 	model := &seenModel{Provider: pad(5, scripted.Turn{Text: "a4"})}
 	a := agent(model.Provider)
-	a.Provider = model
+	a.Provider, a.SessionWindow = model, window
 	sink := &sessSink{}
 	res, err := s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r4", SessionID: "s", Items: []item.Item{item.UserText("q4")}}, sink)
 	if err != nil || res.Status != actoviq.StatusCompleted {
@@ -180,8 +196,8 @@ func TestSessionByReference(t *testing.T) {
 	if got := model.requests(); len(got) != 1 || got[0] != tenItems+" | q4" {
 		t.Fatalf("the model saw %q", got)
 	}
-	if got := rec.take(); strings.Join(got, " ") != "0/0" {
-		t.Fatalf("a new run loaded the session %v, want once, whole (0/0)", got)
+	if got := rec.take(); strings.Join(got, " ") != loads[0] {
+		t.Fatalf("a new run loaded the session %v, want once (%s)", got, loads[0])
 	}
 	run, err := s.st.RunGet(s.ctx, &store.RunGetParams{Tenant: "default", ID: "r4"})
 	if err != nil {
@@ -192,14 +208,14 @@ func TestSessionByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(run.Log) != 2 || string(head["session_ref"]) != "true" || string(head["session_base"]) != "10" ||
-		string(head["session_prefix"]) != "10" || head["items"] != nil {
+		string(head["session_prefix"]) != "10" || head["items"] != nil || string(head["session_window"]) != recorded {
 		t.Fatalf("stored run: %d log items, head %s", len(run.Log), run.Checkpoint)
 	}
 	info, err := s.rt.Get(s.ctx, "r4")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := texts(info.Transcript); got != tenItems+" | q4 | a4" || info.SessionRevision != 10 || info.SessionItems != 10 {
+	if got := texts(info.Transcript); got != tenItems+" | q4 | a4" || info.SessionRevision != 10 || info.SessionItems != 10 || info.SessionOmitted != 0 {
 		t.Fatalf("Get: %s, session revision %d, items %d", got, info.SessionRevision, info.SessionItems)
 	}
 	evs, err := s.rt.Events(s.ctx, "r4", nil)
@@ -211,7 +227,9 @@ func TestSessionByReference(t *testing.T) {
 	}
 
 	// The session moves on; r4 still reads as of revision 10.
-	if res, err := s.rt.Run(s.ctx, agent(pad(6, scripted.Turn{Text: "a5"})), &actoviq.Input{RunID: "r5", SessionID: "s",
+	a5 := agent(pad(6, scripted.Turn{Text: "a5"}))
+	a5.SessionWindow = window
+	if res, err := s.rt.Run(s.ctx, a5, &actoviq.Input{RunID: "r5", SessionID: "s",
 		Items: []item.Item{item.UserText("q5")}}); err != nil || res.Status != actoviq.StatusCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -219,8 +237,8 @@ func TestSessionByReference(t *testing.T) {
 	if info, err = s.rt.Get(s.ctx, "r4"); err != nil || texts(info.Transcript) != tenItems+" | q4 | a4" {
 		t.Fatalf("Get after the session moved on: %v, %v", texts(info.Transcript), err)
 	}
-	if got := rec.take(); strings.Join(got, " ") != "10/0" {
-		t.Fatalf("Get loaded the session %v, want as of revision 10 (10/0)", got)
+	if got := rec.take(); strings.Join(got, " ") != loads[1] {
+		t.Fatalf("Get loaded the session %v, want as of revision 10 (%s)", got, loads[1])
 	}
 
 	// An interrupted run of the session: decided without reading the
@@ -229,7 +247,7 @@ func TestSessionByReference(t *testing.T) {
 	pay := &payTool{name: "pay"}
 	model = &seenModel{Provider: pad(7, scripted.Turn{ToolCalls: []scripted.ToolCall{call("p1", "pay", `{"amount":5}`)}}, scripted.Turn{Text: "paid"})}
 	a = approvalAgent(model.Provider, pay)
-	a.Provider = model
+	a.Provider, a.SessionWindow = model, window
 	res, err = s.rt.Run(s.ctx, a, &actoviq.Input{RunID: "r6", SessionID: "s", Items: []item.Item{item.UserText("pay")}})
 	if err != nil || res.Status != actoviq.StatusInterrupted {
 		t.Fatalf("%+v %v", res, err)
@@ -253,8 +271,8 @@ func TestSessionByReference(t *testing.T) {
 	}
 	// The resume reads the session's revision (its last item: did the
 	// session move on?), then the prefix once, as of revision 14.
-	if got := strings.Join(rec.take(), " "); got != "0/1 14/0" {
-		t.Fatalf("the resume loaded the session %s, want 0/1 14/0", got)
+	if got := strings.Join(rec.take(), " "); got != loads[2] {
+		t.Fatalf("the resume loaded the session %s, want %s", got, loads[2])
 	}
 	if got, want := fmt.Sprint(responses(t, sink.take())), "[paid]"; got != want {
 		t.Fatalf("sink after the resume: %s, want %s", got, want)
@@ -358,9 +376,15 @@ func TestSessionWindow(t *testing.T) {
 		t.Fatalf("the resume loaded %s, want 0/1 10/4", got)
 	}
 
-	if err := (&actoviq.AgentSpec{ID: "x", Model: "m", Provider: scripted.New(), SessionWindow: -1}).Validate(); err == nil ||
-		!strings.Contains(err.Error(), "SessionWindow") {
+	if err := (&actoviq.AgentSpec{ID: "x", Model: "m", Provider: scripted.New(), SessionWindow: -2}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "SessionWindow") || !strings.Contains(err.Error(), "WholeSession") {
 		t.Fatalf("negative window: %v", err)
+	}
+	if err := (&actoviq.AgentSpec{ID: "x", Model: "m", Provider: scripted.New(), SessionWindow: actoviq.WholeSession}).Validate(); err != nil {
+		t.Fatalf("WholeSession: %v", err)
+	}
+	if _, err := actoviq.New(s.st, &actoviq.Config{SessionWindow: -3}); err == nil || !strings.Contains(err.Error(), "Config.SessionWindow") {
+		t.Fatalf("Config.SessionWindow -3: %v", err)
 	}
 }
 

@@ -396,6 +396,15 @@ type SessionLoadParams struct {
 	// only the rows that hold them, through an index, whatever the
 	// session's length. 0 loads everything from the latest snapshot.
 	Last int
+	// WithSnapshot makes a Last load read the last Last revisions as a
+	// load without Last shows them: when the latest snapshot at or below
+	// the revision covers one of them (SnapshotRevision > Revision-Last),
+	// the snapshot comes too, with only the entries after it (fewer than
+	// Last); otherwise the last Last entries, as without it. This is how
+	// a window over a compacted session reads (AgentSpec.SessionWindow):
+	// never a journal entry a snapshot replaced, whatever the session's
+	// length. Without Last it changes nothing.
+	WithSnapshot bool
 }
 
 // SessionSnapshotPutParams stores a snapshot covering the journal up to

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ func (e *env) runCmd() *cobra.Command {
 	var c common
 	var af agentFlags
 	var runID, session string
-	var sessionWindow int
+	var sessionWindow string
 	var jsonOut, detach bool
 	cmd := &cobra.Command{
 		Use:   "run [flags] PROMPT",
@@ -53,10 +54,11 @@ API keys are read from the environment on every run and resume, and never stored
   actoviq run --json --model openai:gpt-4.1 "..." | jq .type      # one event envelope per line`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			window, err := parseSessionWindow(sessionWindow)
 			switch {
-			case sessionWindow < 0:
-				return usageErr("--session-window %d: want 0 (the whole session) or a number of items", sessionWindow)
-			case sessionWindow > 0 && session == "":
+			case err != nil:
+				return err
+			case sessionWindow != "" && session == "":
 				return usageErr("--session-window bounds what the model sees of a session: it needs --session")
 			}
 			cfg, err := af.config(cmd, nil)
@@ -80,7 +82,7 @@ API keys are read from the environment on every run and resume, and never stored
 				return err
 			}
 			defer done()
-			agent.SessionWindow = sessionWindow
+			agent.SessionWindow = window
 			in := &actoviq.Input{RunID: runID, SessionID: session, Meta: cfg.meta(), Items: []item.Item{item.UserText(args[0])}}
 			if detach {
 				return e.detach(rt, cmd, agent, in, &c)
@@ -100,8 +102,8 @@ API keys are read from the environment on every run and resume, and never stored
 	af.register(cmd)
 	cmd.Flags().StringVar(&runID, "run-id", "", "run id (an existing id is refused, never re-run)")
 	cmd.Flags().StringVar(&session, "session", "", "continue this session (conversation)")
-	cmd.Flags().IntVar(&sessionWindow, "session-window", 0,
-		"with --session: the model sees only the session's last N items, from a question among them (0: the whole session)")
+	cmd.Flags().StringVar(&sessionWindow, "session-window", "",
+		fmt.Sprintf("with --session: the model sees the session's last N items, from a question among them; all: the whole session (default %d)", actoviq.DefaultSessionWindow))
 	cmd.Flags().BoolVar(&detach, "detach", false, "queue the run for a worker (actoviq worker), print its id and exit")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON event per line on stdout")
 	return cmd
@@ -371,4 +373,21 @@ func printApprovalStatus(w io.Writer, st *actoviq.ApprovalStatus) {
 	if st.Expired > 0 {
 		fmt.Fprintf(w, "  %d earlier approval(s) expired before the call started\n", st.Expired)
 	}
+}
+
+// parseSessionWindow reads --session-window: a number of items, "all" for
+// the whole session, or nothing for the default window.
+func parseSessionWindow(s string) (int, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "all":
+		return actoviq.WholeSession, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, usageErr("--session-window %q: want a number of items above 0, or all (the whole session); without it a run takes the last %d",
+			s, actoviq.DefaultSessionWindow)
+	}
+	return n, nil
 }

@@ -209,7 +209,11 @@ func showRun(e *env, info *actoviq.RunInfo, c *common, servedNow bool) {
 	}
 	fmt.Fprintf(w, "created %s  updated %s", info.CreatedAt.Format(time.RFC3339), info.UpdatedAt.Format(time.RFC3339))
 	if info.SessionID != "" {
-		fmt.Fprintf(w, "  session %s (from revision %d: the transcript's first %d items)", info.SessionID, info.SessionRevision, info.SessionItems)
+		fmt.Fprintf(w, "  session %s (from revision %d: the transcript's first %d items", info.SessionID, info.SessionRevision, info.SessionItems)
+		if info.SessionOmitted > 0 {
+			fmt.Fprintf(w, "; the session window left out %d earlier items", info.SessionOmitted)
+		}
+		fmt.Fprint(w, ")")
 	}
 	if !info.Deadline.IsZero() {
 		fmt.Fprintf(w, "  deadline %s", info.Deadline.Format(time.RFC3339))
@@ -217,6 +221,9 @@ func showRun(e *env, info *actoviq.RunInfo, c *common, servedNow bool) {
 	fmt.Fprintln(w)
 	if info.Error != nil {
 		fmt.Fprintf(w, "error: %s\n", info.Error.Error())
+	}
+	if info.SessionError != "" {
+		fmt.Fprintf(w, "session: %s\n", info.SessionError)
 	}
 	fmt.Fprintf(w, "usage: %d input, %d output tokens\n", info.Usage.InputTokens, info.Usage.OutputTokens)
 

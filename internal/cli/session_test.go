@@ -97,12 +97,16 @@ func TestRunIDWithSeparatorIsUsageError(t *testing.T) {
 }
 
 // run --session-window: the run takes only the session's last items, and
-// runs show says which revision of the session it started from and how
-// many of its transcript's items came from it.
+// runs show says which revision of the session it started from, how many
+// of its transcript's items came from it and how many earlier ones the
+// window left out. --session-window all takes the whole session.
 func TestSessionWindowFlag(t *testing.T) {
 	h := newHarness(t)
-	h.want(ExitUsage, h.runArgs("--session", "s", "--session-window", "-1", "pay INV-42")...)
+	for _, w := range []string{"-1", "0", "x", "4x"} {
+		h.want(ExitUsage, h.runArgs("--session", "s", "--session-window", w, "pay INV-42")...)
+	}
 	h.want(ExitUsage, h.runArgs("--session-window", "4", "pay INV-42")...)
+	h.want(ExitUsage, h.runArgs("--session-window", "all", "pay INV-42")...)
 	h.want(ExitInterrupted, h.runArgs("--run-id", "r1", "--session", "s", "pay INV-42")...)
 	h.want(ExitCompleted, "approve", "r1", "call_pay", "--store", h.store, "--by", "alice")
 	h.want(ExitCompleted, "resume", "r1", "--store", h.store) // the session holds r1's 8 items
@@ -111,9 +115,20 @@ func TestSessionWindowFlag(t *testing.T) {
 	h.want(ExitCompleted, h.runArgs("--run-id", "r2", "--session", "s", "--session-window", "4", "and now?")...)
 	h.want(ExitCompleted, "runs", "show", "r2", "--store", h.store)
 	out := h.stdout.String()
-	if !strings.Contains(out, "session s (from revision 8: the transcript's first 4 items)") ||
+	if !strings.Contains(out, "session s (from revision 8: the transcript's first 4 items; the session window left out 4 earlier items)") ||
 		strings.Contains(out, "pay INV-42") || !strings.Contains(out, "and now?") {
 		t.Fatalf("runs show r2:\n%s", out)
+	}
+	// The whole session: nothing left out, and runs show says no more.
+	h.stdout.Reset()
+	// (The scripted model has no answer for a fifth turn: the run fails,
+	// after the model was asked with the whole session.)
+	h.want(ExitFailed, h.runArgs("--run-id", "r3", "--session", "s", "--session-window", "all", "and then?")...)
+	h.want(ExitCompleted, "runs", "show", "r3", "--store", h.store)
+	out = h.stdout.String()
+	if !strings.Contains(out, "session s (from revision 10: the transcript's first 10 items)") ||
+		!strings.Contains(out, "pay INV-42") || !strings.Contains(out, "and then?") {
+		t.Fatalf("runs show r3:\n%s", out)
 	}
 	if h.bankLines() != 1 {
 		t.Fatalf("bank has %d payments, want 1", h.bankLines())

@@ -998,20 +998,26 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		st.Revision = p.AsOf
 	}
 	from := int64(0) // entries[from:st.Revision] are loaded
-	if p.Last > 0 {
-		from = max(0, st.Revision-int64(p.Last))
-	} else {
+	if p.Last == 0 || p.WithSnapshot {
 		for rev, data := range ss.snapshots {
 			if rev > st.SnapshotRevision && rev <= st.Revision {
 				st.SnapshotRevision, st.Snapshot = rev, data
 			}
 		}
+	}
+	if p.Last > 0 && st.SnapshotRevision <= st.Revision-int64(p.Last) {
+		// The last Last entries: no snapshot covers any of them.
+		st.SnapshotRevision, st.Snapshot = 0, nil
+		from = st.Revision - int64(p.Last)
+	}
+	if st.Snapshot != nil {
 		if err := checkJSON("session snapshot", p.SessionID, st.Snapshot); err != nil {
 			return nil, err
 		}
 		st.Snapshot = cloneJSON(st.Snapshot)
 		from = st.SnapshotRevision
 	}
+	from = max(from, 0)
 	for _, e := range ss.entries[from:st.Revision] {
 		if err := checkJSON("session", fmt.Sprintf("%s#%d", p.SessionID, e.Seq), e.Item); err != nil {
 			return nil, err

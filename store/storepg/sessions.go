@@ -139,8 +139,14 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 	if snapAt == 0 {
 		snapAt = math.MaxInt64
 	}
-	if p.Last > 0 {
+	// $4: the snapshot must cover a revision above R-$4 (with Last and
+	// WithSnapshot: one of the last Last revisions).
+	cover := int64(math.MaxInt64)
+	switch {
+	case p.Last > 0 && !p.WithSnapshot:
 		snapAt = -1
+	case p.Last > 0:
+		cover = int64(p.Last)
 	}
 	err := s.pool.QueryRow(ctx, s.q(`
 		SELECT s.revision, sn.revision, sn.data
@@ -148,9 +154,10 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		LEFT JOIN LATERAL (
 			SELECT revision, data FROM {{schema}}.session_snapshots
 			WHERE tenant = s.tenant AND session_id = s.session_id AND revision <= LEAST(s.revision, $3)
+			  AND revision > LEAST(s.revision, $3) - $4
 			ORDER BY revision DESC LIMIT 1
 		) sn ON true
-		WHERE s.tenant = $1 AND s.session_id = $2`), p.Tenant, p.SessionID, snapAt).Scan(&head, &snapRev, &snapData)
+		WHERE s.tenant = $1 AND s.session_id = $2`), p.Tenant, p.SessionID, snapAt, cover).Scan(&head, &snapRev, &snapData)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err, head = nil, 0
 	}
@@ -177,7 +184,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		}
 	}
 	after := st.SnapshotRevision // entries after it are loaded
-	if p.Last > 0 {
+	if p.Last > 0 && snapRev == nil {
 		after = max(st.Revision-int64(p.Last), 0)
 	}
 	// The rows holding the entries after `after` (an append can straddle

@@ -106,10 +106,17 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		}
 		d := decoder{kind: "session", id: p.SessionID}
 		after := st.Revision - int64(p.Last) // entries after it are loaded
-		if p.Last == 0 {
+		if p.Last == 0 || p.WithSnapshot {
+			// The latest snapshot at or below the revision; with Last,
+			// only one that covers some of the last Last revisions.
+			cover := int64(-1)
+			if p.Last > 0 {
+				cover = after
+			}
 			var data sql.NullString
 			_, err = queryOne(one(tx.QueryContext(ctx, `SELECT revision, data FROM session_snapshots
-				WHERE tenant = ? AND session_id = ? AND revision <= ? ORDER BY revision DESC LIMIT 1`, p.Tenant, p.SessionID, st.Revision)),
+				WHERE tenant = ? AND session_id = ? AND revision <= ? AND revision > ? ORDER BY revision DESC LIMIT 1`,
+				p.Tenant, p.SessionID, st.Revision, cover)),
 				func(sc scanner) error {
 					if err := sc.Scan(&st.SnapshotRevision, &data); err != nil {
 						return d.scanErr(err)
@@ -120,7 +127,9 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 			if err != nil {
 				return err
 			}
-			after = st.SnapshotRevision
+			if p.Last == 0 || st.Snapshot != nil {
+				after = st.SnapshotRevision
+			}
 		}
 		after = max(after, 0)
 		// The rows holding the items after `after` up to the revision (an

@@ -98,6 +98,27 @@ func testSessionAsOf(t *testing.T, bb *bundle) {
 	want("s", 0, 3, `6 0  4:r3:3:"d" 5:r3:3:"e" 6:r3:3:"f"`)
 	want("s", 4, 4, `4 0  1:r1:1:"a" 2:r1:1:"b" 3:r2:2:"c" 4:r3:3:"d"`)
 
+	// WithSnapshot: Last reads the last revisions as a full load shows
+	// them, the snapshot when it covers one of them.
+	withSnap := func(id string, asOf int64, last int, exp string) {
+		t.Helper()
+		st, err := bb.s.SessionLoad(bb.ctx, &store.SessionLoadParams{Tenant: "t", SessionID: id, AsOf: asOf, Last: last, WithSnapshot: true})
+		if err != nil {
+			t.Fatalf("load %s as of %d, last %d with snapshot: %v", id, asOf, last, err)
+		}
+		if got := sessionString(st); got != exp {
+			t.Fatalf("load %s as of %d, last %d with snapshot:\n got %s\nwant %s", id, asOf, last, got, exp)
+		}
+	}
+	withSnap("s", 0, 1, `6 0  6:r3:3:"f"`)
+	withSnap("s", 0, 2, `6 5 ["a","b","c","d","e"] 6:r3:3:"f"`)
+	withSnap("s", 0, 100, `6 5 ["a","b","c","d","e"] 6:r3:3:"f"`)
+	withSnap("s", 5, 1, `5 5 ["a","b","c","d","e"]`)
+	withSnap("s", 4, 2, `4 0  3:r2:2:"c" 4:r3:3:"d"`)
+	withSnap("s", 4, 3, `4 2 ["a","b"] 3:r2:2:"c" 4:r3:3:"d"`)
+	withSnap("s", 1, 1, `1 0  1:r1:1:"a"`)
+	withSnap("e", 0, 3, "0 0 ")
+
 	// Many appends of different sizes: every window, at every revision,
 	// is the tail of the full load at that revision.
 	rev = 0
@@ -126,6 +147,40 @@ func testSessionAsOf(t *testing.T, bb *bundle) {
 			exp := sessionString(&store.SessionState{Revision: asOf, Entries: tail})
 			if got := sessionString(st); got != exp {
 				t.Fatalf("as of %d, last %d:\n got %s\nwant %s", asOf, last, got, exp)
+			}
+		}
+	}
+
+	// With snapshots at 7 and 15 (inside appends): every window with
+	// WithSnapshot is the full load at its revision when that load's
+	// snapshot covers one of the window's revisions, else the window of
+	// the journal; without WithSnapshot, still the journal's.
+	for _, sn := range []int64{7, 15} {
+		if err := bb.s.SessionSnapshotPut(bb.ctx, &store.SessionSnapshotPutParams{Tenant: "t", SessionID: "m", Revision: sn,
+			Data: json.RawMessage(fmt.Sprintf(`{"upto":%d}`, sn))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for asOf := int64(1); asOf <= rev; asOf++ {
+		whole, err := load("m", asOf, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for last := 1; last <= int(asOf)+1; last++ {
+			raw := sessionString(&store.SessionState{Revision: asOf, Entries: full.Entries[max(0, int(asOf)-last):asOf]})
+			exp := raw
+			if whole.SnapshotRevision > asOf-int64(last) {
+				exp = sessionString(whole)
+			}
+			st, err := bb.s.SessionLoad(bb.ctx, &store.SessionLoadParams{Tenant: "t", SessionID: "m", AsOf: asOf, Last: last, WithSnapshot: true})
+			if err != nil {
+				t.Fatalf("as of %d, last %d with snapshot: %v", asOf, last, err)
+			}
+			if got := sessionString(st); got != exp {
+				t.Fatalf("as of %d, last %d with snapshot:\n got %s\nwant %s", asOf, last, got, exp)
+			}
+			if st, err = load("m", asOf, last); err != nil || sessionString(st) != raw {
+				t.Fatalf("as of %d, last %d (journal): %v %v", asOf, last, st, err)
 			}
 		}
 	}
