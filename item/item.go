@@ -183,7 +183,16 @@ func (e *InvalidError) Error() string {
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 
 // Validate checks that exactly the payload matching the item's type is set.
-func (it *Item) Validate() error {
+func (it *Item) Validate() error { return it.validate(true) }
+
+// validate is Validate; checkJSON false skips checking that the raw JSON
+// values are JSON, for an item whose decoder checked them already.
+func (it *Item) validate(checkJSON bool) error {
+	valid := jsonenc.Valid
+	if !checkJSON {
+		// A decoded raw value is valid JSON; an absent one is nil.
+		valid = func(b []byte) bool { return len(b) > 0 }
+	}
 	if !it.Type.Known() {
 		return &UnknownTypeError{Type: string(it.Type)}
 	}
@@ -214,7 +223,7 @@ func (it *Item) Validate() error {
 		if it.Original.Provider == "" {
 			return bad("original form without a provider")
 		}
-		if !jsonenc.Valid(it.Original.Value) {
+		if !valid(it.Original.Value) {
 			return bad("original form is not JSON")
 		}
 	}
@@ -232,7 +241,7 @@ func (it *Item) Validate() error {
 		if it.ToolCall.Name == "" {
 			return bad("missing tool name")
 		}
-		if !isJSONObject(it.ToolCall.Arguments) {
+		if !isJSONObject(it.ToolCall.Arguments, valid) {
 			return bad("arguments are not a JSON object")
 		}
 	case TypeToolResult:
@@ -242,7 +251,7 @@ func (it *Item) Validate() error {
 		if it.ToolResult.CallID == "" {
 			return bad("missing call_id")
 		}
-		if it.ToolResult.Data != nil && !jsonenc.Valid(it.ToolResult.Data) {
+		if it.ToolResult.Data != nil && !valid(it.ToolResult.Data) {
 			return bad("data is not JSON")
 		}
 	case TypeReasoning:
@@ -250,7 +259,7 @@ func (it *Item) Validate() error {
 			return bad("missing reasoning")
 		}
 	case TypeStructured:
-		if !jsonenc.Valid(it.Structured) {
+		if !valid(it.Structured) {
 			return bad("structured value is not JSON")
 		}
 	case TypeError:
@@ -261,16 +270,16 @@ func (it *Item) Validate() error {
 		if it.Raw == nil || it.Raw.Provider == "" {
 			return bad("missing provider")
 		}
-		if !jsonenc.Valid(it.Raw.Value) {
+		if !valid(it.Raw.Value) {
 			return bad("value is not JSON")
 		}
 	}
 	return nil
 }
 
-func isJSONObject(b json.RawMessage) bool {
+func isJSONObject(b json.RawMessage, valid func([]byte) bool) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 0 && b[0] == '{' && jsonenc.Valid(b)
+	return len(b) > 0 && b[0] == '{' && valid(b)
 }
 
 // MarshalJSON encodes a valid item. An invalid item is an error, so nothing
@@ -342,8 +351,23 @@ func (it *Item) appendCommon(b []byte) ([]byte, bool) {
 }
 
 // UnmarshalJSON decodes an item strictly: unknown types and fields that do
-// not belong to the type are errors.
+// not belong to the type are errors. Common items are decoded in one pass
+// over b (decodeCommon); anything else, errors included, by
+// encoding/json, with the same result.
 func (it *Item) UnmarshalJSON(b []byte) error {
+	var v Item
+	if v.decodeCommon(b) {
+		*it = v
+		return nil
+	}
+	return it.unmarshalStrict(b)
+}
+
+// unmarshalStrict decodes an item with encoding/json: its type first, then
+// the item with a json.Decoder that refuses unknown fields, then its raw
+// values in their canonical form, then Validate. It is the definition of
+// what decodeCommon does faster.
+func (it *Item) unmarshalStrict(b []byte) error {
 	var head struct {
 		Type *string `json:"type"`
 	}
