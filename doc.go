@@ -122,11 +122,20 @@
 // completes, each stamped with the run id and turn. The run holds the
 // history by reference: it records the session revision it started from
 // and stores only its own items, and reads the history back as of that
-// revision when the model or [Runtime.Get] needs it. By default the model
-// sees the whole session; [AgentSpec.SessionWindow] bounds it to the
-// session's last items (from a user message among them), which is also
-// all the store reads, so a run continuing a long session costs about what
-// one continuing a short session does. A run killed between
+// revision when the model or [Runtime.Get] needs it.
+//
+// A run's cost is bounded by default: it takes the session's last
+// [DefaultSessionWindow] (1,000) items, from a user message among them
+// when the session is longer, and that is all the store reads, so a run
+// continuing a session of any length costs about what one continuing a
+// short session does. [AgentSpec.SessionWindow] sets another window for an
+// agent, [Config.SessionWindow] another default for a runtime, and
+// [WholeSession] asks for every item (a cost that grows with the
+// session). A window never hides silently: [RunInfo.SessionOmitted] (and
+// `actoviq runs show`, the console's run page) says how many earlier items
+// a run left out. A window over a compacted session (a snapshot, stored
+// with [store.Store.SessionSnapshotPut]) is the last items of what a whole
+// read shows. A run killed between
 // that append and its completion write completes, on resume, with what it
 // appended, without a model call. A run overtaken by another run of its
 // session ends failed with code session_conflict ([ErrSessionConflict]).

@@ -129,17 +129,23 @@ func (e *env) longRuns(ctx context.Context, n int) map[string]longResult {
 
 type sessRun struct {
 	nShort, nLong, window int
-	// Medians over the rounds of a one-turn run continuing the session:
-	// the whole session (0) or the last window items (1); short and long.
-	short, long           [2]time.Duration
-	allocShort, allocLong [2]uint64
-	logShort, logLong     [2]int // items stored with the run (its log)
+	// Medians over the rounds of a one-turn run continuing the session,
+	// one per sessModes: short and long.
+	short, long           [3]time.Duration
+	allocShort, allocLong [3]uint64
+	logShort, logLong     [3]int // items stored with the run (its log)
 }
+
+// sessModes are the session windows the runs continuing sessions take:
+// the default (AgentSpec.SessionWindow 0: actoviq.DefaultSessionWindow),
+// an explicit window (-session-window), and the whole session.
+var sessModes = [3]string{"default window", "SessionWindow %d", "whole session (WholeSession)"}
 
 // sessionRuns times a one-turn run that continues a session of 1,000 items
 // and one that continues a session of n items, on each durable store: with
-// the whole session sent to the model, and with AgentSpec.SessionWindow =
-// window. The four cases are interleaved, rounds times; medians.
+// the default session window, with AgentSpec.SessionWindow = window, and
+// with the whole session sent to the model. The six cases are
+// interleaved, rounds times; medians.
 func (e *env) sessionRuns(ctx context.Context, n, window, rounds int) map[string]sessRun {
 	out := map[string]sessRun{}
 	for _, b := range e.backs {
@@ -162,7 +168,7 @@ func (e *env) sessionRuns(ctx context.Context, n, window, rounds int) map[string
 		one := func(session string, w int) (time.Duration, uint64, int) {
 			// The scripted model picks its turn by the answers the
 			// transcript holds: earlier rounds' runs added theirs.
-			turns := make([]scripted.Turn, 4*rounds+1)
+			turns := make([]scripted.Turn, 6*rounds+1)
 			for i := range turns {
 				turns[i] = scripted.Turn{Text: "ok"}
 			}
@@ -187,15 +193,12 @@ func (e *env) sessionRuns(ctx context.Context, n, window, rounds int) map[string
 		fill(short, 1000)
 		fill(long, n)
 		r := sessRun{nShort: 1000, nLong: n, window: window}
-		var ds [4][]time.Duration
-		var as [4][]uint64
+		var ds [6][]time.Duration
+		var as [6][]uint64
 		for round := range rounds {
-			for k := range 4 {
-				k = (k + round) % 4 // rotate the order
-				w := 0
-				if k >= 2 {
-					w = window
-				}
+			for k := range 6 {
+				k = (k + round) % 6 // rotate the order
+				w := [3]int{0, window, actoviq.WholeSession}[k/2]
 				session := short
 				if k%2 == 1 {
 					session = long
@@ -209,7 +212,7 @@ func (e *env) sessionRuns(ctx context.Context, n, window, rounds int) map[string
 				}
 			}
 		}
-		for k := range 4 {
+		for k := range 6 {
 			if k%2 == 0 {
 				r.short[k/2], r.allocShort[k/2] = median(ds[k]), medianU(as[k])
 			} else {
@@ -300,9 +303,12 @@ func printJournal(e *env, long map[string]longResult, sess map[string]sessRun, f
 
 // sessionRows prints the rows of the runs continuing sessions.
 func sessionRows(row func(string, func(string) string), sess map[string]sessRun, n int) {
-	for i, what := range []string{"whole session sent", fmt.Sprintf("SessionWindow %d", sess["sqlite"].window)} {
-		goal := ""
+	for i, what := range sessModes {
 		if i == 1 {
+			what = fmt.Sprintf(what, sess["sqlite"].window)
+		}
+		goal := ""
+		if i < 2 {
 			goal = " (goal ≤ 2×)"
 		}
 		row(fmt.Sprintf("run continuing a session of 1k → %dk items, %s: time%s", n/1000, what, goal), func(k string) string {

@@ -198,10 +198,11 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 	next := after + 1 // the seq the next entry must have
 	for rows.Next() {
 		var (
-			seq         int64
-			turn, n     int32
-			crc         *int64
-			runID, item *string
+			seq     int64
+			turn, n int32
+			crc     *int64
+			runID   *string
+			item    []byte // the row's bytes, once: the entries are slices of it
 		)
 		if err := rows.Scan(&seq, &runID, &turn, &n, &crc, &item); err != nil {
 			return nil, mapErr("load session "+p.SessionID, err)
@@ -214,7 +215,7 @@ func (s *Store) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*s
 		if err := d.result(); err != nil {
 			return nil, err
 		}
-		items, err := journal.Split([]byte(*item), int(n), crc)
+		items, err := journal.Split(item, int(n), crc)
 		if err != nil {
 			return nil, &store.DataError{Kind: "session", ID: d.id, Err: err}
 		}
