@@ -20,6 +20,9 @@ type drive struct {
 	limits Limits
 	fence  store.Fence
 	sinks  []EventSink
+	// fenceCopy is the copy of fence the writes hand the store, made
+	// again when fence changes (writeResult).
+	fenceCopy *store.Fence
 
 	run   *store.Run
 	cp    *checkpoint

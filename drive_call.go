@@ -47,8 +47,19 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 		next.Result, next.Error = scrub(next.Result, secrets), scrub(next.Error, secrets)
 	}
 	d.redactEntry(next)
-	return d.stageOrWrite(ctx, &store.RunWriteParams{Ledger: []store.LedgerWrite{entryWrite(next, d.entryEvent(evType, next))},
-		Events: extra})
+	return d.stageOrWrite(ctx, oneEntryWrite(entryWrite(next, d.entryEvent(evType, next)), extra))
+}
+
+// oneEntryWrite is a write of one ledger entry (and events): the params
+// and its ledger write in one allocation, as every call's transitions
+// make them.
+func oneEntryWrite(w store.LedgerWrite, events []*store.EventRecord) *store.RunWriteParams {
+	one := &struct {
+		p store.RunWriteParams
+		w [1]store.LedgerWrite
+	}{w: [1]store.LedgerWrite{w}}
+	one.p.Ledger, one.p.Events = one.w[:], events
+	return &one.p
 }
 
 // commitResult records a call's result (the tool's, or an error result the

@@ -78,8 +78,13 @@ func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*stor
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	p.Tenant, p.RunID = d.rt.tenant, d.run.ID
-	f := d.fence
-	p.Fence = &f
+	// A copy of the fence, shared by the writes made under it (a store
+	// only reads it).
+	if d.fenceCopy == nil || *d.fenceCopy != d.fence {
+		f := d.fence
+		d.fenceCopy = &f
+	}
+	p.Fence = d.fenceCopy
 	// The write's entries, events and JSON were built for it and are not
 	// changed after it (an entry is changed in a copy: cloneEntry): they
 	// are handed over, so the memory store keeps them as they are.

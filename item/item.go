@@ -310,6 +310,16 @@ func (it *Item) appendCommon(b []byte) ([]byte, bool) {
 	if tr := it.ToolResult; tr != nil && len(tr.Data) > 0 && !jsonenc.Plain(tr.Data) {
 		return b, false
 	}
+	if b == nil { // sized for the item, escapes aside: one allocation
+		n := 96 + len(it.Type) + len(it.Role) + len(it.Text)
+		if tc := it.ToolCall; tc != nil {
+			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments) + len(tc.ProviderID)
+		}
+		if tr := it.ToolResult; tr != nil {
+			n += len(tr.CallID) + len(tr.Content) + len(tr.Data)
+		}
+		b = make([]byte, 0, n)
+	}
 	b = append(b, `{"type":`...)
 	b = jsonenc.AppendString(b, string(it.Type))
 	if it.Role != "" {

@@ -183,6 +183,34 @@ func copyEntry(e, cur *store.LedgerEntry) *store.LedgerEntry {
 	return &c
 }
 
+// newResult returns a write's result with room for nl entries and ne
+// events (nil slices for none), in one allocation for the common write
+// of one entry and its event.
+func newResult(nl, ne int) *store.RunWriteResult {
+	if nl <= 1 && ne <= 2 {
+		one := &struct {
+			r store.RunWriteResult
+			l [1]*store.LedgerEntry
+			e [2]*store.EventRecord
+		}{}
+		if nl > 0 {
+			one.r.Ledger = one.l[:0:nl]
+		}
+		if ne > 0 {
+			one.r.Events = one.e[:0:ne]
+		}
+		return &one.r
+	}
+	res := &store.RunWriteResult{}
+	if nl > 0 {
+		res.Ledger = make([]*store.LedgerEntry, 0, nl)
+	}
+	if ne > 0 {
+		res.Events = make([]*store.EventRecord, 0, ne)
+	}
+	return res
+}
+
 // handedEntry is copyEntry for an entry the engine hands over: the entry
 // and its JSON are kept, not copied; only decision records new to the
 // entry are copied (the engine builds those from a person's decision,
@@ -862,7 +890,13 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	if own {
 		keep = func(b json.RawMessage) json.RawMessage { return b }
 	}
-	res := &store.RunWriteResult{}
+	nev := len(p.Events) // p.AllEvents(), without making that slice
+	for _, w := range p.Ledger {
+		if w.Event != nil {
+			nev++
+		}
+	}
+	res := newResult(len(p.Ledger), nev)
 	if p.Release {
 		claim.ExpiresAt = now // as ClaimRelease
 	}
@@ -906,16 +940,9 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		e.UpdatedAt = now
 		e.Revision = w.ExpectedRevision + 1
 		entries[e.CallID] = e
-		if res.Ledger == nil {
-			res.Ledger = make([]*store.LedgerEntry, 0, len(p.Ledger))
-		}
 		res.Ledger = append(res.Ledger, e) // shared: see below
 	}
-	evs := p.AllEvents()
-	if len(evs) > 0 {
-		res.Events = make([]*store.EventRecord, 0, len(evs))
-	}
-	for _, ev := range evs {
+	add := func(ev *store.EventRecord) {
 		e := ev
 		if !own {
 			e = cloneEvent(ev)
@@ -929,6 +956,14 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 		s.events[rk] = append(s.events[rk], e)
 		res.Events = append(res.Events, e)
+	}
+	for _, ev := range p.Events { // in p.AllEvents() order
+		add(ev)
+	}
+	for _, w := range p.Ledger {
+		if w.Event != nil {
+			add(w.Event)
+		}
 	}
 	// The result's entries and events are the stored ones, shared, not
 	// copies: the store never changes a stored entry or event in place (a
