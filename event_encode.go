@@ -14,17 +14,17 @@ import (
 // encodes one. It reports false for anything else, and the caller uses
 // json.Marshal.
 func marshalToolCallData(d *ToolCallData) ([]byte, bool) {
-	effect, err := d.Effect.MarshalText()
-	if err != nil || !jsonenc.Plain(d.Args) {
+	if !d.Effect.Valid() || !jsonenc.Plain(d.Args) { // MarshalText's error, and its text: String
 		return nil, false
 	}
+	effect := d.Effect.String()
 	b := make([]byte, 0, 128+len(d.CallID)+len(d.Tool)+len(d.IdempotencyKey)+len(d.Args)+len(d.Resolution))
 	b = append(b, `{"call_id":`...)
 	b = jsonenc.AppendString(b, d.CallID)
 	b = append(b, `,"tool":`...)
 	b = jsonenc.AppendString(b, d.Tool)
 	b = append(b, `,"effect":`...)
-	b = jsonenc.AppendString(b, string(effect))
+	b = jsonenc.AppendString(b, effect)
 	b = append(b, `,"state":`...)
 	b = jsonenc.AppendString(b, string(d.State))
 	b = append(b, `,"idempotency_key":`...)
