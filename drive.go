@@ -60,6 +60,7 @@ type drive struct {
 	recordingPanics bool
 
 	claimEnds // the claim taken with the run's create, given up with its last write (drive_claim.go)
+	carried   // a committed write that goes with the next call's first write (drive_carry.go)
 }
 
 func (rt *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {

@@ -17,8 +17,14 @@ import (
 // cancellation): every later call stays prepared and runs after the
 // decision, so nothing overtakes a call the model asked for first.
 // blocked holds the calls the recovery rules already interrupted.
-func (d *drive) runBatch(ctx context.Context, blocked map[string]bool) ([]Interruption, error) {
-	var interrupts []Interruption
+func (d *drive) runBatch(ctx context.Context, blocked map[string]bool) (interrupts []Interruption, err error) {
+	defer func() {
+		// A committed write still held goes now, before anything waits
+		// (drive_carry.go).
+		if ferr := d.flushCarried(ctx); ferr != nil && err == nil {
+			err = ferr
+		}
+	}()
 	pending := d.cp.Pending
 	for i := 0; i < len(pending); {
 		en := d.entry(pending[i])
@@ -39,13 +45,17 @@ func (d *drive) runBatch(ctx context.Context, blocked map[string]bool) ([]Interr
 				group = append(group, next)
 			}
 		}
+		// A lone call with a call after it: its committed write goes with
+		// that call's first write (drive_carry.go).
+		d.holdCommit = len(group) == 1 && i+1 < len(pending)
 		in, err := d.runGroup(ctx, group)
+		d.holdCommit = false
 		interrupts = append(interrupts, in...)
 		if err != nil || len(in) > 0 {
 			return interrupts, err
 		}
 		for _, g := range group {
-			if d.entry(g.CallID).State != store.LedgerCommitted {
+			if d.carriedState(g.CallID) != store.LedgerCommitted {
 				// Not started (cancellation, the run's deadline): what
 				// comes after it waits too.
 				return interrupts, nil

@@ -20,6 +20,9 @@ func (d *drive) stageOrWrite(ctx context.Context, p *store.RunWriteParams) error
 		d.staged.Events = append(d.staged.Events, p.Events...)
 		return nil
 	}
+	if d.hold(p) { // goes with the next call's first write (drive_carry.go)
+		return nil
+	}
 	return d.write(ctx, p)
 }
 
@@ -77,6 +80,14 @@ func (d *drive) write(ctx context.Context, p *store.RunWriteParams) error {
 func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.withCarried(ctx, p); err != nil { // a held committed write (drive_carry.go)
+		return nil, err
+	}
+	return d.writeLocked(ctx, p)
+}
+
+// writeLocked is writeResult with mu held.
+func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	p.Tenant, p.RunID = d.rt.tenant, d.run.ID
 	// A copy of the fence, shared by the writes made under it (a store
 	// only reads it).
