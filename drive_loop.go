@@ -144,7 +144,7 @@ func (d *drive) keepResult(callID string, raw json.RawMessage, r tool.Result) {
 	d.resultsMu.Lock()
 	defer d.resultsMu.Unlock()
 	if d.results == nil {
-		d.results = map[string]resultMemo{}
+		d.results = make(map[string]resultMemo, len(d.cp.Pending)) // the turn's calls
 	}
 	d.results[callID] = resultMemo{raw: raw, r: r}
 }
@@ -229,6 +229,10 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	inResp := make(map[string]json.RawMessage, len(resp.Items))
 	items := make([]item.Item, 0, len(resp.Items))
 	var calls []*store.LedgerEntry
+	if len(d.rawArgs) == 0 && len(resp.Items) > 8 {
+		d.rawArgs = make(map[string]json.RawMessage, len(resp.Items)) // sized once, not grown call by call
+	}
+	d.sizeSecrets(len(resp.Items))
 	for i, it := range resp.Items {
 		// The response's JSON is validated here, where it enters, once: a
 		// valid tool call's arguments are a JSON object.
@@ -314,6 +318,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	}
 	writes := make([]store.LedgerWrite, 0, len(calls))
 	events := []*store.EventRecord{d.event(EvModelResponse, "", respData)}
+	d.cp.Pending = slices.Grow(d.cp.Pending, len(calls))
 	for _, en := range calls {
 		d.cp.Pending = append(d.cp.Pending, en.CallID)
 		ev := EvToolPrepared

@@ -110,8 +110,12 @@ func (d *drive) redactJSON(b json.RawMessage) json.RawMessage {
 // returned as they are (the same bytes).
 func (d *drive) redactValidItem(it item.Item) item.Item {
 	if it.Type == item.TypeToolCall && it.ToolCall != nil {
+		red := d.rt.redactor.MarshaledJSON(it.ToolCall.Arguments)
+		if sameBytes(red, it.ToolCall.Arguments) {
+			return it // nothing redacted: the item as it is, not a copy
+		}
 		tc := *it.ToolCall
-		tc.Arguments = d.rt.redactor.MarshaledJSON(tc.Arguments)
+		tc.Arguments = red
 		it.ToolCall = &tc
 		return it
 	}
@@ -163,6 +167,16 @@ func (d *drive) secretsOf(callID string) []string {
 // noSecrets records that redaction left a call's raw arguments as they
 // are: no value under a secret key but the placeholder itself, so there
 // is nothing for secretsOf to find (and no need to decode them for it).
+// sizeSecrets makes the secrets memo with room for n calls when there is
+// none yet, so that a turn of many calls does not grow it call by call.
+func (d *drive) sizeSecrets(n int) {
+	d.secretsMu.Lock()
+	defer d.secretsMu.Unlock()
+	if d.secrets == nil && n > 8 {
+		d.secrets = make(map[string]secretsMemo, n)
+	}
+}
+
 func (d *drive) noSecrets(callID string, raw json.RawMessage) {
 	d.secretsMu.Lock()
 	defer d.secretsMu.Unlock()
