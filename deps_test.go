@@ -27,6 +27,7 @@ var layers = map[string]int{
 	"store/internal/groupcommit":        3, // the SQL stores' group-commit leader loop; imports no module package
 	"store/internal/migrations":         3, // the SQL stores' migration file loader; imports no module package
 	"store/internal/journal":            3, // the SQL stores' journal row format; imports no module package
+	"store/internal/eventrow":           4, // the SQL stores' events row of several records
 	"internal/killpoint":                3, // kill points inside the stores' writes, for the crash tests; imports no module package
 	"llm/internal/wiretest":             4,
 	"llm/internal/providertest":         4, // beside wiretest

@@ -22,6 +22,10 @@ const (
 	// JournalWrite is inside a run write, after its log record was
 	// written and before the transaction commits.
 	JournalWrite = "journal-write"
+	// EventRowWrite is inside a run write, after its one events row of
+	// several records (the model response with its prepared calls) was
+	// written and before the transaction commits.
+	EventRowWrite = "event-row-write"
 	// Compaction is inside a compaction, after the merged rows were
 	// deleted and before the merged row is written.
 	Compaction = "compaction"

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/internal/killpoint"
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/eventrow"
 	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
@@ -22,21 +24,178 @@ const entryColumns = `tenant, run_id, call_id, turn, idx, tool, effect, state, i
 	entry_created, entry_updated, started_at, committed_at`
 
 // currentEntry selects the revision and creation time of a call's current
-// entry: the later of its latest events row and its ledger table row. Its
-// six arguments are tenant, run id and call id, twice.
-const currentEntry = `SELECT rev, created FROM (
-		SELECT * FROM (SELECT entry_rev AS rev, entry_created AS created FROM events
-			WHERE tenant = ? AND run_id = ? AND call_id = ? ORDER BY seq DESC LIMIT 1)
-		UNION ALL SELECT revision, created_at FROM ledger WHERE tenant = ? AND run_id = ? AND call_id = ?)
-	ORDER BY rev DESC LIMIT 1`
-
-// currentEntryN is currentEntry on the numbered parameters ?1 (tenant),
-// ?2 (run id) and ?3 (call id).
-const currentEntryN = `SELECT rev, created FROM (
-		SELECT * FROM (SELECT entry_rev AS rev, entry_created AS created FROM events
+// entry: the latest of its latest one-record row, the latest row holding
+// it in more (an entry there is at revision 1, created at the row's
+// entry_updated; looked for only when the call has no later record) and
+// its ledger table row. Its arguments are ?1 tenant, ?2 run id and ?3
+// call id (numbered: each is bound once).
+const currentEntry = `WITH s AS (SELECT entry_rev AS rev, entry_created AS created FROM events INDEXED BY events_by_call
 			WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3 ORDER BY seq DESC LIMIT 1)
+	SELECT rev, created FROM (
+		SELECT rev, created FROM s
+		UNION ALL SELECT * FROM (SELECT 1 AS rev, entry_updated AS created FROM events INDEXED BY events_multi
+			WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s WHERE rev > 1)
+				AND EXISTS (SELECT 1 FROM json_each(more_calls) WHERE value = ?3) ORDER BY seq DESC LIMIT 1)
 		UNION ALL SELECT revision, created_at FROM ledger WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3)
 	ORDER BY rev DESC LIMIT 1`
+
+// foldedWrite is a write's records as one events row (see the eventrow
+// package): recs in numbering order, the first in the row's columns.
+type foldedWrite struct {
+	recs                 []eventrow.Record
+	more, calls          string
+	crc                  int64
+	approval, resolution []any // by Ledger index: the columns' decision text
+	approvalBack         []*store.DecisionRecord
+	resolutionBack       []*store.DecisionRecord
+}
+
+// foldWrite returns p's records as one row, or nil when p keeps one row
+// per record (eventrow.Foldable, eventrow.Encode).
+func foldWrite(p *store.RunWriteParams, now int64) (*foldedWrite, error) {
+	if !eventrow.Foldable(p) {
+		return nil, nil
+	}
+	f := &foldedWrite{approval: make([]any, len(p.Ledger)), resolution: make([]any, len(p.Ledger)),
+		approvalBack: make([]*store.DecisionRecord, len(p.Ledger)), resolutionBack: make([]*store.DecisionRecord, len(p.Ledger))}
+	stored := func(ev *store.EventRecord) *store.EventRecord {
+		c := *ev
+		c.Tenant, c.RunID = p.Tenant, p.RunID
+		c.Data = cloneJSON(ev.Data)
+		if c.Time.IsZero() {
+			c.Time = fromMicros(now)
+		} else {
+			c.Time = store.Time(c.Time)
+		}
+		return &c
+	}
+	for _, ev := range p.Events {
+		f.recs = append(f.recs, eventrow.Record{Event: stored(ev)})
+	}
+	for i, w := range p.Ledger {
+		a, aBack, err := encodeDecision(w.Entry.Approval)
+		if err != nil {
+			return nil, &store.InvalidError{Field: "Approval", Reason: err.Error()}
+		}
+		r, rBack, err := encodeDecision(w.Entry.Resolution)
+		if err != nil {
+			return nil, &store.InvalidError{Field: "Resolution", Reason: err.Error()}
+		}
+		f.approval[i], f.resolution[i], f.approvalBack[i], f.resolutionBack[i] = a, r, aBack, rBack
+		if w.Event == nil {
+			continue
+		}
+		rec := eventrow.Record{Event: stored(w.Event), Entry: w.Entry}
+		if a != nil {
+			rec.Approval = []byte(a.(string))
+		}
+		if r != nil {
+			rec.Resolution = []byte(r.(string))
+		}
+		f.recs = append(f.recs, rec)
+	}
+	more, crc, calls, ok := eventrow.Encode(f.recs[1:])
+	if !ok {
+		return nil, nil
+	}
+	f.more, f.crc = more, crc
+	b := []byte{'['}
+	for i, c := range calls {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.AppendString(b, c)
+	}
+	f.calls = string(append(b, ']'))
+	return f, nil
+}
+
+// writeFolded checks the ledger records of a folded write (each a new
+// entry: the call must have none) and writes its one events row, numbered
+// lastSeq+1 to lastSeq+len(recs); a ledger write without an event goes
+// to the ledger table as in a write of one row per record. fence, when
+// not nil, is checked first. It returns the stored entries (by Ledger
+// index) and events (in numbering order).
+func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *foldedWrite, now, lastSeq int64, fence *store.Fence) ([]*store.LedgerEntry, []*store.EventRecord, error) {
+	if fence != nil {
+		if _, err := checkFence(ctx, tx, p.Tenant, fence); err != nil {
+			return nil, nil, err
+		}
+	}
+	var entries []*store.LedgerEntry
+	if len(p.Ledger) > 0 {
+		entries = make([]*store.LedgerEntry, len(p.Ledger))
+	}
+	for i := range p.Ledger {
+		w := &p.Ledger[i]
+		if w.Event == nil {
+			e, err := ledgerRow(ctx, tx, now, w, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			entries[i] = e
+			continue
+		}
+		rev, _, err := entryRevision(ctx, tx, p.Tenant, p.RunID, w.Entry.CallID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if rev != 0 {
+			return nil, nil, &store.ConflictError{Kind: "ledger", ID: w.Entry.CallID, Expected: 0, Actual: rev}
+		}
+		e := w.Entry
+		out := *e
+		out.Args, out.Result, out.Error = cloneJSON(e.Args), cloneJSON(e.Result), cloneJSON(e.Error)
+		out.Approval, out.Resolution = f.approvalBack[i], f.resolutionBack[i]
+		out.StartedAt, out.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
+		out.Revision, out.CreatedAt, out.UpdatedAt = 1, fromMicros(now), fromMicros(now)
+		entries[i] = &out
+	}
+	n := int64(len(f.recs))
+	evs := make([]*store.EventRecord, n)
+	for i, r := range f.recs {
+		r.Event.Seq = lastSeq + 1 + int64(i)
+		evs[i] = r.Event
+	}
+	first := f.recs[0]
+	ev := first.Event
+	args := []any{p.Tenant, p.RunID, lastSeq + n, ev.ID, ev.ParentRunID, ev.TraceID, ev.SpanID, ev.Type, micros(ev.Time), optJSON(ev.Data)}
+	if e := first.Entry; e != nil {
+		// The first record is a ledger one only when the write has no
+		// plain event: then it is the first ledger write with an event.
+		j := firstLedger(p)
+		args = append(args, e.CallID, e.Turn, e.Index, e.Tool, e.Effect, string(e.State), e.IdempotencyKey, e.Attempt, e.ArgsDigest,
+			optJSON(e.Args), optJSON(e.Result), optJSON(e.Error), f.approval[j], f.resolution[j],
+			e.Holder, e.Epoch, 1, now, now, optMicros(e.StartedAt), optMicros(e.CommittedAt))
+	} else {
+		args = append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, now, nil, nil)
+	}
+	args = append(args, lastSeq+1, f.more, f.crc, f.calls)
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
+			call_id, turn, idx, tool, effect, state, idempotency_key, attempt, args_digest, args, result, error, approval,
+			resolution, holder, epoch, entry_rev, entry_created, entry_updated, started_at, committed_at,
+			first_seq, more, more_crc, more_calls)
+		VALUES `+insertValues(1, 35), args...)
+	if isForeignKey(err) {
+		return nil, nil, &store.NotFoundError{Kind: "run", ID: p.RunID}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	killpoint.Reached(killpoint.EventRowWrite)
+	return entries, evs, nil
+}
+
+// firstLedger returns the index in p.Ledger of the first ledger write with
+// an event.
+func firstLedger(p *store.RunWriteParams) int {
+	for i, w := range p.Ledger {
+		if w.Event != nil {
+			return i
+		}
+	}
+	return -1
+}
 
 // entryRecord writes a ledger transition and its event as one events row,
 // numbered seq (0: after the run's last event, in the same statement). The
@@ -94,7 +253,7 @@ func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store
 			entry_updated, started_at, committed_at)
 		SELECT ?1, ?2, `+seqExpr+`, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?3, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
 			?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, COALESCE(cur.created, ?9), ?9, ?33, ?34
-		FROM (SELECT 1) LEFT JOIN (`+currentEntryN+`) cur
+		FROM (SELECT 1) LEFT JOIN (`+currentEntry+`) cur
 		WHERE COALESCE(cur.rev, 0) = ?5`+cond+`
 		RETURNING seq, entry_created`, args...)),
 		func(sc scanner) error { return sc.Scan(&stored.Seq, &created) })
@@ -135,7 +294,7 @@ func entryMiss(ctx context.Context, tx querier, w *store.LedgerWrite, fence *sto
 // entryRevision returns a call's current revision and creation time (0
 // when it has no entry).
 func entryRevision(ctx context.Context, tx querier, tenant, runID, callID string) (rev, created int64, err error) {
-	err = tx.QueryRowContext(ctx, currentEntry, tenant, runID, callID, tenant, runID, callID).Scan(&rev, &created)
+	err = tx.QueryRowContext(ctx, currentEntry, tenant, runID, callID).Scan(&rev, &created)
 	if err == sql.ErrNoRows {
 		return 0, 0, nil
 	}

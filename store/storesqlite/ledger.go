@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/eventrow"
 )
 
 const ledgerColumns = `tenant, run_id, call_id, turn, idx, tool, effect, state, idempotency_key,
@@ -53,21 +54,68 @@ func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store
 		return nil, err
 	}
 	var e *store.LedgerEntry
-	// The latest transition record of the call, or its ledger table row
-	// when that is newer (see journal.go).
-	found, err := queryOne(one(s.db.QueryContext(ctx, `SELECT * FROM (
-			SELECT * FROM (SELECT `+entryColumns+` FROM events
-				WHERE tenant = ? AND run_id = ? AND call_id = ? ORDER BY seq DESC LIMIT 1)
-			UNION ALL SELECT `+ledgerColumns+` FROM ledger WHERE tenant = ? AND run_id = ? AND call_id = ?)
-		ORDER BY entry_rev DESC LIMIT 1`, p.Tenant, p.RunID, p.CallID, p.Tenant, p.RunID, p.CallID)),
-		func(sc scanner) (err error) { e, err = scanLedger(sc); return err })
+	err := s.read(ctx, func(tx querier) error {
+		// The latest transition record of the call, or its ledger table
+		// row when that is newer (see journal.go).
+		_, err := queryOne(one(tx.QueryContext(ctx, `SELECT * FROM (
+				SELECT * FROM (SELECT `+entryColumns+` FROM events INDEXED BY events_by_call
+					WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3 ORDER BY seq DESC LIMIT 1)
+				UNION ALL SELECT `+ledgerColumns+` FROM ledger WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3)
+			ORDER BY entry_rev DESC LIMIT 1`, p.Tenant, p.RunID, p.CallID)),
+			func(sc scanner) (err error) { e, err = scanLedger(sc); return err })
+		if err != nil || (e != nil && e.Revision > 1) {
+			return err
+		}
+		// An entry in a row of several records is at revision 1: the
+		// latest such row naming the call.
+		m, err := multiRows(ctx, tx, `SELECT tenant, run_id, seq, first_seq, more, more_crc, more_calls, entry_updated
+			FROM events INDEXED BY events_multi WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL
+			AND EXISTS (SELECT 1 FROM json_each(more_calls) WHERE value = ?3) ORDER BY seq DESC LIMIT 1`, p.Tenant, p.RunID, p.CallID)
+		if err != nil {
+			return err
+		}
+		for _, r := range m {
+			if found := eventrow.Find(r, p.CallID); found != nil && e == nil {
+				e = found
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, wrap("get ledger entry "+p.CallID, mapErr(ctx, err))
 	}
-	if !found {
+	if e == nil {
 		return nil, &store.NotFoundError{Kind: "ledger", ID: p.CallID}
 	}
 	return e, nil
+}
+
+// multiRows runs q, which selects tenant, run_id, seq, first_seq, more,
+// more_crc, more_calls and entry_updated of rows holding several records,
+// and returns each row's records.
+func multiRows(ctx context.Context, tx querier, q string, args ...any) ([][]eventrow.Record, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]eventrow.Record
+	for rows.Next() {
+		var (
+			tenant, runID string
+			seq           int64
+			m             multiCols
+		)
+		if err := m.after(rows).Scan(&tenant, &runID, &seq); err != nil {
+			return nil, err
+		}
+		recs, err := m.decode(tenant, runID, seq)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, recs)
+	}
+	return out, rows.Err()
 }
 
 // LedgerList implements [store.Store]: entries in (Turn, Index, CallID)
@@ -115,6 +163,22 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
+			}
+		}
+		// The entries in rows of several records (each at revision 1).
+		multi, err := multiRows(ctx, tx, `SELECT tenant, run_id, seq, first_seq, more, more_crc, more_calls, entry_updated
+			FROM events INDEXED BY events_multi WHERE tenant = ? AND `+runs+` AND more_calls IS NOT NULL`, p.Tenant, arg)
+		if err != nil {
+			return err
+		}
+		for _, recs := range multi {
+			for _, r := range recs {
+				if e := r.Entry; e != nil {
+					k := callKey{e.RunID, e.CallID}
+					if cur, ok := latest[k]; !ok || e.Revision > cur.Revision {
+						latest[k] = e
+					}
+				}
 			}
 		}
 		out = make([]*store.LedgerEntry, 0, len(latest))

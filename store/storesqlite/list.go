@@ -361,7 +361,7 @@ func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {
 // store.RunPruneParams for the rules).
 const pruneQuery = `SELECT r.id,
 		(SELECT count(*) FROM ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id),
-		(SELECT count(*) FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id), r.updated_at
+		(SELECT COALESCE(SUM(e.seq - COALESCE(e.first_seq, e.seq) + 1), 0) FROM events e WHERE e.tenant = r.tenant AND e.run_id = r.id), r.updated_at
 	FROM runs r INDEXED BY runs_finished
 	WHERE r.tenant = ? AND ` + finishedCond + ` AND r.updated_at < ? AND (r.updated_at, r.id) > (?, ?)
 	AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.tenant = r.tenant AND l.run_id = r.id AND l.state IN ('started', 'unknown'))

@@ -30,6 +30,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	var res struct {
 		store.RunWriteResult
 		logSeq int64 // the log row this write added, 0 if none
+		folded bool  // the write's records went in one events row
 	}
 	nLedgerEvents := 0
 	for _, w := range p.Ledger {
@@ -38,8 +39,12 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 	}
 	err := s.write(ctx, func(tx querier) error {
-		res.RunWriteResult, res.logSeq = store.RunWriteResult{}, 0
+		res.RunWriteResult, res.logSeq, res.folded = store.RunWriteResult{}, 0, false
 		now := micros(s.now())
+		folded, err := foldWrite(p, now)
+		if err != nil {
+			return err
+		}
 		fence := p.Fence // still to be enforced by the next write statement
 		cond, fargs := fenceCond(p.Tenant, fence)
 		// whyNot explains a conditional statement that changed nothing.
@@ -120,6 +125,11 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			}
 			res.Run, fence = &run, nil
 		}
+		if folded != nil {
+			res.Ledger, res.Events, err = writeFolded(ctx, tx, p, folded, now, lastSeq, fence)
+			res.folded = err == nil
+			return err
+		}
 		if n > 0 {
 			res.Events = make([]*store.EventRecord, 0, n)
 		}
@@ -186,6 +196,16 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		return nil, wrap("write run "+p.RunID, err)
 	}
 	rows := int64(len(p.Ledger) + len(p.Events))
+	if res.folded {
+		// One events row for the records; the ledger writes without an
+		// event have their ledger table rows.
+		rows = 1
+		for _, w := range p.Ledger {
+			if w.Event == nil {
+				rows++
+			}
+		}
+	}
 	if p.Run != nil {
 		rows++
 		if len(p.Run.Append) > 0 {

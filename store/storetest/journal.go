@@ -243,3 +243,158 @@ func testRunLog(t *testing.T, bb *bundle) {
 		t.Fatalf("invalid item: %v", err)
 	}
 }
+
+// testEventRows: the records of one write read back one by one, whatever
+// a backend stores them as (the SQL stores keep a write's records in one
+// row when its ledger records are new entries): numbered in order, paged
+// by AfterSeq and Limit anywhere inside a write, their entries found,
+// checked (a second new entry of a call is a conflict) and moved on.
+func testEventRows(t *testing.T, bb *bundle) {
+	mustCreate(t, bb, newRun("t", "r"))
+	mustCreate(t, bb, newRun("t", "other"))
+	prepared := func(call string, idx int) store.LedgerWrite {
+		e := entry("t", "r", call, idx, store.LedgerPrepared)
+		e.Turn = 1
+		return store.LedgerWrite{Entry: e, Event: ev("tool.prepared", "p"+call)}
+	}
+	// A model response: the run, its event, three prepared calls.
+	resp, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Run:    &store.RunUpdate{ExpectedRevision: 1, Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)},
+		Events: []*store.EventRecord{ev("model.response", "m1")},
+		Ledger: []store.LedgerWrite{prepared("a", 0), prepared("b", 1), prepared("c", 2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := resp.Ledger[1].CreatedAt
+	bb.clock.Advance(time.Second)
+	// Two new entries alone (the first record is a ledger one), and the
+	// same call ids in another run.
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{prepared("d", 3), prepared("e", 4)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "other",
+		Ledger: []store.LedgerWrite{{Entry: entry("t", "other", "b", 0, store.LedgerPrepared), Event: ev("tool.prepared", "ob")},
+			{Entry: entry("t", "other", "d", 1, store.LedgerPrepared), Event: ev("tool.prepared", "od")}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Plain events only, one with space around its data (kept byte for
+	// byte).
+	spaced := ev("note", "x2")
+	spaced.Data = json.RawMessage(" {\"a\": 1}\n")
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Events: []*store.EventRecord{ev("note", "x1"), spaced}}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"m1@1", "pa@2", "pb@3", "pc@4", "pd@5", "pe@6", "x1@7", "x2@8"}
+	if got := eventIDs(all); !slices.Equal(got, want) {
+		t.Fatalf("EventList %v, want %v", got, want)
+	}
+	for i, e := range resp.Events {
+		g := all[i]
+		if g.Type != e.Type || g.SpanID != e.SpanID || g.TraceID != e.TraceID || !g.Time.Equal(e.Time) ||
+			string(g.Data) != string(e.Data) || g.Tenant != "t" || g.RunID != "r" {
+			t.Fatalf("event %d read back as %+v, written %+v", i, g, e)
+		}
+	}
+	if string(all[7].Data) != " {\"a\": 1}\n" {
+		t.Fatalf("event data with space around it read back as %q", all[7].Data)
+	}
+	for after := int64(0); after <= 8; after++ {
+		for limit := 0; limit <= 3; limit++ {
+			page, err := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r", AfterSeq: after, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := want[after:]
+			if limit > 0 && len(w) > limit {
+				w = w[:limit]
+			}
+			if got := eventIDs(page); !slices.Equal(got, w) {
+				t.Fatalf("EventList after %d, limit %d: %v, want %v", after, limit, got, w)
+			}
+		}
+	}
+	for _, call := range []string{"a", "b", "c", "d", "e"} {
+		got, err := bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: call})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Revision != 1 || got.State != store.LedgerPrepared || got.Turn != 1 || string(got.Args) != `{"amount":5}` ||
+			got.Tenant != "t" || got.RunID != "r" || got.CallID != call {
+			t.Fatalf("LedgerGet %s: %+v", call, got)
+		}
+		if call <= "c" && (!got.CreatedAt.Equal(written) || !got.UpdatedAt.Equal(written)) {
+			t.Fatalf("LedgerGet %s: created %v, updated %v, want %v", call, got.CreatedAt, got.UpdatedAt, written)
+		}
+	}
+	if _, err := bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "z"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("LedgerGet of a call no row names: %v", err)
+	}
+	// A second new entry of a call is a conflict, wherever its record is;
+	// a failed write of several records leaves none of them.
+	for _, call := range []string{"a", "c", "d", "e"} {
+		_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+			Ledger: []store.LedgerWrite{prepared("f", 5), prepared(call, 6)}})
+		wantConflict(t, err, 0, 1)
+	}
+	if evs, _ := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r"}); len(evs) != 8 {
+		t.Fatalf("failed writes left events: %v", eventIDs(evs))
+	}
+	if _, err := bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "f"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an entry of a failed write: %v", err)
+	}
+	// Under a claim that was lost, nothing is written.
+	if _, err := acquire(bb, "run:r", "w1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: &store.Fence{Key: "run:r", Holder: "w0", Epoch: 1},
+		Events: []*store.EventRecord{ev("model.response", "m2")}, Ledger: []store.LedgerWrite{prepared("g", 7)}})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a write of several records under a lost claim: %v", err)
+	}
+	// A call of the response moves on: started, then committed.
+	bb.clock.Advance(time.Second)
+	started := *resp.Ledger[1]
+	started.State, started.Attempt, started.StartedAt = store.LedgerStarted, 1, bb.clock.Now()
+	res, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &started, ExpectedRevision: 1, Event: ev("tool.started", "sb")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Events[0].Seq != 9 || res.Ledger[0].Revision != 2 || !res.Ledger[0].CreatedAt.Equal(written) {
+		t.Fatalf("started: %v, %+v", eventIDs(res.Events), res.Ledger[0])
+	}
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &started, ExpectedRevision: 1, Event: ev("tool.started", "sb2")}}})
+	wantConflict(t, err, 1, 2)
+	committed := *res.Ledger[0]
+	committed.State, committed.Result = store.LedgerCommitted, json.RawMessage(`"ok"`)
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{{Entry: &committed, ExpectedRevision: 2, Event: ev("tool.committed", "cb")}}}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t", RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range list {
+		got = append(got, fmt.Sprintf("%s:%s:%d", e.CallID, e.State, e.Revision))
+	}
+	if w := []string{"a:prepared:1", "b:committed:3", "c:prepared:1", "d:prepared:1", "e:prepared:1"}; !slices.Equal(got, w) {
+		t.Fatalf("LedgerList %v, want %v", got, w)
+	}
+	both, err := bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t", RunIDs: []string{"r", "other"}})
+	if err != nil || len(both) != 7 || both[0].RunID != "other" || both[0].CallID != "b" || both[0].Revision != 1 {
+		t.Fatalf("LedgerList of two runs: %d entries, %v", len(both), err)
+	}
+	if evs, _ := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r", AfterSeq: 6}); !slices.Equal(eventIDs(evs),
+		[]string{"x1@7", "x2@8", "sb@9", "cb@10"}) {
+		t.Fatalf("EventList after 6: %v", eventIDs(evs))
+	}
+}

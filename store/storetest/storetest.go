@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"NoLostUpdate", testNoLostUpdate},
 		{"Ledger", testLedger},
 		{"LedgerRecords", testLedgerRecords},
+		{"EventRows", testEventRows},
 		{"RunLog", testRunLog},
 		{"Events", testEvents},
 		{"Claims", testClaims},

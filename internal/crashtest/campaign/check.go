@@ -132,9 +132,11 @@ func (e *episodeEnv) play(ctx context.Context, dir, name string, armed bool) err
 			switch k := e.rng.IntN(5); {
 			case k == 0:
 				// Inside the store: a journal write (after its log row,
-				// before its commit) or a compaction (after the merged rows
-				// were deleted, or after the merged row was written).
-				points := []string{killpoint.JournalWrite, killpoint.JournalWrite, killpoint.Compaction, killpoint.CompactionCommit}
+				// before its commit), a write of one events row of several
+				// records (after the row, before the commit) or a
+				// compaction (after the merged rows were deleted, or after
+				// the merged row was written).
+				points := []string{killpoint.JournalWrite, killpoint.JournalWrite, killpoint.EventRowWrite, killpoint.Compaction, killpoint.CompactionCommit}
 				sp.KillPoint = fmt.Sprintf("%s:%d", points[e.rng.IntN(len(points))], 1+e.rng.IntN(3))
 			case k <= 2 && e.writes > 0:
 				sp.KillAt = 1 + e.rng.IntN(2*e.writes)
