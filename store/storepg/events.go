@@ -2,10 +2,12 @@ package storepg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/eventrow"
 )
 
 // eventArgs returns the stored copies of evs (tenant, run, time filled in)
@@ -38,7 +40,10 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data
+	// A row holding several records (first_seq set) gives them all, those
+	// after AfterSeq; Limit rows give at least Limit records.
+	rows, err := s.pool.Query(ctx, s.q(`SELECT tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
+			first_seq, more, more_crc, more_calls, entry_updated
 		FROM {{schema}}.events WHERE tenant = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`),
 		p.Tenant, p.RunID, p.AfterSeq, limitArg(p.Limit))
 	if err != nil {
@@ -51,8 +56,9 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 			tenant, runID, id, parent, trace, span, typ, data *string
 			seq                                               *int64
 			tm                                                *time.Time
+			m                                                 multiCols
 		)
-		if err := rows.Scan(&tenant, &runID, &seq, &id, &parent, &trace, &span, &typ, &tm, &data); err != nil {
+		if err := rows.Scan(append([]any{&tenant, &runID, &seq, &id, &parent, &trace, &span, &typ, &tm, &data}, m.dest()...)...); err != nil {
 			return nil, mapErr("list events of run "+p.RunID, err)
 		}
 		d := &decoder{kind: "event", id: p.RunID}
@@ -74,10 +80,52 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 		if err := d.result(); err != nil {
 			return nil, err
 		}
-		out = append(out, ev)
+		if m.firstSeq == nil {
+			out = append(out, ev)
+			continue
+		}
+		recs, err := m.decode(ev.Tenant, ev.RunID, ev.Seq)
+		if err != nil {
+			return nil, err
+		}
+		ev.Seq = *m.firstSeq
+		if ev.Seq > p.AfterSeq {
+			out = append(out, ev)
+		}
+		for _, r := range recs {
+			if r.Event.Seq > p.AfterSeq {
+				out = append(out, r.Event)
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr("list events of run "+p.RunID, err)
 	}
+	if p.Limit > 0 && len(out) > p.Limit {
+		out = out[:p.Limit]
+	}
 	return out, nil
+}
+
+// multiCols are the columns of an events row that holds several records
+// (see the eventrow package): first_seq, more, more_crc, more_calls (NULL
+// when more holds no ledger record) and entry_updated.
+type multiCols struct {
+	firstSeq, crc *int64
+	more          *string
+	calls         []string
+	written       *time.Time
+}
+
+func (m *multiCols) dest() []any { return []any{&m.firstSeq, &m.more, &m.crc, &m.calls, &m.written} }
+
+// decode returns the records of the row's more column (the row is
+// tenant/runID's, its last record numbered seq).
+func (m *multiCols) decode(tenant, runID string, seq int64) ([]eventrow.Record, error) {
+	if m.firstSeq == nil || m.more == nil || m.crc == nil || m.written == nil {
+		return nil, &store.DataError{Kind: "event", ID: fmt.Sprintf("%s#%d", runID, seq),
+			Err: errors.New("a row of several records lacks first_seq, more, more_crc or entry_updated")}
+	}
+	return eventrow.Decode(&eventrow.Row{Tenant: tenant, RunID: runID, FirstSeq: *m.firstSeq, Seq: seq,
+		More: []byte(*m.more), MoreCRC: *m.crc, MoreCalls: m.calls, Written: m.written.UTC()})
 }

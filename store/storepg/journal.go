@@ -65,29 +65,114 @@ func (l *logArrays) fold(runID string, want int) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// LedgerGet implements [store.Store]: the call's latest transition record,
-// or its ledger table row when that is newer.
+// multiNulls stand for the entry columns in a row of the union below that
+// is a row of several records (kind 1): tenant and run_id, then these.
+const multiNulls = `NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL`
+
+// noMulti stands for the columns of a row of several records in a row of
+// the union below that holds an entry (kind 0).
+const noMulti = `NULL::bigint, NULL::bigint, NULL::text, NULL::bigint, NULL::text[], NULL::timestamptz`
+
+// multiSelect selects a row of several records as a kind 1 row of the
+// unions below.
+const multiSelect = `1, tenant, run_id, ` + multiNulls + `, seq, first_seq, more, more_crc, more_calls, entry_updated`
+
+// callInMore matches the rows of run $2 of tenant $1 naming call $3 in
+// more_calls, through the inverted index events_more_calls, by the key
+// alone (see migrations/013_event_rows.sql: a key names one tenant, run
+// and call; with tenant = $1 AND run_id = $2 beside it, a generic plan may
+// walk the run's rows instead).
+const callInMore = `more_calls IS NOT NULL
+	AND {{schema}}.event_call_keys(tenant, run_id, more_calls) @> {{schema}}.event_call_keys($1, $2, ARRAY[$3::text])`
+
+// entryOrRow is a row of the unions below: an entry (kind 0) or a row of
+// several records (kind 1).
+type entryOrRow struct {
+	kind int32
+	l    ledgerRow
+	seq  *int64
+	m    multiCols
+}
+
+func (r *entryOrRow) dest() []any {
+	return append(append([]any{&r.kind}, r.l.dest()...), append([]any{&r.seq}, r.m.dest()...)...)
+}
+
+// entries returns the entry of a kind 0 row, or those of a kind 1 row's
+// records.
+func (r *entryOrRow) entries() ([]*store.LedgerEntry, error) {
+	if r.kind == 0 {
+		e, err := r.l.entry()
+		if err != nil {
+			return nil, err
+		}
+		return []*store.LedgerEntry{e}, nil
+	}
+	if r.l.tenant == nil || r.l.runID == nil || r.seq == nil {
+		return nil, errors.New("a row of several records read without its key")
+	}
+	recs, err := r.m.decode(*r.l.tenant, *r.l.runID, *r.seq)
+	if err != nil {
+		return nil, err
+	}
+	var out []*store.LedgerEntry
+	for _, rec := range recs {
+		if rec.Entry != nil {
+			out = append(out, rec.Entry)
+		}
+	}
+	return out, nil
+}
+
+// ledgerGetQuery reads call $3 of run $2 of tenant $1: its latest
+// one-record row (through events_by_call), its ledger table row and the
+// latest row naming it in more_calls (through events_more_calls).
+const ledgerGetQuery = `(SELECT 0, ` + entryCols + `, ` + noMulti + ` FROM {{schema}}.events
+		WHERE tenant = $1 AND run_id = $2 AND call_id = $3 ORDER BY seq DESC LIMIT 1)
+	UNION ALL SELECT 0, ` + ledgerCols + `, ` + noMulti + ` FROM {{schema}}.ledger WHERE tenant = $1 AND run_id = $2 AND call_id = $3
+	UNION ALL (SELECT ` + multiSelect + ` FROM {{schema}}.events WHERE ` + callInMore + ` ORDER BY seq DESC LIMIT 1)`
+
+// LedgerGet implements [store.Store]: the newest of the call's latest
+// one-record row, its ledger table row and the latest row naming it in
+// more_calls (whose entries are at revision 1), read in one statement.
 func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store.LedgerEntry, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	e, err := scanLedger(s.pool.QueryRow(ctx, s.q(`SELECT * FROM (
-			(SELECT `+entryCols+` FROM {{schema}}.events
-				WHERE tenant = $1 AND run_id = $2 AND call_id = $3 ORDER BY seq DESC LIMIT 1)
-			UNION ALL SELECT `+ledgerCols+` FROM {{schema}}.ledger WHERE tenant = $1 AND run_id = $2 AND call_id = $3) x
-		ORDER BY entry_rev DESC LIMIT 1`), p.Tenant, p.RunID, p.CallID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, &store.NotFoundError{Kind: "ledger", ID: p.RunID + "/" + p.CallID}
-	}
+	rows, err := s.pool.Query(ctx, s.q(ledgerGetQuery), p.Tenant, p.RunID, p.CallID)
 	if err != nil {
 		return nil, mapErr("get ledger entry "+p.RunID+"/"+p.CallID, err)
 	}
-	return e, nil
+	defer rows.Close()
+	var best *store.LedgerEntry
+	for rows.Next() {
+		var r entryOrRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, mapErr("get ledger entry "+p.RunID+"/"+p.CallID, err)
+		}
+		es, err := r.entries()
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if e.CallID == p.CallID && (best == nil || e.Revision > best.Revision) {
+				best = e
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr("get ledger entry "+p.RunID+"/"+p.CallID, err)
+	}
+	if best == nil {
+		return nil, &store.NotFoundError{Kind: "ledger", ID: p.RunID + "/" + p.CallID}
+	}
+	return best, nil
 }
 
 // LedgerList implements [store.Store], in (turn, index, call id) order:
-// per call, the newer of its latest transition record and its ledger
-// table row, read in one statement.
+// per call, the newest of its latest one-record row, its ledger table row
+// and its record in a row of several records, read in one statement.
 func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
@@ -96,29 +181,40 @@ func (s *Store) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*s
 	if len(p.RunIDs) > 0 {
 		runs, arg = `run_id = ANY($2::text[])`, p.RunIDs
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT DISTINCT ON (run_id, call_id) * FROM (
+	rows, err := s.pool.Query(ctx, s.q(`SELECT 0, x.*, `+noMulti+` FROM (SELECT DISTINCT ON (run_id, call_id) * FROM (
 			(SELECT DISTINCT ON (run_id, call_id) `+entryCols+` FROM {{schema}}.events
 				WHERE tenant = $1 AND `+runs+` AND call_id IS NOT NULL ORDER BY run_id, call_id, seq DESC)
-			UNION ALL SELECT `+ledgerCols+` FROM {{schema}}.ledger WHERE tenant = $1 AND `+runs+`) x
-		ORDER BY run_id, call_id, entry_rev DESC`), p.Tenant, arg)
+			UNION ALL SELECT `+ledgerCols+` FROM {{schema}}.ledger WHERE tenant = $1 AND `+runs+`) y
+		ORDER BY run_id, call_id, entry_rev DESC) x
+		UNION ALL SELECT `+multiSelect+` FROM {{schema}}.events WHERE tenant = $1 AND `+runs+` AND more_calls IS NOT NULL`), p.Tenant, arg)
 	if err != nil {
 		return nil, mapErr("list ledger of run "+p.RunID, err)
 	}
 	defer rows.Close()
-	var out []*store.LedgerEntry
+	type callKey struct{ run, call string }
+	latest := map[callKey]*store.LedgerEntry{}
 	for rows.Next() {
-		var r ledgerRow
+		var r entryOrRow
 		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, mapErr("list ledger of run "+p.RunID, err)
 		}
-		e, err := r.entry()
+		es, err := r.entries()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, e)
+		for _, e := range es {
+			k := callKey{e.RunID, e.CallID}
+			if cur, ok := latest[k]; !ok || e.Revision > cur.Revision {
+				latest[k] = e
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, mapErr("list ledger of run "+p.RunID, err)
+	}
+	out := make([]*store.LedgerEntry, 0, len(latest))
+	for _, e := range latest {
+		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]

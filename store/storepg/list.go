@@ -362,7 +362,7 @@ const pruneLock = `WITH v AS (` + prunePick + ` FOR UPDATE OF r SKIP LOCKED)
 	SELECT coalesce(array_agg(id ORDER BY updated_at, id), '{}') FROM v`
 
 // pruneDelete removes the runs $2 of tenant $1 that pruneLock locked, with
-// their ledger, events and the claims they own (store.RunOwnsClaim: their
+// their ledger, events (counted by the records their rows hold) and the claims they own (store.RunOwnsClaim: their
 // own, the child-budget places "children:<id>:<n>" of the tree they are
 // the root of, their cancel requests "cancel:<id>:<epoch>", through
 // claims_owned), in one statement; it returns the ids removed and the rows
@@ -375,14 +375,15 @@ const pruneDelete = `WITH v AS (SELECT r.tenant, r.id FROM {{schema}}.runs r
 		AND ` + treeFinished + `),
 	dl AS (DELETE FROM {{schema}}.ledger l USING v WHERE l.tenant = v.tenant AND l.run_id = v.id RETURNING 1),
 	dg AS (DELETE FROM {{schema}}.run_log g USING v WHERE g.tenant = v.tenant AND g.run_id = v.id RETURNING 1),
-	de AS (DELETE FROM {{schema}}.events e USING v WHERE e.tenant = v.tenant AND e.run_id = v.id RETURNING 1),
+	de AS (DELETE FROM {{schema}}.events e USING v WHERE e.tenant = v.tenant AND e.run_id = v.id
+		RETURNING e.seq - coalesce(e.first_seq, e.seq) + 1 AS n),
 	dc AS (DELETE FROM {{schema}}.claims c USING v WHERE c.tenant = v.tenant AND c.key = 'run:' || v.id RETURNING 1),
 	dk AS (DELETE FROM {{schema}}.claims c USING v, (VALUES ('children:'), ('cancel:')) p(k)
 		WHERE ` + ownedClaim + ` RETURNING 1),
 	dr AS (DELETE FROM {{schema}}.runs r USING v WHERE r.tenant = v.tenant AND r.id = v.id RETURNING r.id, r.updated_at)
 	SELECT coalesce((SELECT array_agg(id ORDER BY updated_at, id) FROM dr), '{}'),
 		(SELECT max(updated_at) FROM dr),
-		(SELECT count(*) FROM dl), (SELECT count(*) FROM de)`
+		(SELECT count(*) FROM dl), (SELECT coalesce(sum(n), 0)::bigint FROM de)`
 
 // ownedClaim matches a claim c of kind p.k ("children:" or "cancel:")
 // that run v owns: its key is the kind, the run's id, ':' and digits. The
@@ -397,7 +398,8 @@ const pruneDry = `WITH v AS (` + prunePick + `)
 	SELECT coalesce((SELECT array_agg(id ORDER BY updated_at, id) FROM v), '{}'),
 		(SELECT max(updated_at) FROM v),
 		(SELECT count(*) FROM {{schema}}.ledger l JOIN v ON l.tenant = v.tenant AND l.run_id = v.id),
-		(SELECT count(*) FROM {{schema}}.events e JOIN v ON e.tenant = v.tenant AND e.run_id = v.id)`
+		(SELECT coalesce(sum(e.seq - coalesce(e.first_seq, e.seq) + 1), 0)::bigint FROM {{schema}}.events e
+			JOIN v ON e.tenant = v.tenant AND e.run_id = v.id)`
 
 // RunPrune implements [store.Store]: one short transaction per batch, one
 // statement that picks and removes the batch, then, when the batch was

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/eventrow"
 	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
@@ -22,7 +23,7 @@ const runWriteCall = `SELECT o_parent, o_session, o_agent, o_digest, o_meta, o_d
 	o_first_seq, o_ledger_created, o_log_len, o_log_seq
 	FROM {{schema}}.run_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 		$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
-		$31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43)`
+		$31, $32, $33, $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45, $46)`
 
 // SQLSTATEs raised by run_write.
 const (
@@ -101,6 +102,16 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	res := out
 	s.stats.runWrites.Add(1)
 	rows := int64(len(p.Ledger) + len(p.Events))
+	if la.folded.Load() {
+		// One events row for the records; the ledger writes without an
+		// event have their ledger table rows.
+		rows = 1
+		for _, w := range p.Ledger {
+			if w.Event == nil {
+				rows++
+			}
+		}
+	}
 	if p.Run != nil {
 		rows++
 		if len(p.Run.Append) > 0 {
@@ -130,6 +141,8 @@ type ledgerArr struct {
 	approvalBack, resolutionBack             []*store.DecisionRecord // by input index
 	// logSeq is set by the answer: the log row the write added, or 0.
 	logSeq int64
+	// folded is set when the write's records went in one events row.
+	folded atomic.Bool
 }
 
 func ledgerArrays(ws []store.LedgerWrite, order []int, plain int) (*ledgerArr, error) {
@@ -260,13 +273,54 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 	}
 	var evArgs []any
 	c.res.Events, evArgs = eventArgs(p.Tenant, p.RunID, p.AllEvents(), c.now)
+	var more *string
+	var moreCRC *int64
+	var moreCalls []string
+	if eventrow.Foldable(p) {
+		if text, crc, calls, ok := foldedRecords(p, la, c.res.Events); ok {
+			more, moreCRC, moreCalls = &text, &crc, calls
+		}
+	}
+	la.folded.Store(more != nil)
 	c.args = []any{p.Tenant, p.RunID, c.now, fenceKey, fenceHolder, fenceEpoch, runRev, status, checkpoint, meta,
 		appendText, appendN, appendCRC,
 		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
 		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed, la.ev,
 		int32(len(p.Events)),
-		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9], wait}
+		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9], wait,
+		more, moreCRC, moreCalls}
 	return c
+}
+
+// foldedRecords returns the more column of p's records in one events row
+// (see the eventrow package): the records after the first of evs (the
+// stored events, in numbering order), with their entries. ok is false when
+// the records keep one row each.
+func foldedRecords(p *store.RunWriteParams, la *ledgerArr, evs []*store.EventRecord) (text string, crc int64, calls []string, ok bool) {
+	pos := make([]int, len(p.Ledger)) // input index -> lock order
+	for k, i := range la.ord {
+		pos[i] = k
+	}
+	recs := make([]eventrow.Record, 0, len(evs))
+	for _, ev := range evs[:len(p.Events)] {
+		recs = append(recs, eventrow.Record{Event: ev})
+	}
+	next := len(p.Events)
+	for i, w := range p.Ledger {
+		if w.Event == nil {
+			continue
+		}
+		r := eventrow.Record{Event: evs[next], Entry: w.Entry}
+		next++
+		if a := la.approval[pos[i]]; a != nil {
+			r.Approval = []byte(*a)
+		}
+		if d := la.resolution[pos[i]]; d != nil {
+			r.Resolution = []byte(*d)
+		}
+		recs = append(recs, r)
+	}
+	return eventrow.Encode(recs[1:])
 }
 
 // scan reads run_write's answer and completes the result.

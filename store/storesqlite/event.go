@@ -113,11 +113,13 @@ func (m *multiCols) decode(tenant, runID string, seq int64) ([]eventrow.Record, 
 	bad := func(why string) error {
 		return &store.DataError{Kind: "event", ID: runID + "#" + strconv.FormatInt(seq, 10), Err: errors.New(why)}
 	}
-	if !m.more.Valid || !m.crc.Valid || !m.calls.Valid || !m.written.Valid {
-		return nil, bad("a row of several records lacks more, more_crc, more_calls or entry_updated")
+	if !m.more.Valid || !m.crc.Valid || !m.written.Valid {
+		return nil, bad("a row of several records lacks more, more_crc or entry_updated")
 	}
-	if err := json.Unmarshal([]byte(m.calls.String), &row.MoreCalls); err != nil {
-		return nil, bad("more_calls: " + err.Error())
+	if m.calls.Valid {
+		if err := json.Unmarshal([]byte(m.calls.String), &row.MoreCalls); err != nil {
+			return nil, bad("more_calls: " + err.Error())
+		}
 	}
 	row.Written = fromMicros(m.written.Int64)
 	recs, err := eventrow.Decode(row)

@@ -43,7 +43,8 @@ const currentEntry = `WITH s AS (SELECT entry_rev AS rev, entry_created AS creat
 // package): recs in numbering order, the first in the row's columns.
 type foldedWrite struct {
 	recs                 []eventrow.Record
-	more, calls          string
+	more                 string
+	calls                any // more_calls: the JSON array of the calls in more, or nil
 	crc                  int64
 	approval, resolution []any // by Ledger index: the columns' decision text
 	approvalBack         []*store.DecisionRecord
@@ -99,6 +100,9 @@ func foldWrite(p *store.RunWriteParams, now int64) (*foldedWrite, error) {
 		return nil, nil
 	}
 	f.more, f.crc = more, crc
+	if len(calls) == 0 {
+		return f, nil // more_calls NULL: no call to find in the row
+	}
 	b := []byte{'['}
 	for i, c := range calls {
 		if i > 0 {
