@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -14,8 +11,6 @@ import (
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
-	"github.com/actoviq/actoviq-go/store/storepg"
-	"github.com/actoviq/actoviq-go/store/storesqlite"
 	"github.com/actoviq/actoviq-go/tool"
 )
 
@@ -54,51 +49,11 @@ func fixtureCall(id, name, args string) scripted.Turn {
 }
 
 func TestStoreBeforeJournalSQLite(t *testing.T) {
-	b, err := os.ReadFile("testdata/before-journal/sqlite.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "old.db")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	st, err := storesqlite.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	checkBeforeJournal(t, st)
+	checkBeforeJournal(t, fixtureSQLite(t, "before-journal"))
 }
 
 func TestStoreBeforeJournalPG(t *testing.T) {
-	pgAvailable(t)
-	ctx := context.Background()
-	url := os.Getenv(pgURLEnv)
-	script, err := os.ReadFile("testdata/before-journal/pg.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := "old_" + randHex(6)
-	// A scratch store lends its pool to load the dump (a script without
-	// parameters runs as one simple-protocol exchange).
-	scratch := newPGTarget(t)
-	admin, err := storepg.Open(ctx, url, &storepg.Config{Schema: scratch.Schema, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
-		admin.Close()
-	})
-	if _, err := admin.Pool().Exec(ctx, strings.ReplaceAll(string(script), "{{schema}}", `"`+schema+`"`)); err != nil {
-		t.Fatalf("load the old store: %v", err)
-	}
-	st, err := storepg.Open(ctx, url, &storepg.Config{Schema: schema, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	checkBeforeJournal(t, st)
+	checkBeforeJournal(t, fixturePG(t, "before-journal"))
 }
 
 func checkBeforeJournal(t *testing.T, st store.Store) {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +15,6 @@ import (
 	"github.com/actoviq/actoviq-go/llm"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
-	"github.com/actoviq/actoviq-go/store/storepg"
-	"github.com/actoviq/actoviq-go/store/storesqlite"
 )
 
 // A store written by the version before sessions by reference (main at
@@ -80,49 +76,11 @@ func after(n int, turns ...scripted.Turn) []scripted.Turn {
 }
 
 func TestStoreBeforeSessionRefSQLite(t *testing.T) {
-	b, err := os.ReadFile("testdata/before-session-ref/sqlite.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "old.db")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	st, err := storesqlite.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	checkBeforeSessionRef(t, st)
+	checkBeforeSessionRef(t, fixtureSQLite(t, "before-session-ref"))
 }
 
 func TestStoreBeforeSessionRefPG(t *testing.T) {
-	pgAvailable(t)
-	ctx := context.Background()
-	url := os.Getenv(pgURLEnv)
-	script, err := os.ReadFile("testdata/before-session-ref/pg.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := "old_" + randHex(6)
-	scratch := newPGTarget(t)
-	admin, err := storepg.Open(ctx, url, &storepg.Config{Schema: scratch.Schema, MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
-		admin.Close()
-	})
-	if _, err := admin.Pool().Exec(ctx, strings.ReplaceAll(string(script), "{{schema}}", `"`+schema+`"`)); err != nil {
-		t.Fatalf("load the old store: %v", err)
-	}
-	st, err := storepg.Open(ctx, url, &storepg.Config{Schema: schema, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	checkBeforeSessionRef(t, st)
+	checkBeforeSessionRef(t, fixturePG(t, "before-session-ref"))
 }
 
 // responseItems returns the texts of each model.response event's items, as
