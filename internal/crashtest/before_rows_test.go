@@ -40,7 +40,9 @@ func TestStoreBeforeRowsPG(t *testing.T) {
 	})
 }
 
-func twoCalls(a, b scripted.ToolCall) scripted.Turn { return scripted.Turn{ToolCalls: []scripted.ToolCall{a, b}} }
+func twoCalls(a, b scripted.ToolCall) scripted.Turn {
+	return scripted.Turn{ToolCalls: []scripted.ToolCall{a, b}}
+}
 
 func toolCall(id, name, args string) scripted.ToolCall {
 	return scripted.ToolCall{ID: id, Name: name, Arguments: json.RawMessage(args)}
