@@ -15,6 +15,12 @@
 // byte for byte. A row that does not decode (invalid JSON, an unknown status
 // or state, an unexpected NULL) is reported as a [*store.DataError].
 //
+// A write's event records are one events row when it has two or more and
+// its ledger records are all new entries (a model response with its
+// prepared calls): the first record in the row's columns, the others in
+// its more column (JSON with a CRC-32C, their calls in more_calls, found
+// through an inverted index). See migrations/013_event_rows.sql.
+//
 // # Concurrency
 //
 // Every write is a revision compare-and-swap executed by the server
