@@ -19,8 +19,8 @@ import (
 // testdata/before-rows, made by its mkfixture.go.txt: "done", completed
 // after one response of two reads (c1, c2); "wait", a read (c1, run) and a
 // payment (c2) waiting for approval; "unknown", two payments, c1 committed
-// and c2 of unknown outcome. Opened by this version, migration 0011 /
-// 013 adds the columns in place: the old rows read as before, the runs
+// and c2 of unknown outcome. Opened by this version, migration 0012 /
+// 014 adds the columns in place: the old rows read as before, the runs
 // resume (their next responses write rows of several records after the
 // old rows) and nothing runs twice.
 

@@ -19,7 +19,7 @@
 // its ledger records are all new entries (a model response with its
 // prepared calls): the first record in the row's columns, the others in
 // its more column (JSON with a CRC-32C, their calls in more_calls, found
-// through an inverted index). See migrations/013_event_rows.sql.
+// through an inverted index). See migrations/014_event_rows.sql.
 //
 // # Concurrency
 //

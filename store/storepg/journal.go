@@ -80,7 +80,7 @@ const multiSelect = `1, tenant, run_id, ` + multiNulls + `, seq, first_seq, more
 
 // callInMore matches the rows of run $2 of tenant $1 naming call $3 in
 // more_calls, through the inverted index events_more_calls, by the key
-// alone (see migrations/013_event_rows.sql: a key names one tenant, run
+// alone (see migrations/014_event_rows.sql: a key names one tenant, run
 // and call; with tenant = $1 AND run_id = $2 beside it, a generic plan may
 // walk the run's rows instead).
 const callInMore = `more_calls IS NOT NULL

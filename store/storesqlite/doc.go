@@ -55,7 +55,7 @@
 // transaction is rolled back and the Store works again once there is room.
 // A row that does not decode (JSON that is not JSON, an unknown status, a
 // row holding several records of one write whose more column does not
-// match its checksum, see migrations/0011_event_rows.sql) yields a
+// match its checksum, see migrations/0012_event_rows.sql) yields a
 // [*store.DataError] naming it, and list calls that meet one fail
 // with that error rather than skip it. Context errors are returned wrapped
 // (errors.Is works).
