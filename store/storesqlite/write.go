@@ -127,60 +127,63 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 		if folded != nil {
 			res.Ledger, res.Events, err = writeFolded(ctx, tx, p, folded, now, lastSeq, fence)
-			res.folded = err == nil
-			return err
-		}
-		if n > 0 {
-			res.Events = make([]*store.EventRecord, 0, n)
-		}
-		// The first ledger write carries the fence; the run's existence
-		// follows from the foreign key or is checked when a write fails.
-		var ledgerEvents []*store.EventRecord
-		if len(p.Ledger) > 0 {
-			res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
-			seq := lastSeq + int64(len(p.Events))
-			for i := range p.Ledger {
-				w := &p.Ledger[i]
-				var (
-					e   *store.LedgerEntry
-					ev  *store.EventRecord
-					err error
-				)
-				if w.Event != nil {
-					next := int64(0)
-					if !oneRecord {
-						seq++
-						next = seq
+			if err != nil {
+				return err
+			}
+			res.folded = true
+		} else {
+			if n > 0 {
+				res.Events = make([]*store.EventRecord, 0, n)
+			}
+			// The first ledger write carries the fence; the run's existence
+			// follows from the foreign key or is checked when a write fails.
+			var ledgerEvents []*store.EventRecord
+			if len(p.Ledger) > 0 {
+				res.Ledger = make([]*store.LedgerEntry, len(p.Ledger))
+				seq := lastSeq + int64(len(p.Events))
+				for i := range p.Ledger {
+					w := &p.Ledger[i]
+					var (
+						e   *store.LedgerEntry
+						ev  *store.EventRecord
+						err error
+					)
+					if w.Event != nil {
+						next := int64(0)
+						if !oneRecord {
+							seq++
+							next = seq
+						}
+						e, ev, err = entryRecord(ctx, tx, now, next, w, fence)
+						ledgerEvents = append(ledgerEvents, ev)
+					} else {
+						e, err = ledgerRow(ctx, tx, now, w, fence)
 					}
-					e, ev, err = entryRecord(ctx, tx, now, next, w, fence)
-					ledgerEvents = append(ledgerEvents, ev)
-				} else {
-					e, err = ledgerRow(ctx, tx, now, w, fence)
+					if err != nil {
+						return err
+					}
+					res.Ledger[i], fence = e, nil
+				}
+			}
+			if len(p.Events) > 0 {
+				if fence != nil {
+					// An events-only write: check the fence; the run's
+					// existence follows from the foreign key.
+					if _, err := checkFence(ctx, tx, p.Tenant, fence); err != nil {
+						return err
+					}
+				}
+				evs, err := insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq+1, now, p.Events)
+				if isForeignKey(err) {
+					return &store.NotFoundError{Kind: "run", ID: p.RunID}
 				}
 				if err != nil {
 					return err
 				}
-				res.Ledger[i], fence = e, nil
+				res.Events = append(res.Events, evs...)
 			}
+			res.Events = append(res.Events, ledgerEvents...)
 		}
-		if len(p.Events) > 0 {
-			if fence != nil {
-				// An events-only write: check the fence; the run's
-				// existence follows from the foreign key.
-				if _, err := checkFence(ctx, tx, p.Tenant, fence); err != nil {
-					return err
-				}
-			}
-			evs, err := insertEvents(ctx, tx, p.Tenant, p.RunID, lastSeq+1, now, p.Events)
-			if isForeignKey(err) {
-				return &store.NotFoundError{Kind: "run", ID: p.RunID}
-			}
-			if err != nil {
-				return err
-			}
-			res.Events = append(res.Events, evs...)
-		}
-		res.Events = append(res.Events, ledgerEvents...)
 		if p.Release {
 			// The claim is given up with the write, as ClaimRelease would;
 			// the fence was checked above, under the write lock.

@@ -397,4 +397,19 @@ func testEventRows(t *testing.T, bb *bundle) {
 		[]string{"x1@7", "x2@8", "sb@9", "cb@10"}) {
 		t.Fatalf("EventList after 6: %v", eventIDs(evs))
 	}
+	// The run's last write, of several records, gives its claim up.
+	held, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t", Key: "run:r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Release: true,
+		Fence:  &store.Fence{Key: "run:r", Holder: held.Holder, Epoch: held.Epoch},
+		Run:    &store.RunUpdate{ExpectedRevision: 2, Status: store.RunCompleted, Checkpoint: json.RawMessage(`{}`)},
+		Events: []*store.EventRecord{ev("model.response", "m9"), ev("run.completed", "end")}})
+	if err != nil || !slices.Equal(eventIDs(res.Events), []string{"m9@11", "end@12"}) {
+		t.Fatalf("the last write: %v, %v", res, err)
+	}
+	if c, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: "t", Key: "run:r"}); err != nil || c.ExpiresAt.After(bb.clock.Now()) {
+		t.Fatalf("the claim after a releasing write of several records: %+v, %v", c, err)
+	}
 }
