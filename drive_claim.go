@@ -192,10 +192,17 @@ type claimEnds struct {
 
 // startedEvent is the run.started (or run.resumed) event of this drive.
 func (d *drive) startedEvent(typ string) *store.EventRecord {
-	return d.event(typ, "", &RunStartedData{
+	data := &RunStartedData{
 		AgentID: d.agent.ID, AgentDigest: d.run.AgentDigest, Model: d.agent.Model, Holder: d.fence.Holder, Epoch: d.fence.Epoch,
 		Session: d.run.SessionID,
-	})
+	}
+	if d.run.SessionID != "" && d.cp != nil {
+		data.SessionRevision, data.SessionItems = d.cp.SessionBase, d.cp.SessionPrefix
+		if d.cp.SessionOmitted != nil {
+			data.SessionOmitted = *d.cp.SessionOmitted
+		}
+	}
+	return d.event(typ, "", data)
 }
 
 // createClaimed creates run claimed by the drive, with its run.started

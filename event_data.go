@@ -46,6 +46,16 @@ type RunStartedData struct {
 	// Session is the session the run continues, if any. (Its JSON key is
 	// not "session_id": redaction treats session ids as credentials.)
 	Session string `json:"session,omitempty"`
+	// SessionRevision is the session revision the run started from,
+	// SessionItems how many of the session's items it took (its session
+	// window) and SessionOmitted how many earlier ones that window left
+	// out, as [RunInfo] says them: a run says from its first event that
+	// its model does not see the whole conversation.
+	SessionRevision int64 `json:"session_revision,omitempty"`
+	// SessionItems: see SessionRevision.
+	SessionItems int `json:"session_items,omitempty"`
+	// SessionOmitted: see SessionRevision.
+	SessionOmitted int64 `json:"session_omitted,omitempty"`
 }
 
 // RunEndedData is the payload of the events that end a drive:

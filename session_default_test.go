@@ -114,6 +114,16 @@ func TestDefaultSessionWindow(t *testing.T) {
 				t.Fatalf("Get: revision %d, %d session items, %d omitted, %d transcript items from %s", info.SessionRevision, info.SessionItems,
 					info.SessionOmitted, len(info.Transcript), texts(info.Transcript[:1]))
 			}
+			// So does the run's first event.
+			evs, err := rt.Events(s.ctx, id, nil)
+			if err != nil || len(evs) == 0 || evs[0].Type != actoviq.EvRunStarted {
+				t.Fatalf("events %v %v", evs, err)
+			}
+			var started actoviq.RunStartedData
+			if err := json.Unmarshal(evs[0].Data, &started); err != nil || started.Session != sess || started.SessionRevision != 1200 ||
+				started.SessionItems != c.items || started.SessionOmitted != c.omitted {
+				t.Fatalf("run.started: %s %v", evs[0].Data, err)
+			}
 			// The JSON view says it under its own name.
 			b, _ := json.Marshal(info)
 			if want := fmt.Sprintf(`"session_omitted":%d`, c.omitted); c.omitted > 0 && !strings.Contains(string(b), want) {

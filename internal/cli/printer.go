@@ -209,6 +209,13 @@ func (p *printer) Emit(_ context.Context, ev actoviq.Event) {
 		if ev.Type == actoviq.EvRunResumed {
 			line("resuming run %s", ev.RunID)
 		}
+		if ev.Type == actoviq.EvRunStarted && d.Session != "" {
+			s := fmt.Sprintf("session %s from revision %d: %d items of it", d.Session, d.SessionRevision, d.SessionItems)
+			if d.SessionOmitted > 0 {
+				s += fmt.Sprintf("; the session window left out %d earlier items (--session-window all sends them)", d.SessionOmitted)
+			}
+			line("%s", s)
+		}
 	}
 }
 

@@ -113,6 +113,9 @@ func TestSessionWindowFlag(t *testing.T) {
 	// The last 4: r1's paying turn, its result and its answer. The
 	// scripted model, seeing two turns, answers with its third.
 	h.want(ExitCompleted, h.runArgs("--run-id", "r2", "--session", "s", "--session-window", "4", "and now?")...)
+	if out := h.stdout.String(); !strings.Contains(out, "session s from revision 8: 4 items of it; the session window left out 4 earlier items (--session-window all sends them)") {
+		t.Fatalf("run r2:\n%s", out)
+	}
 	h.want(ExitCompleted, "runs", "show", "r2", "--store", h.store)
 	out := h.stdout.String()
 	if !strings.Contains(out, "session s (from revision 8: the transcript's first 4 items; the session window left out 4 earlier items)") ||
