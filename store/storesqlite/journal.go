@@ -26,15 +26,16 @@ const entryColumns = `tenant, run_id, call_id, turn, idx, tool, effect, state, i
 // currentEntry selects the revision and creation time of a call's current
 // entry: the latest of its latest one-record row, the latest row holding
 // it in more (an entry there is at revision 1, created at the row's
-// entry_updated; looked for only when the call has no later record) and
-// its ledger table row. Its arguments are ?1 tenant, ?2 run id and ?3
+// entry_updated; looked for only when no row's columns hold the call: a
+// call's first record is in a row's columns or in one row's more, never
+// both) and its ledger table row. Its arguments are ?1 tenant, ?2 run id and ?3
 // call id (numbered: each is bound once).
 const currentEntry = `WITH s AS (SELECT entry_rev AS rev, entry_created AS created FROM events INDEXED BY events_by_call
 			WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3 ORDER BY seq DESC LIMIT 1)
 	SELECT rev, created FROM (
 		SELECT rev, created FROM s
 		UNION ALL SELECT * FROM (SELECT 1 AS rev, entry_updated AS created FROM events INDEXED BY events_multi
-			WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s WHERE rev > 1)
+			WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s)
 				AND EXISTS (SELECT 1 FROM json_each(more_calls) WHERE value = ?3) ORDER BY seq DESC LIMIT 1)
 		UNION ALL SELECT revision, created_at FROM ledger WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3)
 	ORDER BY rev DESC LIMIT 1`
