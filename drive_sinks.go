@@ -1,6 +1,7 @@
 package actoviq
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -10,9 +11,13 @@ import (
 // emitSafe hands ev to every sink. A sink that panics is recovered: the
 // other sinks still get the event, and the panic is recorded as a
 // [EvSinkPanicked] event by the drive's next write (or right after the
-// write that emitted ev).
+// write that emitted ev). Each sink gets Data of its own ("the sink's to
+// keep"): a stored event's Data is the store's (the memory store keeps the
+// very bytes the write handed over) and the next sink's.
 func (d *drive) emitSafe(ctx context.Context, ev Event) {
+	data := ev.Data
 	for i, s := range d.sinks {
+		ev.Data = bytes.Clone(data)
 		func() {
 			defer func() {
 				if p := recover(); p != nil {

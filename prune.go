@@ -1,6 +1,7 @@
 package actoviq
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -231,6 +232,7 @@ func (rt *Runtime) emitPruned(ctx context.Context, p *PruneParams, b *store.RunP
 	}
 	ev := Event{Schema: EventSchema, ID: rt.newID(), Type: EvRunsPruned, Time: rt.clock(), Data: data}
 	for _, s := range append(append([]EventSink(nil), rt.sinks...), p.Sinks...) {
+		ev.Data = bytes.Clone(data) // each sink's to keep
 		func() {
 			defer func() { _ = recover() }() // a sink's panic stops neither the prune nor the other sinks
 			s.Emit(ctx, ev)
