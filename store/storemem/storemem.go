@@ -533,8 +533,17 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		return nil, &store.ExistsError{Kind: "run", ID: p.Run.ID}
 	}
 	if pid := p.Run.ParentID; pid != "" {
-		if _, ok := s.runs[key{p.Run.Tenant, pid}]; !ok {
+		par, ok := s.runs[key{p.Run.Tenant, pid}]
+		if !ok {
 			return nil, &store.NotFoundError{Kind: "parent run", ID: pid}
+		}
+		// The root of the parent's tree too: a prune removes a finished
+		// tree root first, and a child written under a removed root would
+		// be a run of a tree whose budget is gone.
+		if root := s.rootLocked(par); root != pid {
+			if _, ok := s.runs[key{p.Run.Tenant, root}]; !ok {
+				return nil, &store.NotFoundError{Kind: "root run", ID: root}
+			}
 		}
 	}
 	ck := key{p.Run.Tenant, store.RunClaimKey(p.Run.ID)}

@@ -198,8 +198,29 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		// refused) or keeps it.
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			var one int
-			err := tx.QueryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
-				r.Tenant, r.ParentID).Scan(&one)
+			var root string
+			err := tx.QueryRow(ctx, s.q(`SELECT root_id FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
+				r.Tenant, r.ParentID).Scan(&root)
+			if err == nil && root != "" {
+				// The root of the parent's tree too, locked the same
+				// way: a prune removes a finished tree's root first, and a
+				// child written under a removed root would be a run of a
+				// tree whose budget is gone.
+				err = tx.QueryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
+					r.Tenant, root).Scan(&one)
+				if errors.Is(err, pgx.ErrNoRows) {
+					var self bool
+					if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),
+						r.Tenant, r.ID).Scan(&self); err != nil {
+						return err
+					}
+					if self {
+						return pgx.ErrNoRows // exists: refused below
+					}
+					noParent = &store.NotFoundError{Kind: "root run", ID: root}
+					return noParent
+				}
+			}
 			if errors.Is(err, pgx.ErrNoRows) {
 				var self bool
 				if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),

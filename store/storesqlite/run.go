@@ -82,6 +82,20 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 			if parent == 0 && self == 0 {
 				return &store.NotFoundError{Kind: "parent run", ID: in.ParentID}
 			}
+			// The root of the parent's tree too: a prune removes a
+			// finished tree root first, and a child written under a
+			// removed root would be a run of a tree whose budget is gone.
+			if self == 0 {
+				var root string
+				var rootFound int
+				if err := tx.QueryRowContext(ctx, `SELECT root_id, root_id = '' OR EXISTS (SELECT 1 FROM runs t WHERE t.tenant = p.tenant AND t.id = p.root_id)
+					FROM runs p WHERE p.tenant = ? AND p.id = ?`, in.Tenant, in.ParentID).Scan(&root, &rootFound); err != nil {
+					return err
+				}
+				if rootFound == 0 {
+					return &store.NotFoundError{Kind: "root run", ID: root}
+				}
+			}
 		}
 		found, err := queryOne(one(tx.QueryContext(ctx, `INSERT INTO runs (`+runColumns+`, log_seq)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
