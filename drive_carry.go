@@ -43,8 +43,14 @@ func (d *drive) hold(p *store.RunWriteParams) bool {
 	}
 	d.holdCommit = false
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.carry != nil {
+		// A write is held already (the call before this one's, when this
+		// call was committed without starting: skipped): p goes now and
+		// takes it along, never in its place.
+		return false
+	}
 	d.carry = p
-	d.mu.Unlock()
 	return true
 }
 
