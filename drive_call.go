@@ -97,6 +97,14 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 	if !ok || err != nil {
 		return in, err
 	}
+	if d.agent.Approval.Policy != nil {
+		// The caller's policy may wait (a service, a person): a committed
+		// write held for this call's first write goes first, so that a
+		// result is never kept from the store across it (drive_carry.go).
+		if err := d.flushCarried(ctx); err != nil {
+			return nil, err
+		}
+	}
 	approved := d.approvalValid(en)
 	// One Call for Check and Run: Run does not validate the arguments Check
 	// validated again.

@@ -7,6 +7,8 @@ package actoviq_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,6 +81,43 @@ func TestReview5CarriedCommitBeforeAnApproval(t *testing.T) {
 		got := storedStates(t, st, "ca")
 		if got["c1"] != store.LedgerCommitted || got["c2"] != store.LedgerCommitted || got["c3"] != store.LedgerAwaitingApproval {
 			t.Fatalf("stored states %v, want c1, c2 committed and c3 awaiting approval", got)
+		}
+	})
+}
+
+// An agent's own approval policy (tool.Policy) may take any time (a
+// policy service, a person): the call before is committed in the store
+// while the policy judges the next call, not held across it.
+func TestReview5CarriedCommitNeverWaitsForAPolicy(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		pay := &payTool{name: "pay", effect: tool.SideEffect}
+		m := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{
+			call("c1", "pay", `{"amount":1}`), call("c2", "pay", `{"amount":2}`), call("c3", "pay", `{"amount":3}`)}},
+			scripted.Turn{Text: "done"})
+		seen := map[string][]store.LedgerState{} // each time the policy is asked
+		policy := tool.PolicyFunc(func(_ context.Context, _ tool.Spec, args json.RawMessage) tool.Verdict {
+			var a struct{ Amount int }
+			_ = json.Unmarshal(args, &a)
+			if a.Amount > 1 {
+				prev := fmt.Sprintf("c%d", a.Amount-1)
+				seen[prev] = append(seen[prev], storedStates(t, st, "cp")[prev])
+			}
+			return tool.Verdict{Permission: tool.Allow}
+		})
+		ag := &actoviq.AgentSpec{ID: "payer", Provider: m, Model: "scripted-1", Tools: []toolT{pay},
+			Approval: actoviq.ApprovalPolicy{Policy: policy, Version: "v1"}}
+		rt := newRT(t, st, "A", time.Minute)
+		res, err := rt.Run(ctx, ag, &actoviq.Input{RunID: "cp", Items: input("pay").Items})
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("Run: %+v %v", res, err)
+		}
+		for _, id := range []string{"c1", "c2"} {
+			for _, s := range seen[id] {
+				if s == store.LedgerStarted {
+					t.Errorf("while the policy judged the call after %s, %s was started in the store (its tool had returned): %v", id, id, seen[id])
+				}
+			}
 		}
 	})
 }
