@@ -58,7 +58,7 @@ func TestMigrateRunTree(t *testing.T) {
 	exec(`CREATE SCHEMA ` + quoted)
 	exec(`CREATE TABLE {{schema}}.schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
 	for _, m := range ms {
-		if strings.HasSuffix(m.Name, "_run_tree.sql") {
+		if strings.HasSuffix(m.Name, "_run_tree") {
 			break
 		}
 		exec(m.SQL)

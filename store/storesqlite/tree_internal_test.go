@@ -39,7 +39,7 @@ func TestMigrateRunTree(t *testing.T) {
 	}
 	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
 	for _, m := range ms {
-		if strings.HasSuffix(m.Name, "_run_tree.sql") {
+		if strings.HasSuffix(m.Name, "_run_tree") {
 			break
 		}
 		exec(m.SQL)
