@@ -23,7 +23,7 @@ const tn = store.DefaultTenant
 func claimedRun(t *testing.T, st store.Store, id, holder string) *store.Run {
 	t.Helper()
 	r, err := st.RunCreate(context.Background(), &store.RunCreateParams{Holder: holder, TTL: time.Minute,
-		Run: &store.Run{Tenant: tn, ID: id, AgentID: "a", Status: store.RunRunning},
+		Run:    &store.Run{Tenant: tn, ID: id, AgentID: "a", Status: store.RunRunning},
 		Events: []*store.EventRecord{{ID: id + "-e1", Type: "run.started", Data: json.RawMessage(`{"n":1}`)}}})
 	if err != nil {
 		t.Fatalf("create %s claimed: %v", id, err)
