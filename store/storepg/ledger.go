@@ -3,8 +3,6 @@ package storepg
 import (
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/actoviq/actoviq-go/store"
 )
 
@@ -66,12 +64,4 @@ func (r *ledgerRow) entry() (*store.LedgerEntry, error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-func scanLedger(row pgx.Row) (*store.LedgerEntry, error) {
-	var r ledgerRow
-	if err := row.Scan(r.dest()...); err != nil {
-		return nil, err
-	}
-	return r.entry()
 }
