@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/actoviq/actoviq-go/approvals"
@@ -265,54 +266,133 @@ func (rt *Runtime) approvalStatus(ctx context.Context, run *store.Run, en *store
 // does nothing. [Runtime.Work] runs it on its poll; the console runs it
 // too; a program may run it on its own schedule. A run being driven is
 // skipped (it does not wait).
+//
+// A call costs what is due, not what waits: a run that stops waiting for
+// an approval whose rule escalates keeps when it is due as a timer in the
+// store (a claim [store.EscalationKey], found through an index when due),
+// and a poll reads the timers that are due, at most [MaxEscalationsPerPoll]
+// runs. Once per runtime and approvals policy version (the first call, and
+// after the policy changed, which moves the due times) it walks every
+// interrupted run once, page by page, to set the timers of runs that
+// stopped before this version of the runtime or under another policy.
 func (rt *Runtime) EscalateApprovals(ctx context.Context) ([]ApprovalEscalatedData, error) {
 	if rt.approvers == nil {
 		return nil, nil
 	}
-	runs, err := rt.List(ctx, &ListParams{Status: StatusInterrupted})
-	if err != nil && !errors.Is(err, store.ErrData) {
-		return nil, err
-	}
 	var out []ApprovalEscalatedData
 	var errs []error
-	for _, r := range runs {
-		got, err := rt.escalateRun(ctx, r.ID)
+	keep := func(got []ApprovalEscalatedData, err error) bool {
 		out = append(out, got...)
 		if err != nil && !errors.Is(err, ErrRunHeld) && !errors.Is(err, store.ErrConflict) {
 			errs = append(errs, err)
 		}
+		return err == nil
+	}
+	version := rt.approvers.Version()
+	rt.mu.Lock()
+	swept := rt.swept == version
+	rt.mu.Unlock()
+	if !swept {
+		ok := true
+		var after *store.RunCursor
+		for {
+			page, err := rt.store.RunList(ctx, &store.RunListParams{Tenant: rt.tenant, Status: store.RunInterrupted, Summary: true,
+				Limit: 500, After: after})
+			if err != nil && !errors.Is(err, store.ErrData) {
+				return out, errors.Join(append(errs, err)...)
+			}
+			for _, r := range page {
+				ok = keep(rt.escalateRun(ctx, r.ID, nil)) && ok
+			}
+			if len(page) < 500 {
+				break
+			}
+			after = store.CursorOf(page[len(page)-1], store.RunsNewest)
+		}
+		if ok {
+			rt.mu.Lock()
+			rt.swept = version
+			rt.mu.Unlock()
+		}
+	}
+	due, err := rt.store.ClaimList(ctx, &store.ClaimListParams{Tenant: rt.tenant, HolderPrefix: store.EscalationHolderPrefix,
+		ExpiredBy: rt.clock(), Limit: MaxEscalationsPerPoll})
+	if err != nil {
+		return out, errors.Join(append(errs, fmt.Errorf("actoviq: due approval escalations: %w", err))...)
+	}
+	for _, c := range due {
+		keep(rt.escalateRun(ctx, strings.TrimPrefix(c.Key, "escalate:"), c))
 	}
 	return out, errors.Join(errs...)
 }
 
-// due lists the calls of a loaded drive whose approval wait is past due
-// and not yet escalated.
-func (d *drive) due(ctx context.Context, now time.Time) []*store.LedgerEntry {
-	var out []*store.LedgerEntry
+// MaxEscalationsPerPoll is the most due escalation timers one call of
+// [Runtime.EscalateApprovals] reads; the next call goes on with the rest.
+const MaxEscalationsPerPoll = 100
+
+// nextEscalation is when the first approval wait of the loaded drive that
+// is not escalated yet is due to escalate; zero when none is.
+func (d *drive) nextEscalation(ctx context.Context) time.Time {
+	var next time.Time
+	if d.rt.approvers == nil {
+		return next
+	}
 	for _, en := range d.ledger {
 		if en.State != store.LedgerAwaitingApproval {
 			continue
 		}
 		req := d.requirement(ctx, en)
-		if req.EscalateAfter <= 0 || now.Before(waitingSince(en).Add(req.EscalateAfter)) {
+		if req.EscalateAfter <= 0 {
 			continue
 		}
 		if st := d.rt.approvalStatus(ctx, d.run, en); !st.EscalatedAt.IsZero() {
 			continue
 		}
-		out = append(out, en)
+		if at := waitingSince(en).Add(req.EscalateAfter); next.IsZero() || at.Before(next) {
+			next = at
+		}
 	}
-	return out
+	return next
 }
 
-func (rt *Runtime) escalateRun(ctx context.Context, runID string) ([]ApprovalEscalatedData, error) {
+// setEscalation keeps when run runID's next approval wait escalates (its
+// timer claim: same holder, so setting it again moves it).
+func (rt *Runtime) setEscalation(ctx context.Context, runID string, at time.Time) error {
+	_, err := rt.store.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: rt.tenant, Key: store.EscalationKey(runID),
+		Holder: store.EscalationHolderPrefix + runID, TTL: max(at.Sub(rt.clock()), time.Millisecond)})
+	if err != nil {
+		return fmt.Errorf("actoviq: run %s: escalation timer: %w", runID, err)
+	}
+	return nil
+}
+
+// escalationAtStop sets the timer of a drive that stops interrupted with
+// approval waits that escalate. finish calls it twice: before the write
+// (a crash after the write leaves no wait without its timer; a timer whose
+// write failed finds the run not waiting when due, and goes), and after it
+// (a sweep that read the run before and removed its old timer meanwhile
+// does not leave the new wait without one).
+func (d *drive) escalationAtStop(ctx context.Context) error {
+	if at := d.nextEscalation(ctx); !at.IsZero() {
+		return d.rt.setEscalation(ctx, d.run.ID, at)
+	}
+	return nil
+}
+
+// escalateRun escalates the due approval waits of run runID, then moves
+// its timer to the next wait due or, when none is left, removes timer t
+// (nil: the full pass, which sets a timer that is missing).
+func (rt *Runtime) escalateRun(ctx context.Context, runID string, t *store.Claim) ([]ApprovalEscalatedData, error) {
 	d := rt.bareDrive()
 	if err := d.load(ctx, runID); err != nil {
+		if errors.Is(err, store.ErrNotFound) && t != nil {
+			return nil, rt.dropEscalation(ctx, t)
+		}
 		return nil, err
 	}
 	now := rt.clock()
 	if d.run.Status != store.RunInterrupted || len(d.due(ctx, now)) == 0 {
-		return nil, nil
+		return nil, rt.rescheduleEscalation(ctx, d, t)
 	}
 	if err := d.claim(ctx); err != nil {
 		return nil, err
@@ -353,5 +433,73 @@ func (rt *Runtime) escalateRun(ctx context.Context, runID string) ([]ApprovalEsc
 	if err := d.write(ctx, p); err != nil {
 		return nil, err
 	}
-	return out, nil
+	// The run is held: nobody else changes its waits meanwhile.
+	return out, rt.rescheduleEscalation(ctx, d, t)
 }
+
+// rescheduleEscalation moves the timer of loaded drive d to its next
+// approval wait due, or removes timer t when none is left. A removal is
+// checked by reading the run again: when it changed meanwhile (a drive
+// stopped again with a new wait, and set its timer before the removal),
+// the timer is set again from what it holds now.
+func (rt *Runtime) rescheduleEscalation(ctx context.Context, d *drive, t *store.Claim) error {
+	if d.run.Status == store.RunInterrupted {
+		if at := d.nextEscalation(ctx); !at.IsZero() {
+			return rt.setEscalation(ctx, d.run.ID, at)
+		}
+	}
+	if t == nil {
+		return nil
+	}
+	if d.run.Status == store.RunRunning || d.run.Status == store.RunQueued {
+		// Driven or about to be: it sets its own timer when it stops
+		// waiting again; this one is checked again later.
+		return rt.setEscalation(ctx, d.run.ID, rt.clock().Add(escalationRecheck))
+	}
+	if err := rt.dropEscalation(ctx, t); err != nil || d.run.Status.Terminal() {
+		return err
+	}
+	again := rt.bareDrive()
+	if err := again.load(ctx, d.run.ID); err != nil || again.run.Revision == d.run.Revision {
+		return err
+	}
+	if at := again.nextEscalation(ctx); !at.IsZero() && again.run.Status == store.RunInterrupted {
+		return rt.setEscalation(ctx, d.run.ID, at)
+	}
+	return nil
+}
+
+// escalationRecheck is when the timer of a run found running is read again.
+const escalationRecheck = time.Minute
+
+// dropEscalation removes timer t (a stale fence: someone set it since,
+// and it stays).
+func (rt *Runtime) dropEscalation(ctx context.Context, t *store.Claim) error {
+	err := rt.store.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: rt.tenant, Remove: true,
+		Fence: store.Fence{Key: t.Key, Holder: t.Holder, Epoch: t.Epoch}})
+	if err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("actoviq: escalation timer %s: %w", t.Key, err)
+	}
+	return nil
+}
+
+// due lists the calls of a loaded drive whose approval wait is past due
+// and not yet escalated.
+func (d *drive) due(ctx context.Context, now time.Time) []*store.LedgerEntry {
+	var out []*store.LedgerEntry
+	for _, en := range d.ledger {
+		if en.State != store.LedgerAwaitingApproval {
+			continue
+		}
+		req := d.requirement(ctx, en)
+		if req.EscalateAfter <= 0 || now.Before(waitingSince(en).Add(req.EscalateAfter)) {
+			continue
+		}
+		if st := d.rt.approvalStatus(ctx, d.run, en); !st.EscalatedAt.IsZero() {
+			continue
+		}
+		out = append(out, en)
+	}
+	return out
+}
+

@@ -203,9 +203,17 @@ func (d *drive) finish(ctx context.Context, status store.RunStatus, evType strin
 	data := &RunEndedData{Status: statusOf(status), Usage: d.cp.Usage, Error: d.cp.Error}
 	if status == store.RunInterrupted {
 		data.Interruptions = d.cp.Interruptions
+		if err := d.escalationAtStop(ctx); err != nil { // drive_approvals.go
+			return err
+		}
 	}
 	if err := d.saveRun(ctx, status, nil, append(pre, d.event(evType, "", data))...); err != nil {
 		return err
+	}
+	if status == store.RunInterrupted {
+		if err := d.escalationAtStop(ctx); err != nil {
+			return err
+		}
 	}
 	if status == store.RunCancelled {
 		// However the run came to end cancelled, its children follow

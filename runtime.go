@@ -41,6 +41,7 @@ type Runtime struct {
 	lease leaseWatch // store round trips that did not fit the lease (lease.go)
 
 	mu      sync.Mutex
+	swept   string // the approvals policy version of the last full escalation pass (drive_approvals.go)
 	closed  bool
 	cancels map[string]context.CancelCauseFunc // run id → cancel of its live drive
 	wg      sync.WaitGroup

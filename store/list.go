@@ -238,12 +238,28 @@ func SortCounts(c []RunCount) {
 	})
 }
 
-// ClaimListParams reads several claims (at most [MaxLedgerRuns] keys).
+// ClaimListParams reads several claims: those named by Keys (at most
+// [MaxLedgerRuns]), or those of a holder prefix that are due (HolderPrefix,
+// ExpiredBy, Limit), ordered by key or by expiry.
 type ClaimListParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string
-	// Keys are the claims' keys, such as "run:<id>".
+	// Keys are the claims' keys, such as "run:<id>"; the claims found are
+	// returned in key order.
 	Keys []string
+	// HolderPrefix, instead of Keys, lists the claims whose holder starts
+	// with it and whose expiry is at or before ExpiredBy, soonest first
+	// (then by key), at most Limit: a claim used as a timer, due when it
+	// expires (the runtime keeps when an approval wait escalates so). It
+	// must be a host prefix ([HostPrefix]): the backends read these claims
+	// from their index by the holder's host part and expiry, so the answer
+	// costs what it returns, not the claims that are not due.
+	HolderPrefix string
+	// ExpiredBy is the time the claims listed by HolderPrefix are due by.
+	ExpiredBy time.Time
+	// Limit bounds the claims listed by HolderPrefix, from 1 to
+	// [MaxLedgerRuns].
+	Limit int
 }
 
 // Validate checks the parameters.
@@ -255,6 +271,18 @@ func (p *ClaimListParams) Validate() error {
 		if k == "" {
 			return invalid(fmt.Sprintf("Keys[%d]", i), "empty")
 		}
+	}
+	switch {
+	case p.HolderPrefix == "" && (!p.ExpiredBy.IsZero() || p.Limit != 0):
+		return invalid("HolderPrefix", "empty, with ExpiredBy or Limit")
+	case p.HolderPrefix != "" && len(p.Keys) > 0:
+		return invalid("HolderPrefix", "with Keys")
+	case p.HolderPrefix != "" && !HostPrefix(p.HolderPrefix):
+		return invalid("HolderPrefix", fmt.Sprintf("%q is not a host prefix (a name, then one ':')", p.HolderPrefix))
+	case p.HolderPrefix != "" && p.ExpiredBy.IsZero():
+		return invalid("ExpiredBy", "zero")
+	case p.HolderPrefix != "" && (p.Limit < 1 || p.Limit > MaxLedgerRuns):
+		return invalid("Limit", fmt.Sprintf("%d is not from 1 to %d", p.Limit, MaxLedgerRuns))
 	}
 	return needTenant(p.Tenant)
 }

@@ -44,10 +44,11 @@ type ClaimReleaseParams struct {
 	Fence Fence
 	// Remove deletes the claim's row instead of keeping it, expired, with
 	// its epoch: the next holder of the key starts again at epoch 1. Only
-	// for a place in a tree's child budget ([ChildPlaceKey]), which nothing
-	// is fenced by, given back by a Spawn that wrote no child: when a
-	// prune removed the tree meanwhile, no row of it is left. Any other
-	// key is refused with an [*InvalidError].
+	// for keys nothing is fenced by: a place in a tree's child budget
+	// ([ChildPlaceKey]) given back by a Spawn that wrote no child (when a
+	// prune removed the tree meanwhile, no row of it is left), and an
+	// [EscalationKey] timer whose run no longer waits (an expired timer
+	// would stay due). Any other key is refused with an [*InvalidError].
 	Remove bool
 }
 
@@ -147,6 +148,18 @@ func RunClaimKey(runID string) string { return "run:" + runID }
 // place for its child, held for good. [Store.RunPrune] removes a run's
 // places with it.
 func ChildPlaceKey(root string, n int) string { return "children:" + root + ":" + strconv.Itoa(n) }
+
+// EscalationKey is the claim key that keeps when the approval waits of
+// run runID are due to escalate: its expiry is the time, its holder starts
+// with [EscalationHolderPrefix] (so that [ClaimListParams].HolderPrefix
+// finds the due ones through an index). The runtime sets it when a run
+// stops waiting for an approval whose rule escalates, and removes it when
+// the run no longer waits.
+func EscalationKey(runID string) string { return "escalate:" + runID }
+
+// EscalationHolderPrefix starts the holder of every [EscalationKey] claim:
+// a host prefix no host name has.
+const EscalationHolderPrefix = "(escalation):"
 
 // CancelRequestKey is the claim key that records a request to cancel the
 // drive of run runID that holds the run's claim at epoch.

@@ -63,8 +63,8 @@ func (p *ClaimRenewParams) Validate() error {
 
 // Validate checks the parameters.
 func (p *ClaimReleaseParams) Validate() error {
-	if p.Remove && !strings.HasPrefix(p.Fence.Key, "children:") {
-		return invalid("Remove", "only for a place in a tree's child budget (a key made by ChildPlaceKey)")
+	if p.Remove && !strings.HasPrefix(p.Fence.Key, "children:") && !strings.HasPrefix(p.Fence.Key, "escalate:") {
+		return invalid("Remove", "only for a place in a tree's child budget (ChildPlaceKey) or an escalation timer (EscalationKey)")
 	}
 	return firstErr(needTenant(p.Tenant), p.Fence.validate())
 }

@@ -678,6 +678,21 @@ func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*sto
 	}
 	defer s.mu.Unlock()
 	out := []*store.Claim{}
+	if p.HolderPrefix != "" {
+		for k, c := range s.claims {
+			if k.tenant == p.Tenant && strings.HasPrefix(c.Holder, p.HolderPrefix) && !c.ExpiresAt.After(p.ExpiredBy) {
+				cc := *c
+				out = append(out, &cc)
+			}
+		}
+		slices.SortFunc(out, func(a, b *store.Claim) int {
+			if c := a.ExpiresAt.Compare(b.ExpiresAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Key, b.Key)
+		})
+		return out[:min(len(out), p.Limit)], nil
+	}
 	seen := map[string]bool{}
 	for _, k := range p.Keys {
 		if c, ok := s.claims[key{p.Tenant, k}]; ok && !seen[k] {

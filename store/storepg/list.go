@@ -480,13 +480,23 @@ func offsetAfter(p *store.RunPruneParams) int {
 	return 0
 }
 
+// claimsDue lists the claims of a host prefix that are due (expired by
+// $3), through claims_host: an equality on the holder's host part and a
+// range of expiry.
+const claimsDue = `SELECT ` + claimCols + ` FROM {{schema}}.claims
+	WHERE tenant = $1 AND substr(holder, 1, strpos(holder, ':')) = $2 AND expires_at <= $3
+	ORDER BY expires_at, key LIMIT $4`
+
 // ClaimList implements [store.Store].
 func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*store.Claim, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.q(`SELECT `+claimCols+` FROM {{schema}}.claims
-		WHERE tenant = $1 AND key = ANY($2::text[]) ORDER BY key`), p.Tenant, p.Keys)
+	q, args := `SELECT `+claimCols+` FROM {{schema}}.claims WHERE tenant = $1 AND key = ANY($2::text[]) ORDER BY key`, []any{p.Tenant, p.Keys}
+	if p.HolderPrefix != "" {
+		q, args = claimsDue, []any{p.Tenant, p.HolderPrefix, p.ExpiredBy, int64(p.Limit)}
+	}
+	rows, err := s.pool.Query(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, mapErr("list claims", err)
 	}

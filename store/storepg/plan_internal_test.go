@@ -250,6 +250,30 @@ func TestQueryPlans(t *testing.T) {
 	if ownedRead < 3 || ownedRead > 4 {
 		t.Errorf("owned claims: read %.0f claims, want the tree's 3\n%s", ownedRead, owned)
 	}
+	// The approval escalation's due timers: through claims_host, the 3
+	// due ones read, not the 3,000 not yet due nor the other claims.
+	dueP := explain(t, s, claimsDue, "t", store.EscalationHolderPrefix, now, int64(100))
+	var dueRead float64
+	dueP.walk(func(n *planNode) {
+		if n.Relation != "claims" {
+			return
+		}
+		ix := n.Index
+		if n.NodeType == "Bitmap Heap Scan" && len(n.Plans) == 1 {
+			ix = n.Plans[0].Index
+		}
+		if ix != "claims_host" {
+			t.Errorf("due escalation timers read by %s %q, not claims_host\n%s", n.NodeType, ix, dueP)
+		}
+		dueRead += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+	})
+	if dueRead != 3 {
+		t.Errorf("due escalation timers: read %.0f claims, want the 3 due\n%s", dueRead, dueP)
+	}
+	due, err := s.ClaimList(context.Background(), &store.ClaimListParams{Tenant: "t", HolderPrefix: store.EscalationHolderPrefix, ExpiredBy: now, Limit: 100})
+	if err != nil || len(due) != 3 || due[0].Key != "escalate:w00001" || due[2].Key != "escalate:w00003" {
+		t.Fatalf("due escalation timers: %d, %v", len(due), err)
+	}
 	// The live inbox's stamp: no finished run read (the newest waiting
 	// one, through runs_waiting backwards; the bound allows the planner
 	// the waiting runs, not more).
@@ -403,10 +427,16 @@ func seedClaimsPG(t *testing.T, s *Store, now time.Time) {
 		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
 		SELECT 't', 'run:w' || lpad((400 + n)::text, 5, '0'), 'host:' || (90000 + n) || ':x', 1, $1::timestamptz + interval '1 minute', $1
 		FROM generate_series(1, 3) n`,
+		// Approval escalation timers: 3,000 not yet due, 3 due.
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', 'escalate:w' || lpad(n::text, 5, '0'), '(escalation):w' || lpad(n::text, 5, '0'), 1,
+			CASE WHEN n <= 3 THEN $1::timestamptz - interval '1 second' + n * interval '1 ms'
+			ELSE $1::timestamptz + interval '1 minute' + n * interval '1 ms' END, $1
+		FROM generate_series(1, 3003) n`,
 		`ANALYZE {{schema}}.claims`,
 	} {
 		var args []any
-		if i < 3 {
+		if i < 4 {
 			args = []any{now}
 		}
 		if _, err := s.pool.Exec(context.Background(), s.q(q), args...); err != nil {

@@ -465,17 +465,30 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 	return res, nil
 }
 
+// claimsDue lists the claims of a host prefix that are due (expired by
+// a time), through claims_host: an equality on the holder's host part and
+// a range of expiry.
+const claimsDue = `SELECT ` + claimColumns + ` FROM claims INDEXED BY claims_host
+	WHERE tenant = ? AND substr(holder, 1, instr(holder, ':')) = ? AND expires_at <= ?
+	ORDER BY expires_at, key LIMIT ?`
+
 // ClaimList implements [store.Store].
 func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*store.Claim, error) {
 	if err := validate(p); err != nil {
 		return nil, err
 	}
-	keys, err := json.Marshal(p.Keys)
-	if err != nil {
-		return nil, err
+	var rows *sql.Rows
+	var err error
+	if p.HolderPrefix != "" {
+		rows, err = s.db.QueryContext(ctx, claimsDue, p.Tenant, p.HolderPrefix, micros(p.ExpiredBy), p.Limit)
+	} else {
+		var keys []byte
+		if keys, err = json.Marshal(p.Keys); err != nil {
+			return nil, err
+		}
+		rows, err = s.db.QueryContext(ctx, `SELECT `+claimColumns+` FROM claims
+			WHERE tenant = ? AND key IN (SELECT value FROM json_each(?)) ORDER BY key`, p.Tenant, string(keys))
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+claimColumns+` FROM claims
-		WHERE tenant = ? AND key IN (SELECT value FROM json_each(?)) ORDER BY key`, p.Tenant, string(keys))
 	if err != nil {
 		return nil, wrap("list claims", mapErr(ctx, err))
 	}

@@ -184,6 +184,14 @@ func TestQueryPlans(t *testing.T) {
 				t.Errorf("owned claims: scans %q", l)
 			}
 		}
+		// The approval escalation's due timers: through claims_host, an
+		// equality on the holder's host part and a range of expiry (not
+		// the 3,000 timers not yet due, nor the other claims).
+		lines = plan(t, s, claimsDue, "t", store.EscalationHolderPrefix, int64(now.UnixMicro()), 100)
+		if j := strings.Join(lines, "\n"); !strings.Contains(j, "INDEX claims_host (tenant=? AND <expr>=? AND expires_at<?)") ||
+			strings.Contains(j, "SCAN ") {
+			t.Errorf("due escalation timers: not a range of claims_host:\n%s", j)
+		}
 		// The live inbox's stamp: index probes only.
 		lines = plan(t, s, waitingStamp, "t", int64(now.UnixMicro()))
 		checkPlan(t, "waiting stamp", lines, []string{"runs_waiting"}, false)
@@ -232,6 +240,10 @@ func TestQueryPlans(t *testing.T) {
 	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted}})
 	if err != nil || len(counts) != 2 || counts[0].N != 250 || counts[1].N != 250 {
 		t.Fatalf("counts = %+v, %v", counts, err)
+	}
+	due, err := s.ClaimList(ctx, &store.ClaimListParams{Tenant: "t", HolderPrefix: store.EscalationHolderPrefix, ExpiredBy: now, Limit: 100})
+	if err != nil || len(due) != 3 || due[0].Key != "escalate:w00001" || due[2].Key != "escalate:w00003" {
+		t.Fatalf("due escalation timers: %d, %v", len(due), err)
 	}
 }
 
@@ -290,7 +302,7 @@ func TestSessionLoadPlan(t *testing.T) {
 
 // seedClaims gives 5,000 finished runs a live claim of other hosts, 2,000
 // an expired claim of host "host", and 3 waiting runs a live claim of
-// host "host".
+// host "host"; and 3,003 escalation timers, 3 of them due.
 func seedClaims(t *testing.T, s *Store, now time.Time) {
 	t.Helper()
 	n := micros(now)
@@ -304,6 +316,11 @@ func seedClaims(t *testing.T, s *Store, now time.Time) {
 		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 3)
 		INSERT INTO claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
 		SELECT 't', printf('run:w%05d', 400 + n), printf('host:%d:x', 90000 + n), 1, ? + 60000000, ? FROM g`,
+		// Approval escalation timers: 3,000 not yet due, 3 due.
+		`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 3003)
+		INSERT INTO claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		SELECT 't', printf('escalate:w%05d', n), printf('(escalation):w%05d', n), 1,
+			CASE WHEN n <= 3 THEN ? - 1000000 + n ELSE ? + 60000000 + n END, 0 FROM g`,
 	} {
 		if _, err := s.db.Exec(q, n, n); err != nil {
 			t.Fatalf("seed claims %d: %v", i, err)

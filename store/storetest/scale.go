@@ -625,6 +625,65 @@ func testClaimReleaseRemove(t *testing.T, bb *bundle) {
 	}
 }
 
+// testClaimListDue: claims used as timers (holder prefix, expiry) are
+// listed when due, soonest first, at most Limit; not those not yet due,
+// not other holders' or other tenants' expired claims.
+func testClaimListDue(t *testing.T, bb *bundle) {
+	for i, c := range []struct {
+		key, holder string
+		ttl         time.Duration
+	}{
+		{"escalate:c", "(escalation):c", 3 * time.Minute},
+		{"escalate:a", "(escalation):a", time.Minute},
+		{"escalate:b", "(escalation):b", time.Minute},
+		{"escalate:late", "(escalation):late", time.Hour},
+		{"run:x", "host:1:x", time.Second},
+		{"run:y", "(escalation)x:1", time.Second},
+	} {
+		if _, err := acquire1(bb, c.key, c.holder, c.ttl); err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+	}
+	if _, err := bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: "t2", Key: "escalate:a", Holder: "(escalation):a", TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	list := func(limit int) []string {
+		t.Helper()
+		cs, err := bb.s.ClaimList(bb.ctx, &store.ClaimListParams{Tenant: "t1", HolderPrefix: store.EscalationHolderPrefix,
+			ExpiredBy: bb.clock.Now(), Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Key)
+		}
+		return out
+	}
+	if got := list(10); len(got) != 0 {
+		t.Fatalf("due before any expiry: %v", got)
+	}
+	bb.clock.Advance(5 * time.Minute)
+	if got := list(10); !slices.Equal(got, []string{"escalate:a", "escalate:b", "escalate:c"}) {
+		t.Fatalf("due = %v, want a, b, c (soonest first, then by key)", got)
+	}
+	if got := list(2); !slices.Equal(got, []string{"escalate:a", "escalate:b"}) {
+		t.Fatalf("due, limit 2 = %v", got)
+	}
+	for _, p := range []*store.ClaimListParams{
+		{Tenant: "t1", HolderPrefix: "host", ExpiredBy: bb.clock.Now(), Limit: 1},
+		{Tenant: "t1", HolderPrefix: "host:", Limit: 1},
+		{Tenant: "t1", HolderPrefix: "host:", ExpiredBy: bb.clock.Now()},
+		{Tenant: "t1", HolderPrefix: "host:", ExpiredBy: bb.clock.Now(), Limit: store.MaxLedgerRuns + 1},
+		{Tenant: "t1", HolderPrefix: "host:", ExpiredBy: bb.clock.Now(), Limit: 1, Keys: []string{"run:x"}},
+		{Tenant: "t1", Limit: 1},
+	} {
+		if _, err := bb.s.ClaimList(bb.ctx, p); !isInvalid(err) {
+			t.Fatalf("ClaimList(%+v) = %v, want an InvalidError", p, err)
+		}
+	}
+}
+
 func testRunPrune(t *testing.T, bb *bundle) {
 	// Old enough to prune, all written at T0.
 	bb.finish(t, "done", store.RunCompleted, nil)

@@ -94,6 +94,7 @@ func Run(t *testing.T, b Backend) {
 		{"RunPruneRacesChildCreate", testRunPruneRacesChildCreate},
 		{"RunPruneKeepsOpenTrees", testRunPruneKeepsOpenTrees},
 		{"ClaimReleaseRemove", testClaimReleaseRemove},
+		{"ClaimListDue", testClaimListDue},
 		{"RunCounters", testRunCounters},
 		{"WaitingStamp", testWaitingStamp},
 	}
