@@ -502,4 +502,3 @@ func (d *drive) due(ctx context.Context, now time.Time) []*store.LedgerEntry {
 	}
 	return out
 }
-

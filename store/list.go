@@ -334,6 +334,25 @@ func Counted(p *RunCountParams) bool {
 	return true
 }
 
+// LiveFromClaims tells a backend where to start a list of the runs whose
+// claim is live (a ClaimLive filter without a HolderPrefix): from the
+// claims side (the live claims of runs, through an index of them by
+// expiry, each run by key: it costs the runs being driven, whatever the
+// page) or from the runs side (the runs of the listed statuses, newest
+// first, each probing its claim: it costs the page plus the runs without
+// a live claim met before it is full). listed is how many runs the listed
+// statuses hold, running how many are running (the counters), limit the
+// page (0: no limit). The runs side is chosen when its expected cost, the
+// page over the share of listed runs that are live (about running/listed),
+// is below the claims side's (running): not with many runs waiting and few
+// being driven, where it would walk the waiting ones.
+func LiveFromClaims(limit int, listed, running int64) bool {
+	if limit <= 0 {
+		return listed > running
+	}
+	return int64(limit)*listed > running*running
+}
+
 // HostPrefix reports whether a holder prefix is a host's: a name without
 // ':' followed by one ':', which is how a runtime's default holder starts
 // ("host:pid:..."). The backends index claims by that part of the holder

@@ -3,6 +3,7 @@ package storepg
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,13 +59,16 @@ func claimCond(a *sqlArgs, cf store.ClaimFilter, now time.Time) string {
 // heldBy is the claims side of a list or count of the runs whose live
 // claim at now is held by a holder starting with prefix: a host's prefix
 // ("host:", store.HostPrefix) through claims_host (migrations/011), as
-// many index entries as that host holds live claims; another prefix
-// through claims_live (every live claim of the tenant).
+// many index entries as that host holds live claims; no prefix through
+// claims_runs (migrations/014: the live claims of runs, not the tenant's
+// other claims); another prefix through claims_runs too, its holder
+// checked.
 func heldBy(a *sqlArgs, tenant, prefix string, now time.Time) heldClaims {
 	held := []string{`c.tenant = ` + a.ph(tenant)}
-	if store.HostPrefix(prefix) {
+	switch {
+	case store.HostPrefix(prefix):
 		held = append(held, hostExpr+` = `+a.ph(prefix))
-	} else {
+	case prefix != "":
 		held = append(held, `starts_with(c.holder, `+a.ph(prefix)+`)`)
 	}
 	held = append(held, `c.expires_at > `+a.ph(now), `starts_with(c.key, 'run:')`)
@@ -104,7 +108,11 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	if err := store.Check(p); err != nil {
 		return nil, err
 	}
-	q, args := s.listQuery(p)
+	fromClaims, err := s.liveFromClaims(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	q, args := s.listQueryFrom(p, fromClaims)
 	rows, err := s.pool.Query(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, mapErr("list runs", err)
@@ -116,9 +124,51 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	return runs, err // a DataError comes with the healthy runs
 }
 
-// listQuery is RunList's statement: one index walk per status, each cut at
-// the limit, merged in order.
+// liveFromClaims says whether a list of the runs whose claim is live,
+// without a holder prefix, starts from the claims side
+// (store.LiveFromClaims, from the counters; always for statuses that are
+// not counted, such as finished runs, which the runs side would walk).
+func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (bool, error) {
+	if p.Claim.State != store.ClaimLive || p.Claim.HolderPrefix != "" {
+		return false, nil
+	}
+	statuses := p.ListStatuses()
+	if len(statuses) == 0 {
+		return true, nil
+	}
+	for _, st := range statuses {
+		if st.Terminal() {
+			return true, nil
+		}
+	}
+	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: p.Tenant,
+		Statuses: []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted}})
+	if err != nil {
+		return false, err
+	}
+	var listed, running int64
+	for _, c := range counts {
+		if slices.Contains(statuses, c.Status) {
+			listed += c.N
+		}
+		if c.Status == store.RunRunning {
+			running += c.N
+		}
+	}
+	return store.LiveFromClaims(p.Limit, listed, running), nil
+}
+
+// listQuery is RunList's statement, from the runs side for the runs whose
+// claim is live without a holder prefix (see listQueryFrom).
 func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
+	return s.listQueryFrom(p, false)
+}
+
+// listQueryFrom is RunList's statement: one index walk per status, each
+// cut at the limit, merged in order; or, for the runs a live claim holds
+// (with a holder prefix, or with fromClaims: see liveFromClaims), the
+// claims side.
+func (s *Store) listQueryFrom(p *store.RunListParams, fromClaims bool) (string, []any) {
 	cols := runColsList
 	if p.Summary {
 		cols = runColsSummary
@@ -130,8 +180,9 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 	now := s.listNow(p.Now)
 	var a sqlArgs
 	statuses := p.ListStatuses()
-	if p.Claim.State == store.ClaimLive && p.Claim.HolderPrefix != "" {
-		// The runs a holder prefix holds: read from the claims side.
+	if p.Claim.State == store.ClaimLive && (p.Claim.HolderPrefix != "" || fromClaims) {
+		// The runs a holder prefix holds, or every run a live claim
+		// holds when few are: read from the claims side.
 		held := heldBy(&a, p.Tenant, p.Claim.HolderPrefix, now)
 		var where []string
 		if len(statuses) > 0 {
@@ -521,12 +572,14 @@ const countersCount = `SELECT status, wait_kind, sum(n)::bigint FROM {{schema}}.
 	WHERE tenant = $1 AND status = ANY($2::text[]) GROUP BY status, wait_kind`
 
 // liveCount, appended to countersCount, subtracts the runs of those
-// statuses whose claim is live at $3, found from claims_live.
+// statuses whose claim is live at $3, found from claims_runs (the live
+// claims of runs only: not the child places held for good, the cancel
+// requests, the escalation timers).
 const liveCount = `
 	UNION ALL
 	SELECT r.status, r.wait_kind, -count(*) FROM {{schema}}.claims c
 	JOIN {{schema}}.runs r ON r.tenant = c.tenant AND r.id = substr(c.key, 5)
-	WHERE c.tenant = $1 AND c.expires_at > $3 AND c.key LIKE 'run:%' AND r.status = ANY($2::text[])
+	WHERE c.tenant = $1 AND c.expires_at > $3 AND starts_with(c.key, 'run:') AND r.status = ANY($2::text[])
 	GROUP BY r.status, r.wait_kind`
 
 var _ store.WaitingStamper = (*Store)(nil)

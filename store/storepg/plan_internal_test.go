@@ -250,6 +250,24 @@ func TestQueryPlans(t *testing.T) {
 	if ownedRead < 3 || ownedRead > 4 {
 		t.Errorf("owned claims: read %.0f claims, want the tree's 3\n%s", ownedRead, owned)
 	}
+	// The inbox's idle count subtracts the runs a live claim holds, read
+	// through claims_runs (the live claims of runs, not the tenant's other
+	// claims).
+	totals = explain(t, s, countersCount+liveCount, "t", []string{"interrupted", "running"}, now)
+	totals.walk(func(n *planNode) {
+		if n.Relation != "claims" {
+			return
+		}
+		ix := n.Index
+		if n.NodeType == "Bitmap Heap Scan" && len(n.Plans) == 1 {
+			ix = n.Plans[0].Index
+		}
+		if ix != "claims_runs" {
+			t.Errorf("inbox totals read claims by %s %q, not claims_runs\n%s", n.NodeType, ix, totals)
+		}
+	})
+	running := store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
+		Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now, Summary: true}
 	// The approval escalation's due timers: through claims_host, the 3
 	// due ones read, not the 3,000 not yet due nor the other claims.
 	dueP := explain(t, s, claimsDue, "t", store.EscalationHolderPrefix, now, int64(100))
@@ -269,6 +287,30 @@ func TestQueryPlans(t *testing.T) {
 	})
 	if dueRead != 3 {
 		t.Errorf("due escalation timers: read %.0f claims, want the 3 due\n%s", dueRead, dueP)
+	}
+	// And the running list answers from the claims side (the counters say
+	// few of the 510 run), as the runs side does.
+	ctx0 := context.Background()
+	if from, err := s.liveFromClaims(ctx0, &running); err != nil || !from {
+		t.Fatalf("running list: from the claims side %v, %v", from, err)
+	}
+	live, err := s.RunList(ctx0, &running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, args = s.listQueryFrom(&running, false)
+	walkedRows, err := s.pool.Query(ctx0, s.q(q), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked, err := collectRuns(walkedRows, true)
+	if err != nil || len(live) != 3 || len(walked) != 3 {
+		t.Fatalf("running list: %d from the claims side, %d from the runs side, %v", len(live), len(walked), err)
+	}
+	for i := range live {
+		if live[i].ID != walked[i].ID {
+			t.Fatalf("running list from the claims side %s, from the runs side %s (at %d)", live[i].ID, walked[i].ID, i)
+		}
 	}
 	due, err := s.ClaimList(context.Background(), &store.ClaimListParams{Tenant: "t", HolderPrefix: store.EscalationHolderPrefix, ExpiredBy: now, Limit: 100})
 	if err != nil || len(due) != 3 || due[0].Key != "escalate:w00001" || due[2].Key != "escalate:w00003" {
@@ -473,5 +515,99 @@ func checkHeldPG(t *testing.T, name string, p *planNode) {
 	})
 	if claims != 3 || runs != 3 {
 		t.Errorf("%s: read %.0f claims and %.0f runs, want 3 and 3\n%s", name, claims, runs, p)
+	}
+}
+
+// TestRunningListPlan: runs list --status running with 10,000 runs
+// interrupted, 20 running (driven: a live claim each) and the released
+// claims of 100,000 finished runs: the list reads the live claims of runs
+// through claims_runs and each run by key, never the interrupted runs,
+// and answers as the runs side does.
+func TestRunningListPlan(t *testing.T) {
+	s := openPlanStore(t)
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := base.Add(200000 * time.Second)
+	cols := `tenant, id, parent_id, session_id, agent_id, agent_digest, status, wait_kind, checkpoint, meta, deadline,
+		revision, event_seq, created_at, updated_at`
+	for i, q := range []string{
+		`INSERT INTO {{schema}}.runs (` + cols + `)
+			SELECT 't', 'w' || lpad(n::text, 6, '0'), '', '', 'agent', 'd', 'interrupted', 'approval', '{"v":1}', NULL, NULL, 3, 0,
+				$1::timestamptz + n * interval '1 second', $1::timestamptz + n * interval '1 second'
+			FROM generate_series(1, 10000) n`,
+		`INSERT INTO {{schema}}.runs (` + cols + `)
+			SELECT 't', 'q' || lpad(n::text, 6, '0'), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 3, 0,
+				$1::timestamptz + n * interval '1 second', $1::timestamptz + n * interval '1 second'
+			FROM generate_series(1, 20) n`,
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+			SELECT 't', 'run:q' || lpad(n::text, 6, '0'), 'host-' || n || ':1:x', 1, $1::timestamptz + interval '1 minute', $1
+			FROM generate_series(1, 20) n`,
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+			SELECT 't', 'run:f' || lpad(n::text, 8, '0'), 'old-' || (n % 50) || ':' || n || ':x', 1,
+				$1::timestamptz - interval '1 hour', $1::timestamptz - interval '2 hours'
+			FROM generate_series(1, 100000) n`,
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+			SELECT 't', 'children:f' || lpad(n::text, 8, '0') || ':0', 'child x', 1, $1::timestamptz + interval '100 years', $1
+			FROM generate_series(1, 5000) n`,
+	} {
+		at := base
+		if i >= 2 {
+			at = now
+		}
+		if _, err := s.pool.Exec(ctx, s.q(q), at); err != nil {
+			t.Fatalf("seed %d: %v", i, err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, s.q(`VACUUM ANALYZE {{schema}}.runs`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, s.q(`VACUUM ANALYZE {{schema}}.claims`)); err != nil {
+		t.Fatal(err)
+	}
+	running := &store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
+		Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now, Summary: true}
+	from, err := s.liveFromClaims(ctx, running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, args := s.listQueryFrom(running, from) // as RunList does
+	if !from {
+		t.Errorf("from the runs side, though the counters say 20 run and 10,000 wait")
+	}
+	p := explain(t, s, q, args...)
+	var claims, runs float64
+	p.walk(func(n *planNode) {
+		ix := n.Index
+		if n.NodeType == "Bitmap Heap Scan" && len(n.Plans) == 1 {
+			ix = n.Plans[0].Index
+		}
+		read := (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+		switch {
+		case n.Relation == "claims" && ix != "claims_runs":
+			t.Errorf("claims read by %s %q, not claims_runs\n%s", n.NodeType, ix, p)
+		case n.Relation == "claims":
+			claims += read
+		case n.Relation == "runs" && ix != "runs_pkey":
+			t.Errorf("runs read by %s %q, not by key\n%s", n.NodeType, ix, p)
+		case n.Relation == "runs":
+			runs += read
+		}
+	})
+	if claims > 20 || runs > 20 {
+		t.Errorf("read %.0f claims and %.0f runs, want the 20 driven\n%s", claims, runs, p)
+	}
+	live, err := s.RunList(ctx, running)
+	if err != nil || len(live) != 20 || live[0].ID != "q000020" || live[19].ID != "q000001" {
+		t.Fatalf("running: %d runs, %v", len(live), err)
+	}
+	// The runs side (a busy fleet: many run, few wait) gives the same.
+	q, args = s.listQueryFrom(running, false)
+	rows, err := s.pool.Query(ctx, s.q(q), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked, err := collectRuns(rows, true)
+	if err != nil || len(walked) != 20 || walked[0].ID != live[0].ID || walked[19].ID != live[19].ID {
+		t.Fatalf("from the runs side: %d runs, %v", len(walked), err)
 	}
 }

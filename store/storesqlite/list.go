@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,17 +73,19 @@ func (f *filter) in(col string, statuses []store.RunStatus) {
 // runs whose live claim at now is held by a holder starting with prefix,
 // read from the claims side: a host's prefix ("host:", store.HostPrefix)
 // through claims_host, as many index entries as that host holds live
-// claims; another prefix through claims_live (every live claim of the
-// tenant). Each claim finds its run by key.
+// claims; no prefix through claims_runs (the live claims of runs, not the
+// tenant's other claims); another prefix through claims_runs too, its
+// holder checked. Each claim finds its run by key.
 func heldBy(tenant, prefix string, now time.Time) (string, filter) {
 	var f filter
 	var held filter
-	ix := `claims_live`
+	ix := `claims_runs`
 	held.add(`c.tenant = ?`, tenant)
-	if store.HostPrefix(prefix) {
+	switch {
+	case store.HostPrefix(prefix):
 		ix = `claims_host`
 		held.add(hostExpr+` = ?`, prefix)
-	} else {
+	case prefix != "":
 		held.add(`substr(c.holder, 1, ?) = ?`, len(prefix), prefix)
 	}
 	held.add(`c.expires_at > ?`, micros(now))
@@ -111,7 +114,11 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	if err := validate(p); err != nil {
 		return nil, err
 	}
-	q, args := s.listQuery(p)
+	fromClaims, err := s.liveFromClaims(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	q, args := s.listQueryFrom(p, fromClaims)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, wrap("list runs", mapErr(ctx, err))
@@ -140,7 +147,49 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 
 // listQuery is RunList's statement: one index walk per status, each cut at
 // the limit, merged in order.
+// liveFromClaims says whether a list of the runs whose claim is live,
+// without a holder prefix, starts from the claims side
+// (store.LiveFromClaims, from the counters; always for statuses that are
+// not counted, such as finished runs, which the runs side would walk).
+func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (bool, error) {
+	if p.Claim.State != store.ClaimLive || p.Claim.HolderPrefix != "" {
+		return false, nil
+	}
+	statuses := p.ListStatuses()
+	if len(statuses) == 0 {
+		return true, nil
+	}
+	for _, st := range statuses {
+		if st.Terminal() {
+			return true, nil
+		}
+	}
+	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: p.Tenant,
+		Statuses: []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted}})
+	if err != nil {
+		return false, err
+	}
+	var listed, running int64
+	for _, c := range counts {
+		if slices.Contains(statuses, c.Status) {
+			listed += c.N
+		}
+		if c.Status == store.RunRunning {
+			running += c.N
+		}
+	}
+	return store.LiveFromClaims(p.Limit, listed, running), nil
+}
+
+// listQuery is RunList's statement, from the runs side for the runs whose
+// claim is live without a holder prefix (see listQueryFrom).
 func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
+	return s.listQueryFrom(p, false)
+}
+
+// listQueryFrom is RunList's statement; fromClaims reads the runs whose
+// claim is live from the claims side (see liveFromClaims).
+func (s *Store) listQueryFrom(p *store.RunListParams, fromClaims bool) (string, []any) {
 	cols := runColumnsList
 	if p.Summary {
 		cols = runColumnsSummary
@@ -151,8 +200,9 @@ func (s *Store) listQuery(p *store.RunListParams) (string, []any) {
 	}
 	now := s.listNow(p.Now)
 	statuses := p.ListStatuses()
-	if p.Claim.State == store.ClaimLive && p.Claim.HolderPrefix != "" {
-		// The runs a holder prefix holds: read from the claims side.
+	if p.Claim.State == store.ClaimLive && (p.Claim.HolderPrefix != "" || fromClaims) {
+		// The runs a holder prefix holds, or every run a live claim
+		// holds when few are: read from the claims side.
 		from, f := heldBy(p.Tenant, p.Claim.HolderPrefix, now)
 		if len(statuses) > 0 {
 			f.in(`r.status`, statuses)
@@ -296,8 +346,8 @@ func scanCounts(ctx context.Context, q interface {
 
 // counterQueries are the queries of a count that the counters answer
 // (store.Counted): the counters' rows, and, for the idle-claim filter,
-// the runs among them with a live claim (from claims_live; empty
-// otherwise).
+// the runs among them with a live claim (from claims_runs, the live
+// claims of runs only; empty otherwise).
 func (s *Store) counterQueries(p *store.RunCountParams) (all, live string, args [2][]any, ok bool) {
 	if !store.Counted(p) {
 		return "", "", args, false
@@ -312,8 +362,8 @@ func (s *Store) counterQueries(p *store.RunCountParams) (all, live string, args 
 	all = `SELECT status, wait_kind, n FROM run_counts WHERE tenant = ? AND ` + in + ` AND n <> 0`
 	args[0] = append([]any{p.Tenant}, sts...)
 	if p.Claim.State == store.ClaimIdle {
-		live = `SELECT r.status, r.wait_kind, count(*) FROM claims c INDEXED BY claims_live CROSS JOIN runs r
-		WHERE c.tenant = ? AND c.expires_at > ? AND r.tenant = c.tenant AND r.id = substr(c.key, 5) AND c.key LIKE 'run:%'
+		live = `SELECT r.status, r.wait_kind, count(*) FROM claims c INDEXED BY claims_runs CROSS JOIN runs r
+		WHERE c.tenant = ? AND c.expires_at > ? AND substr(c.key, 1, 4) = 'run:' AND r.tenant = c.tenant AND r.id = substr(c.key, 5)
 		AND r.` + in + ` GROUP BY r.status, r.wait_kind`
 		args[1] = append([]any{p.Tenant, micros(s.listNow(p.Now))}, sts...)
 	}

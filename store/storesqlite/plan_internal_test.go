@@ -159,8 +159,26 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("inbox totals: not a search of the counters by tenant and status:\n%s", j)
 		}
 		lines = plan(t, s, live, cargs[1]...)
-		if j := strings.Join(lines, "\n"); !strings.Contains(j, "claims_live") || !strings.Contains(j, "sqlite_autoindex_runs_1") {
-			t.Errorf("live claims of waiting runs: not from claims_live, or runs not by key:\n%s", j)
+		if j := strings.Join(lines, "\n"); !strings.Contains(j, "SEARCH c USING INDEX claims_runs (tenant=? AND expires_at>?)") ||
+			!strings.Contains(j, "sqlite_autoindex_runs_1") {
+			t.Errorf("live claims of waiting runs: not from claims_runs, or runs not by key:\n%s", j)
+		}
+		// runs list --status running with few runs driven and many
+		// waiting: the live claims of runs (claims_runs: not the 5,000
+		// child places held for good), each run by key; no walk of the
+		// waiting runs.
+		running := store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
+			Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now, Summary: true}
+		q, args = s.listQueryFrom(&running, true)
+		lines = plan(t, s, q, args...)
+		if j := strings.Join(lines, "\n"); !strings.Contains(j, "SEARCH c USING INDEX claims_runs (tenant=? AND expires_at>?)") ||
+			!strings.Contains(j, "SEARCH r USING INDEX sqlite_autoindex_runs_1 (tenant=? AND id=?)") || strings.Contains(j, "runs_by_status") {
+			t.Errorf("running, from the claims side: not claims_runs and each run by key:\n%s", j)
+		}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "SCAN ") {
+				t.Errorf("running, from the claims side: scans %q", l)
+			}
 		}
 		// The runs this host holds (the inbox's totals add those whose
 		// process is gone): this host's live claims through claims_host,
@@ -240,6 +258,36 @@ func TestQueryPlans(t *testing.T) {
 	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted}})
 	if err != nil || len(counts) != 2 || counts[0].N != 250 || counts[1].N != 250 {
 		t.Fatalf("counts = %+v, %v", counts, err)
+	}
+	// The running list, with 10 runs running (9 stalled: no claim; the one
+	// claimed above) and 500 interrupted, 3 of them held: from the claims
+	// side (the counters say few run), and the same answer as the runs
+	// side.
+	running := &store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
+		Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now, Summary: true}
+	if from, err := s.liveFromClaims(ctx, running); err != nil || !from {
+		t.Fatalf("running list: from the claims side %v, %v", from, err)
+	}
+	live, err := s.RunList(ctx, running)
+	if err != nil || len(live) != 4 || live[0].ID != "q00001" || live[1].ID != "w00403" || live[3].ID != "w00401" {
+		t.Fatalf("running list: %d runs, %v", len(live), err)
+	}
+	q, args := s.listQueryFrom(running, false)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walked []string
+	for rows.Next() {
+		r, err := scanRunRow(rows, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked = append(walked, r.ID)
+	}
+	rows.Close()
+	if len(walked) != 4 || walked[0] != live[0].ID || walked[1] != live[1].ID || walked[3] != live[3].ID {
+		t.Fatalf("running list from the runs side %v, from the claims side %v", walked, live)
 	}
 	due, err := s.ClaimList(ctx, &store.ClaimListParams{Tenant: "t", HolderPrefix: store.EscalationHolderPrefix, ExpiredBy: now, Limit: 100})
 	if err != nil || len(due) != 3 || due[0].Key != "escalate:w00001" || due[2].Key != "escalate:w00003" {
