@@ -157,7 +157,7 @@ func (c *Console) apiRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 		return
 	}
-	out := make([]*actoviq.RunInfo, 0, len(runs))
+	out := make([]actoviq.RunInfo, 0, len(runs))
 	for _, ri := range runs {
 		out = append(out, shown(ri))
 	}

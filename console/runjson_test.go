@@ -123,9 +123,9 @@ func TestRunJSONIsRunInfo(t *testing.T) {
 	// The console's Go type reads its own JSON back.
 	var run console.Run
 	r.json(t, &run)
-	if run.RunInfo == nil || run.ID != "run-m" || run.Status != actoviq.StatusCompleted || len(run.Ledger) != 1 ||
+	if run.ID != "run-m" || run.Status != actoviq.StatusCompleted || len(run.Ledger) != 1 ||
 		run.Ledger[0].Holder != info.Ledger[0].Holder || run.Ledger[0].State != "committed" || run.Ledger[0].Approval == nil {
-		t.Errorf("decoded run %+v, ledger %+v", run.RunInfo, run.Ledger)
+		t.Errorf("decoded run %+v, ledger %+v", &run.RunInfo, run.Ledger)
 	}
 
 	rows := f.call("GET", "/api/v1/runs", tokenAnon, "")
@@ -168,4 +168,40 @@ func dropMember(v any, key string) int {
 		}
 	}
 	return n
+}
+
+// A Go client that decodes whatever body it got into console.Run (a 404's
+// error body, a body without the run's fields) reads zero values from the
+// embedded RunInfo, as from any other field. With RunInfo embedded as a
+// pointer it stayed nil and reading run.ID panicked.
+func TestRunDecodesABodyWithoutTheRun(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	r := f.call("GET", "/api/v1/runs/no-such-run", tokenAnon, "")
+	if r.status != 404 {
+		t.Fatalf("get of a missing run: %d %s", r.status, r.body)
+	}
+	for _, body := range [][]byte{r.body, []byte(`{}`), []byte(`{"children":[{"children":[{}]}]}`)} {
+		var run console.Run
+		if err := json.Unmarshal(body, &run); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("reading the decoded run of %s panics: %v", body, p)
+				}
+			}()
+			if run.ID != "" || run.Status != "" || run.Revision != 0 {
+				t.Errorf("%s decodes to run %q, status %q", body, run.ID, run.Status)
+			}
+			for _, c := range run.Children {
+				for _, g := range c.Children {
+					if c.ID != "" || g.ID != "" {
+						t.Errorf("%s decodes to children %q, %q", body, c.ID, g.ID)
+					}
+				}
+			}
+		}()
+	}
 }

@@ -21,9 +21,11 @@ import (
 // such as the command line's configuration) and each ledger entry's
 // ArgsDigest (the digest of the unredacted arguments; an open
 // interruption and a recorded approval still carry the digest they bind
-// to).
+// to). The RunInfo is embedded by value: a Go client that decodes a body
+// without the run (an error's) into a Run reads zero values, never a nil
+// pointer.
 type Run struct {
-	*actoviq.RunInfo
+	actoviq.RunInfo
 	// Ledger holds every call of the run, in turn order: each entry's
 	// JSON view with the probe answer of its open interruption. It takes
 	// the place of RunInfo's ledger.
@@ -130,7 +132,7 @@ func undecided(ins []actoviq.Interruption) int {
 // [actoviq.Runtime.List] reads it (no ledger, no transcript), Meta left
 // out.
 type ChildRun struct {
-	*actoviq.RunInfo
+	actoviq.RunInfo
 	// Children are this child's own children.
 	Children []*ChildRun `json:"children,omitempty"`
 }
@@ -157,12 +159,12 @@ type ResumeInfo struct {
 // configuration; never shown by the console), and its interruptions
 // without the digest of their unredacted arguments (see digest.go). The
 // RunInfo given is not changed.
-func shown(r *actoviq.RunInfo) *actoviq.RunInfo {
+func shown(r *actoviq.RunInfo) actoviq.RunInfo {
 	c := *r
 	c.Meta = nil
 	c.Interruptions = interruptionsShown(c.Interruptions)
 	c.Unsettled = interruptionsShown(c.Unsettled)
-	return &c
+	return c
 }
 
 func callsOf(info *actoviq.RunInfo) []Call {
