@@ -43,7 +43,7 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 	next.State = to
 	// Text derived from the arguments (a validation message, a tool that
 	// echoes its input) must not carry the secrets redaction removed.
-	if secrets := d.secretsOf(en.CallID); len(secrets) > 0 {
+	if secrets := d.secretsOf(en.CallID); secrets != nil {
 		next.Result, next.Error = scrub(next.Result, secrets), scrub(next.Error, secrets)
 	}
 	d.redactEntry(next)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/actoviq/actoviq-go/internal/redact"
 	"github.com/actoviq/actoviq-go/item"
@@ -42,9 +41,7 @@ func (d *drive) redactText(callID, s string) string {
 	}
 	s = boundText(s)
 	if callID != "" {
-		for _, sec := range d.secretsOf(callID) {
-			s = strings.ReplaceAll(s, sec, redact.Placeholder)
-		}
+		s = d.secretsOf(callID).Text(s)
 	}
 	return d.rt.redactor.Text(s)
 }
@@ -140,11 +137,14 @@ func (d *drive) redactItem(it item.Item) item.Item {
 }
 
 // secretsOf returns the string values that redaction removes from a
-// call's arguments (with their JSON-escaped forms), so that text derived
-// from the arguments (a validation message, a tool's echo) can be scrubbed
-// before it is persisted. It knows them only in the process that received
-// the arguments; elsewhere the arguments were never seen unredacted.
-func (d *drive) secretsOf(callID string) []string {
+// call's arguments, as a redact.Secrets (which also takes the forms they
+// leak in: JSON-escaped, URL-escaped, their long words; and replaces the
+// longest first, so that no tail of a secret that another one starts is
+// left), so that text derived from the arguments (a validation message, a
+// tool's echo) can be scrubbed before it is persisted; nil for none. It
+// knows them only in the process that received the arguments; elsewhere
+// the arguments were never seen unredacted.
+func (d *drive) secretsOf(callID string) *redact.Secrets {
 	raw, ok := d.rawArgs[callID]
 	if !ok {
 		return nil
@@ -194,11 +194,12 @@ func sameBytes(a, b []byte) bool {
 // secretsMemo is what secretsOf found in a call's raw arguments.
 type secretsMemo struct {
 	raw json.RawMessage
-	out []string
+	out *redact.Secrets
 }
 
-// findSecrets returns the secret values of raw arguments (secretsOf).
-func (d *drive) findSecrets(raw json.RawMessage) []string {
+// findSecrets returns the secret values of raw arguments (secretsOf); nil
+// for none.
+func (d *drive) findSecrets(raw json.RawMessage) *redact.Secrets {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return nil
@@ -218,28 +219,26 @@ func (d *drive) findSecrets(raw json.RawMessage) []string {
 		case string:
 			if secret && len(x) >= 4 {
 				out = append(out, x)
-				if b, err := json.Marshal(x); err == nil && string(b[1:len(b)-1]) != x {
-					out = append(out, string(b[1:len(b)-1]))
-				}
 			}
 		}
 	}
 	walk(v, false)
-	return out
+	if len(out) == 0 {
+		return nil
+	}
+	return redact.NewSecrets(out...)
 }
 
 // scrub replaces secret values in persisted JSON text. The placeholder has
-// no quote or backslash, so a value inside a JSON string stays valid JSON.
-func scrub(b json.RawMessage, secrets []string) json.RawMessage {
-	if len(b) == 0 || len(secrets) == 0 {
+// no quote or backslash, so a value inside a JSON string stays valid JSON;
+// when a replacement would still break it (a secret that holds a quote),
+// the document's strings are replaced one by one instead.
+func scrub(b json.RawMessage, secrets *redact.Secrets) json.RawMessage {
+	if len(b) == 0 || secrets == nil {
 		return b
 	}
-	s := string(b)
-	for _, sec := range secrets {
-		s = strings.ReplaceAll(s, sec, redact.Placeholder)
+	if s := secrets.Text(string(b)); json.Valid([]byte(s)) {
+		return json.RawMessage(s)
 	}
-	if !json.Valid([]byte(s)) {
-		return b
-	}
-	return json.RawMessage(s)
+	return secrets.JSON(b)
 }
