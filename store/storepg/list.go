@@ -60,7 +60,7 @@ func claimCond(a *sqlArgs, cf store.ClaimFilter, now time.Time) string {
 // claim at now is held by a holder starting with prefix: a host's prefix
 // ("host:", store.HostPrefix) through claims_host (migrations/011), as
 // many index entries as that host holds live claims; no prefix through
-// claims_runs (migrations/014: the live claims of runs, not the tenant's
+// claims_runs (migrations/015: the live claims of runs, not the tenant's
 // other claims); another prefix through claims_runs too, its holder
 // checked.
 func heldBy(a *sqlArgs, tenant, prefix string, now time.Time) heldClaims {
