@@ -51,6 +51,12 @@ func newAgent(effect tool.Effect, rp actoviq.RecoveryPolicy, counter string, hoo
 // secret-looking api_key in them must reach the tool as it was given:
 // the tool refuses the redaction placeholder.
 func newAgentArgs(effect tool.Effect, rp actoviq.RecoveryPolicy, counter string, hook hookFunc, args string) *actoviq.AgentSpec {
+	return newAgentCalls(effect, rp, counter, hook, []scripted.ToolCall{{ID: callID, Name: toolName, Arguments: json.RawMessage(args)}})
+}
+
+// newAgentCalls is newAgent with the model asking for calls in its first
+// turn (all of the one tool act), then answering "done".
+func newAgentCalls(effect tool.Effect, rp actoviq.RecoveryPolicy, counter string, hook hookFunc, calls []scripted.ToolCall) *actoviq.AgentSpec {
 	if hook == nil {
 		hook = func(string) {}
 	}
@@ -74,7 +80,7 @@ func newAgentArgs(effect tool.Effect, rp actoviq.RecoveryPolicy, counter string,
 		ID:    "crashtest",
 		Model: "scripted-1",
 		Provider: scripted.New(
-			scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: callID, Name: toolName, Arguments: json.RawMessage(args)}}},
+			scripted.Turn{ToolCalls: calls},
 			scripted.Turn{Text: "done"},
 		),
 		Tools:    []tool.Tool{&afterReturn{Tool: act, hook: hook}},

@@ -62,6 +62,9 @@ func runChild() (actoviq.Status, error) {
 	if os.Getenv(envMode) == modeSession {
 		return runSessionChild(ctx) // session_test.go
 	}
+	if os.Getenv(envMode) == modeTwo {
+		return runTwoChild(ctx) // carry_test.go
+	}
 	var tg target
 	if err := json.Unmarshal([]byte(os.Getenv(envStore)), &tg); err != nil {
 		return "", fmt.Errorf("%s: %w", envStore, err)
