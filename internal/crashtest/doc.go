@@ -31,6 +31,17 @@
 // transcript, and with at most one side effect unless a re-execute decision
 // or the recovery policy asked for another attempt (which reuses the key).
 //
+// TestCrashMatrixTwoCalls runs a second agent whose one model turn asks for
+// two side-effect calls c1 and c2. They run one after the other, so c1's
+// committed record is carried in the same store write as c2's started
+// record (drive_carry.go in the root package). The child is killed when c1
+// is started, when c1's tool returned (its committed record held), just
+// before the carried write is sent, just after it is stored, when c2's
+// tool returned, and when c2 is committed. The resume stops for
+// reconciliation on the call whose tool may have run without its
+// committed record stored, runs no effect twice, and keeps every stored
+// result.
+//
 // None of this makes a call happen exactly once: the runtime shares no
 // transaction with the world. What the tests show is that the runtime never
 // repeats a call on its own when it cannot know the outcome, and that every
