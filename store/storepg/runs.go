@@ -197,6 +197,21 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		// new snapshot, either removed the parent first (the child is
 		// refused) or keeps it.
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			// missing refuses the child for want of kind id, unless the
+			// run itself already exists (then the create's own refusal
+			// below says so).
+			missing := func(kind, id string) error {
+				var self bool
+				if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),
+					r.Tenant, r.ID).Scan(&self); err != nil {
+					return err
+				}
+				if self {
+					return pgx.ErrNoRows // exists: refused below
+				}
+				noParent = &store.NotFoundError{Kind: kind, ID: id}
+				return noParent
+			}
 			var one int
 			var root string
 			err := tx.QueryRow(ctx, s.q(`SELECT root_id FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
@@ -209,29 +224,11 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 				err = tx.QueryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
 					r.Tenant, root).Scan(&one)
 				if errors.Is(err, pgx.ErrNoRows) {
-					var self bool
-					if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),
-						r.Tenant, r.ID).Scan(&self); err != nil {
-						return err
-					}
-					if self {
-						return pgx.ErrNoRows // exists: refused below
-					}
-					noParent = &store.NotFoundError{Kind: "root run", ID: root}
-					return noParent
+					return missing("root run", root)
 				}
 			}
 			if errors.Is(err, pgx.ErrNoRows) {
-				var self bool
-				if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),
-					r.Tenant, r.ID).Scan(&self); err != nil {
-					return err
-				}
-				if self {
-					return pgx.ErrNoRows // exists: refused below
-				}
-				noParent = &store.NotFoundError{Kind: "parent run", ID: r.ParentID}
-				return noParent
+				return missing("parent run", r.ParentID)
 			}
 			if err != nil {
 				return err
