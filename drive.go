@@ -229,8 +229,13 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 		return res, err
 	}
 	// The decisions for its children's calls, now that the run is stored
-	// running (resumeOpts).
+	// running (resumeOpts). A Close or a cancellation that interrupts them
+	// stops the drive as it would anywhere else (a closed runtime's
+	// ErrClosed, not the store's bare context error).
 	if err := d.childDecs.record(ctx, rt); err != nil {
+		if res, serr, stop := d.stopCheck(ctx); stop {
+			return res, serr
+		}
 		return nil, err
 	}
 	// A run past its deadline ends cancelled with its ledger untouched, so
