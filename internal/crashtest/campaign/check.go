@@ -203,6 +203,8 @@ func (e *episodeEnv) play(ctx context.Context, dir, name string, armed bool) err
 		return e.checkDowngrades(name, w)
 	case c.scenario.children != nil && c.scenario.closes:
 		return e.checkChildAnswer(ctx, name, plans)
+	case c.scenario.name == "window":
+		return e.checkWindow(ctx, name, plans)
 	}
 	return nil
 }

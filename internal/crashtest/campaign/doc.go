@@ -49,6 +49,12 @@
 // kill) counts as lost a parent's call answered with anything but its
 // child's own answer.
 //
+// Scenario window (four runs of one session whose session windows, a few
+// items, cut it) counts as lost a completed run whose own items are not
+// exactly the items the session holds for it, whose session part is not
+// the window of the session as of its revision, or whose
+// RunInfo.SessionOmitted does not count what the window left out.
+//
 // A decision refused with ErrDecision is counted (refused), not a
 // violation: on PostgreSQL a killed drive's last statement can still
 // commit after the operator read the run, and the runtime reads the truth

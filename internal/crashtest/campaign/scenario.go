@@ -62,6 +62,7 @@ var scenarios = []scenarioDef{
 	{name: "probe", runs: oneRun, agent: probeAgent},
 	{name: "mcp", runs: oneRun, agent: mcpAgent},
 	{name: "session", runs: sessionRuns, sequential: true, agent: sessionAgent},
+	{name: "window", runs: windowRuns, sequential: true, agent: windowAgent},
 	{name: "concurrent", runs: concurrentRuns, agent: concurrentAgent},
 	{name: "workers", runs: workerRuns, agent: workersAgent, workers: true},
 	{name: "tree", runs: oneRun, agent: treeAgent, children: func(id string) []string { return []string{actoviq.ChildRunID(id, "c1")} }},
