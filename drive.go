@@ -156,7 +156,7 @@ func (d *drive) read(ctx context.Context, runID string) error {
 
 // claimAndDrive takes the run's claim, keeps it alive while driving, and
 // gives it up at the end.
-func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (*RunResult, error) {
+func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent string, decisions []Decision) (res *RunResult, err error) {
 	if d.fence.Epoch == 0 { // a worker's drive arrives with its claim
 		if err := d.claim(ctx); err != nil {
 			return nil, err
@@ -202,9 +202,21 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 		d.release(ctx)
 		rt.wg.Done()
 	}()
+	// From here on, an error that is only the drive's context ending (a
+	// Close, a lost claim, a worker's release, the caller's cancellation)
+	// stops the drive as the loop's own stop points do: a closed runtime's
+	// ErrClosed with the run left resumable, not the store's bare context
+	// error. Deferred after the release above, so it runs while the claim
+	// is still held.
+	defer func() {
+		if err != nil && !d.stopped && ctx.Err() != nil && isContextErr(err) {
+			if r, serr, stop := d.stopCheck(ctx); stop {
+				res, err = r, serr
+			}
+		}
+	}()
 	// From here the drive's last write (finish) gives the claim up.
 	d.releaseLast = true
-	var err error
 	if d.created != nil {
 		// Run created the run claimed, its run.started stored with it.
 		d.emitStored(ctx, d.created)
@@ -229,13 +241,8 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 		return res, err
 	}
 	// The decisions for its children's calls, now that the run is stored
-	// running (resumeOpts). A Close or a cancellation that interrupts them
-	// stops the drive as it would anywhere else (a closed runtime's
-	// ErrClosed, not the store's bare context error).
+	// running (resumeOpts).
 	if err := d.childDecs.record(ctx, rt); err != nil {
-		if res, serr, stop := d.stopCheck(ctx); stop {
-			return res, serr
-		}
 		return nil, err
 	}
 	// A run past its deadline ends cancelled with its ledger untouched, so

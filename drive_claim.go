@@ -182,6 +182,9 @@ type claimEnds struct {
 	created []*store.EventRecord
 	// releaseLast makes the drive's last write (finish) release the claim.
 	releaseLast bool
+	// stopped: stopCheck decided that the drive stops, so claimAndDrive
+	// does not map the drive's error through it a second time.
+	stopped bool
 	// beatMu orders the heartbeat's renewals with that write: ending is
 	// set under it before the write, and no renewal starts after.
 	beatMu sync.Mutex

@@ -11,14 +11,16 @@ import (
 // and how: past the run's deadline or cancelled, the run ends cancelled;
 // closed, it stops without a final status.
 func (d *drive) stopCheck(ctx context.Context) (*RunResult, error, bool) {
-	if d.pastDeadline() {
+	past := d.pastDeadline()
+	if !past && ctx.Err() == nil {
+		return nil, nil, false
+	}
+	d.stopped = true
+	if past {
 		// Past the deadline: the run ends cancelled, the ledger untouched.
 		d.cp.Error = &RunError{Code: CodeDeadline, Message: "the run's deadline passed"}
 		res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
 		return res, err, true
-	}
-	if ctx.Err() == nil {
-		return nil, nil, false
 	}
 	cause := context.Cause(ctx)
 	switch {
@@ -73,4 +75,9 @@ func (d *drive) requestedStop(ctx context.Context) (*RunResult, error, bool) {
 	d.cp.Error = &RunError{Code: CodeCancelled, Message: cause.Error()}
 	res, err := d.end(ctx, store.RunCancelled, EvRunCancelled)
 	return res, err, true
+}
+
+// isContextErr reports whether err is a context's cancellation or deadline.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
