@@ -23,11 +23,16 @@ type outputNotice struct {
 	DataDropped bool `json:"data_dropped,omitempty"`
 	// InvalidData: the tool's Result.Data was not JSON.
 	InvalidData string `json:"invalid_data,omitempty"`
+	// NotUTF8 counts the bytes of the tool's Result.Data that were not
+	// UTF-8, each replaced by U+FFFD (as its Content's are when encoded).
+	NotUTF8 int `json:"not_utf8,omitempty"`
 }
 
 // boundResult makes a result fit to be recorded: structured data that is
 // not JSON is dropped and the result becomes an error result the model
-// sees; secret-looking keys in the data are redacted; a result larger
+// sees; bytes of the data that are not UTF-8 are replaced by U+FFFD (a
+// store refuses them: PostgreSQL's text holds UTF-8 only), as encoding
+// the Content replaces its own; secret-looking keys in the data are redacted; a result larger
 // than the limit is truncated with a note the model sees. The notice is
 // nil when nothing had to change.
 func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
@@ -41,6 +46,9 @@ func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 		r.Content = withNote(r.Content, "The tool ran, but its structured output (Result.Data) was not valid JSON, so it was not recorded; this result is an error for that reason, not because the call failed.")
 	}
 	if len(r.Data) > 0 {
+		if r.Data, n.NotUTF8 = jsonenc.ReplaceInvalidUTF8(r.Data); n.NotUTF8 > 0 {
+			changed = true
+		}
 		r.Data = d.rt.redactor.MarshaledJSON(r.Data) // valid: checked just above
 	}
 	limit := d.limits.MaxToolOutput

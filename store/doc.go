@@ -21,6 +21,13 @@
 // and the two are one stored record: [Store.LedgerGet] reads the entry
 // from the latest one, [Store.EventList] lists the event with the others.
 //
+// Parameters are checked before anything is stored, by every backend
+// alike: a bad one is an [*InvalidError] (matching [ErrInvalid]) naming
+// the field. Every JSON field must be valid JSON in UTF-8 (json.Valid
+// accepts other bytes inside strings; PostgreSQL's text refuses them, so
+// every backend does). A NUL is stored as the escape \u0000: JSON is kept
+// as text, never jsonb.
+//
 // A row that cannot be decoded is reported as a [*DataError] (matching
 // [ErrData]) naming the record; it never panics and never hides other rows.
 //

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/actoviq/actoviq-go/internal/jsonenc"
 )
@@ -30,10 +31,41 @@ func need(field, v string) error {
 }
 
 func optionalJSON(field string, b json.RawMessage) error {
-	if b != nil && !jsonenc.Valid(b) {
-		return invalid(field, "not valid JSON")
+	if b != nil {
+		return checkJSON(field, b)
 	}
 	return nil
+}
+
+// checkJSON refuses b unless it is valid JSON in UTF-8: bytes that are not
+// UTF-8 inside a string pass json.Valid, but PostgreSQL's text refuses
+// them, so every backend refuses them alike (the runtime replaces them in
+// a tool's structured result before it records it, as json.Marshal does
+// in a Go string).
+func checkJSON(field string, b json.RawMessage) error {
+	if r := badJSON(b); r != "" {
+		return invalid(field, r)
+	}
+	return nil
+}
+
+// badJSON says what is wrong with b, or "".
+func badJSON(b json.RawMessage) string {
+	switch {
+	case !jsonenc.Valid(b):
+		return "not valid JSON"
+	case !utf8.Valid(b):
+		return "JSON with bytes that are not UTF-8 (a store keeps text in UTF-8 only)"
+	}
+	return ""
+}
+
+// badOptional is badJSON for a field that may be absent (nil).
+func badOptional(b json.RawMessage) string {
+	if b == nil {
+		return ""
+	}
+	return badJSON(b)
 }
 
 func firstErr(errs ...error) error {
@@ -172,12 +204,12 @@ func (p *RunWriteParams) Validate() error {
 			return invalid(f(".CallID"), "empty")
 		case e.Tool == "":
 			return invalid(f(".Tool"), "empty")
-		case !validOptional(e.Args):
-			return invalid(f(".Args"), "not valid JSON")
-		case !validOptional(e.Result):
-			return invalid(f(".Result"), "not valid JSON")
-		case !validOptional(e.Error):
-			return invalid(f(".Error"), "not valid JSON")
+		case badOptional(e.Args) != "":
+			return invalid(f(".Args"), badOptional(e.Args))
+		case badOptional(e.Result) != "":
+			return invalid(f(".Result"), badOptional(e.Result))
+		case badOptional(e.Error) != "":
+			return invalid(f(".Error"), badOptional(e.Error))
 		}
 		if w.Event != nil {
 			if err := checkEvent(w.Event, func() string { return f(".Event") }); err != nil {
@@ -202,20 +234,17 @@ func checkEvent(ev *EventRecord, field func() string) error {
 	switch {
 	case ev.Type == "":
 		return invalid(field()+".Type", "empty")
-	case !validOptional(ev.Data):
-		return invalid(field()+".Data", "not valid JSON")
+	case badOptional(ev.Data) != "":
+		return invalid(field()+".Data", badOptional(ev.Data))
 	}
 	return nil
 }
 
-// validOptional reports whether b is absent (nil) or valid JSON.
-func validOptional(b json.RawMessage) bool { return b == nil || jsonenc.Valid(b) }
-
 // items checks a list of log items: each is valid JSON.
 func items(field string, its []json.RawMessage) error {
 	for i, it := range its {
-		if !jsonenc.Valid(it) {
-			return invalid(fmt.Sprintf("%s[%d]", field, i), "not valid JSON")
+		if r := badJSON(it); r != "" {
+			return invalid(fmt.Sprintf("%s[%d]", field, i), r)
 		}
 	}
 	return nil
@@ -232,10 +261,8 @@ func (p *SessionAppendParams) Validate() error {
 	if p.Turn < 0 {
 		return invalid("Turn", "negative")
 	}
-	for i, it := range p.Items {
-		if !jsonenc.Valid(it) {
-			return invalid(fmt.Sprintf("Items[%d]", i), "not valid JSON")
-		}
+	if err := items("Items", p.Items); err != nil {
+		return err
 	}
 	if p.Fence != nil {
 		if err := p.Fence.validate(); err != nil {
@@ -250,16 +277,16 @@ func (p *SessionSnapshotPutParams) Validate() error {
 	if p.Revision <= 0 {
 		return invalid("Revision", "must be positive")
 	}
-	if !jsonenc.Valid(p.Data) {
-		return invalid("Data", "not valid JSON")
+	if err := checkJSON("Data", p.Data); err != nil {
+		return err
 	}
 	return firstErr(needTenant(p.Tenant), need("SessionID", p.SessionID))
 }
 
 // Validate checks the parameters.
 func (p *OncePutParams) Validate() error {
-	if !jsonenc.Valid(p.Value) {
-		return invalid("Value", "not valid JSON")
+	if err := checkJSON("Value", p.Value); err != nil {
+		return err
 	}
 	return firstErr(needTenant(p.Tenant), need("Key", p.Key))
 }

@@ -10,6 +10,8 @@ type Result struct {
 	// Content is the text shown to the model.
 	Content string `json:"content"`
 	// Data is the structured output, validated against the output schema.
+	// Bytes of it that are not UTF-8 are recorded as U+FFFD, as encoding
+	// Content records its own.
 	Data json.RawMessage `json:"data,omitempty"`
 	// IsError marks a failure reported to the model (bad input, "not
 	// found"). It is a result, not a runtime error: the call completed and

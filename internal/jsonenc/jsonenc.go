@@ -85,3 +85,32 @@ func Plain(raw []byte) bool {
 	}
 	return true
 }
+
+// ReplaceInvalidUTF8 returns b, valid JSON, with each byte that is not
+// part of valid UTF-8 replaced by the escape \ufffd, as json.Marshal
+// replaces it in a Go string, and how many bytes it replaced. Such bytes
+// can only be inside strings of valid JSON, where the escape is valid. b
+// itself is returned when it is valid UTF-8.
+func ReplaceInvalidUTF8(b []byte) ([]byte, int) {
+	if utf8.Valid(b) {
+		return b, 0
+	}
+	out := make([]byte, 0, len(b)+16)
+	n := 0
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, `\ufffd`...)
+			n++
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out, n
+}

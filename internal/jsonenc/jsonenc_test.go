@@ -3,7 +3,9 @@ package jsonenc
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzAppendString compares AppendString with json.Marshal byte for byte.
@@ -54,6 +56,30 @@ func TestPlainCommon(t *testing.T) {
 	for _, s := range []string{`{"a": 1}`, `{"a":"<"}`, "{\"a\":\"\u2028\"}", "{\n}"} {
 		if Plain([]byte(s)) {
 			t.Errorf("Plain(%q) = true", s)
+		}
+	}
+}
+
+// ReplaceInvalidUTF8 replaces each byte that is not UTF-8 in a JSON value
+// as json.Marshal replaces it in a Go string, and counts them.
+func TestReplaceInvalidUTF8(t *testing.T) {
+	for _, s := range []string{"plain", "é ok", "bad \xff\xfe end", "cut \xc3", "\xe2\x82 half a euro, € whole", "\xed\xa0\x80 surrogate", "\x00 nul"} {
+		want, _ := json.Marshal(s)
+		raw := AppendString(nil, s)
+		if string(raw) != string(want) {
+			t.Fatalf("%q: AppendString %s, json %s", s, raw, want)
+		}
+		in := append([]byte(`{"k":"`), s...)
+		in = append(in, `"}`...)
+		if s == "\x00 nul" {
+			in = []byte(`{"k":"\u0000 nul"}`)
+		}
+		got, n := ReplaceInvalidUTF8(in)
+		if string(got) != `{"k":`+string(want)+`}` || !utf8.Valid(got) || !Valid(got) {
+			t.Errorf("%q: %s, want {\"k\":%s}", s, got, want)
+		}
+		if wantN := strings.Count(string(want), `\ufffd`); n != wantN {
+			t.Errorf("%q: %d replaced, want %d", s, n, wantN)
 		}
 	}
 }

@@ -84,6 +84,7 @@ func Run(t *testing.T, b Backend) {
 		{"SessionAsOf", testSessionAsOf},
 		{"Once", testOnce},
 		{"Invalid", testInvalid},
+		{"NotUTF8", testNotUTF8},
 		{"RunListPaging", testRunListPaging},
 		{"RunListClaims", testRunListClaims},
 		{"RunListHeldBy", testRunListHeldBy},
