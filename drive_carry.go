@@ -22,6 +22,14 @@ import (
 //   - each record keeps its own CAS (the entry's revision) and the write
 //     its fence; the records and their events keep their order.
 //
+// Nothing of the caller's runs while a write is held: between the hold
+// and the next call's first write the drive runs only its own code (the
+// next call's arguments, deadline, input schema and effect rules). Sinks,
+// of stored and of ephemeral events, are called after the write that
+// carried the record returned (TestCarriedCommitNeverWaitsForASink); an
+// agent's own approval policy (ApprovalPolicy.Policy), which may wait,
+// is asked only after the held write is flushed.
+//
 // A held write is written alone when the next write cannot take it (it
 // has events of its own, which would be numbered before it), and when
 // runBatch returns without another write (the next call did not start,
