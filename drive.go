@@ -23,6 +23,9 @@ type drive struct {
 	// fenceCopy is the copy of fence the writes hand the store, made
 	// again when fence changes (writeResult).
 	fenceCopy *store.Fence
+	// woFor is the context last given to a write, and wo the same without
+	// its cancellation (uncancelled); under mu.
+	woFor, wo context.Context
 
 	run   *store.Run
 	cp    *checkpoint
@@ -38,6 +41,7 @@ type drive struct {
 	results      map[string]resultMemo      // what commitResult encoded, by call id, until fold
 	sealErr      map[string]error           // why a sealed copy did not open or was not made
 	handles      map[string]*ToolHandleData // the last handle each call recorded in this process (drive_handle.go); under mu
+	spans        spanCache                  // the span id of each call (entryEvent)
 	sessionFence *store.Fence
 	// opts are the options of a resume.
 	opts *ResumeOptions

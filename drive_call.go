@@ -52,13 +52,14 @@ func (d *drive) transition(ctx context.Context, en, next *store.LedgerEntry, ev 
 
 // oneEntryWrite is a write of one ledger entry (and events): the params
 // and its ledger write in one allocation, as every call's transitions
-// make them.
+// make them. Its Ledger has room for one more write: a held committed
+// write takes the next call's record there (withCarried).
 func oneEntryWrite(w store.LedgerWrite, events []*store.EventRecord) *store.RunWriteParams {
 	one := &struct {
 		p store.RunWriteParams
-		w [1]store.LedgerWrite
-	}{w: [1]store.LedgerWrite{w}}
-	one.p.Ledger, one.p.Events = one.w[:], events
+		w [2]store.LedgerWrite
+	}{w: [2]store.LedgerWrite{w}}
+	one.p.Ledger, one.p.Events = one.w[:1], events
 	return &one.p
 }
 

@@ -74,7 +74,9 @@ func (d *drive) withCarried(ctx context.Context, p *store.RunWriteParams) error 
 		_, err := d.writeLocked(ctx, c)
 		return err
 	}
-	p.Ledger = append(c.Ledger[:len(c.Ledger):len(c.Ledger)], p.Ledger...)
+	// c is spent: nothing else holds its Ledger, whose spare room (a
+	// transition's write has some: oneEntryWrite) takes p's records.
+	p.Ledger = append(c.Ledger, p.Ledger...)
 	return nil
 }
 

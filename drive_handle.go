@@ -84,6 +84,9 @@ func (d *drive) lastHandle(ctx context.Context, en *store.LedgerEntry) (*ToolHan
 // interruption; the call stays started. Otherwise it returns nil and the
 // error is the call's like any other (an error result the model sees).
 func (d *drive) inputInterruption(en *store.LedgerEntry, err error) *Interruption {
+	if err == nil {
+		return nil // and no errors.As target on the heap for a call that succeeded
+	}
 	var ie *tool.InputError
 	if !errors.As(err, &ie) {
 		return nil

@@ -233,6 +233,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		d.rawArgs = make(map[string]json.RawMessage, len(resp.Items)) // sized once, not grown call by call
 	}
 	d.sizeSecrets(len(resp.Items))
+	d.spans.reset() // the calls before this turn's have all settled
 	for i, it := range resp.Items {
 		// The response's JSON is validated here, where it enters, once: a
 		// valid tool call's arguments are a JSON object.

@@ -79,7 +79,8 @@ func (d *drive) boundResult(r tool.Result) (tool.Result, *outputNotice) {
 	if !changed {
 		return r, nil
 	}
-	return r, &n
+	notice := n // only a result that changed puts its notice on the heap
+	return r, &notice
 }
 
 func withNote(content, note string) string {

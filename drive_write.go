@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"sync"
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
@@ -57,7 +59,40 @@ func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.EventRecord
 		}
 	}
 	return &store.EventRecord{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
-		SpanID: spanID(d.run.ID, en.CallID), Type: typ, Time: d.rt.clock(), Data: b}
+		SpanID: d.spans.of(d.run.ID, en.CallID), Type: typ, Time: d.rt.clock(), Data: b}
+}
+
+// spanCache keeps the span id of each call of a drive's run: every
+// transition of a call has an event in the call's span, and each would
+// otherwise hash and allocate the same id again. Calls of one batch may
+// make their transitions at once.
+type spanCache struct {
+	mu    sync.Mutex
+	runID string
+	ids   map[string]string // call id → spanID(runID, call id)
+}
+
+// of returns spanID(runID, callID).
+func (c *spanCache) of(runID, callID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runID != runID || c.ids == nil {
+		c.runID, c.ids = runID, make(map[string]string, 8)
+	}
+	id, ok := c.ids[callID]
+	if !ok {
+		id = spanID(runID, callID)
+		c.ids[callID] = id
+	}
+	return id
+}
+
+// reset forgets the ids kept (the calls of earlier turns), keeping the
+// room made for them.
+func (c *spanCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.ids)
 }
 
 // spanID is deterministic: a run's span, or a call's span within it.
@@ -99,8 +134,8 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 	// The write's entries, events and JSON were built for it and are not
 	// changed after it (an entry is changed in a copy: cloneEntry): they
 	// are handed over, so the memory store keeps them as they are.
-	wctx, cancel := handingOver(ctx, d.rt.commitTO, p)
-	defer cancel()
+	wctx := handingOver(d.uncancelled(ctx), d.rt.commitTO, p)
+	defer wctx.cancel()
 	began := d.rt.clock()
 	res, err := d.rt.store.RunWrite(wctx, p)
 	if w := d.rt.observeStore("write", began); w != nil { // a lease too short for the store (lease.go)
@@ -118,6 +153,19 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 	d.emitStored(ctx, res.Events)
 	d.recordSinkPanics(wctx, p.Fence)
 	return res, nil
+}
+
+// uncancelled is context.WithoutCancel(ctx), made once for the context
+// the drive's writes are given one after another; mu is held.
+func (d *drive) uncancelled(ctx context.Context) context.Context {
+	if ctx == d.woFor { // never panics: woFor holds a pointer, or nothing
+		return d.wo
+	}
+	wo := context.WithoutCancel(ctx)
+	if reflect.TypeOf(ctx).Kind() == reflect.Pointer {
+		d.woFor, d.wo = ctx, wo
+	}
+	return wo
 }
 
 // entry reads the drive's current copy of a ledger entry.

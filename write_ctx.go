@@ -36,10 +36,11 @@ func newWriteCtx(ctx context.Context, timeout time.Duration) (context.Context, c
 }
 
 // handingOver is newWriteCtx for a write that hands p's values over to
-// the store (internal/handoff).
-func handingOver(ctx context.Context, timeout time.Duration, p any) (context.Context, context.CancelFunc) {
-	c := &writeCtx{parent: context.WithoutCancel(ctx), deadline: time.Now().Add(timeout), handoff: p}
-	return c, c.cancel
+// the store (internal/handoff), over a parent already without the
+// caller's cancellation (drive.uncancelled). Its cancel method must be
+// called when the write is done.
+func handingOver(uncancelled context.Context, timeout time.Duration, p any) *writeCtx {
+	return &writeCtx{parent: uncancelled, deadline: time.Now().Add(timeout), handoff: p}
 }
 
 // materialize makes the real context; c.mu is held.

@@ -174,8 +174,10 @@ func (p *RunWriteParams) Validate() error {
 		}
 	}
 	// Field names are built only for an error: this runs on every write.
+	// A few writes (a call's started write carrying the committed one
+	// before it) are compared pairwise, without a map.
 	var seen map[string]bool
-	if len(p.Ledger) > 1 {
+	if len(p.Ledger) > 8 {
 		seen = make(map[string]bool, len(p.Ledger))
 	}
 	for i, w := range p.Ledger {
@@ -192,6 +194,12 @@ func (p *RunWriteParams) Validate() error {
 				return invalid(f(""), "call id written twice in one write")
 			}
 			seen[e.CallID] = true
+		} else {
+			for _, before := range p.Ledger[:i] {
+				if before.Entry.CallID == e.CallID {
+					return invalid(f(""), "call id written twice in one write")
+				}
+			}
 		}
 		if !e.State.Valid() {
 			return invalid(f(".State"), fmt.Sprintf("unknown state %q", e.State))

@@ -184,14 +184,15 @@ func copyEntry(e, cur *store.LedgerEntry) *store.LedgerEntry {
 }
 
 // newResult returns a write's result with room for nl entries and ne
-// events (nil slices for none), in one allocation for the common write
-// of one entry and its event.
+// events (nil slices for none), in one allocation for the common writes:
+// one entry and its event, and a call's started transition carrying the
+// committed one of the call before (drive_carry.go in the engine).
 func newResult(nl, ne int) *store.RunWriteResult {
-	if nl <= 1 && ne <= 2 {
+	if nl <= 2 && ne <= 3 {
 		one := &struct {
 			r store.RunWriteResult
-			l [1]*store.LedgerEntry
-			e [2]*store.EventRecord
+			l [2]*store.LedgerEntry
+			e [3]*store.EventRecord
 		}{}
 		if nl > 0 {
 			one.r.Ledger = one.l[:0:nl]
