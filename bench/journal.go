@@ -235,6 +235,13 @@ func medianU(xs []uint64) uint64 {
 
 type fleetResult struct {
 	ours, dbos float64 // calls per second, steps per second (medians)
+	// CPU per call (ours) and per step (DBOS), medians over the rounds:
+	// this process's (engine or DBOS, driver, garbage collector; on SQLite
+	// the database's work too) and, with -pg-data on PostgreSQL, the
+	// server's. Unlike the throughput, CPU time does not grow when other
+	// work on the machine takes the cores.
+	oursCPU, dbosCPU, oursServer, dbosServer time.Duration
+	server                                   bool // the server's CPU was read
 }
 
 // fleet runs, rounds times, n concurrent runs of e.calls side-effect calls
@@ -247,29 +254,44 @@ func (e *env) fleet(ctx context.Context, n, rounds int, only string) map[string]
 		if b.floor == nil || e.dbos[b.name] == nil || (only != "" && b.name != only) {
 			continue
 		}
-		var ours, theirs []time.Duration
+		var ours, theirs, oursCPU, theirCPU, oursSrv, theirSrv []time.Duration
+		server := b.name == "pg" && pgDataDir != ""
 		for round := range rounds {
-			measure := func(f func() error) time.Duration {
+			// measure runs f n times at once; it returns the wall time and
+			// the CPU time (this process's, the server's) per call.
+			measure := func(f func() error, wall, cpu, srv *[]time.Duration) {
 				var wg sync.WaitGroup
+				s0, sok := time.Duration(0), false
+				if server {
+					s0, sok = serverCPU(pgDataDir)
+				}
+				c0 := cpuTime()
 				start := time.Now()
 				for range n {
 					wg.Go(func() { check(f()) })
 				}
 				wg.Wait()
-				return time.Since(start)
+				*wall = append(*wall, time.Since(start))
+				per := time.Duration(n * e.calls)
+				*cpu = append(*cpu, (cpuTime()-c0)/per)
+				if s1, ok := serverCPU(pgDataDir); server && sok && ok {
+					*srv = append(*srv, (s1-s0)/per)
+				}
 			}
 			a := func() error { _, err := e.run(ctx, b, e.calls); return err }
 			d := func() error { _, err := e.runDBOS(b.name, e.calls); return err }
 			if round%2 == 0 {
-				ours = append(ours, measure(a))
-				theirs = append(theirs, measure(d))
+				measure(a, &ours, &oursCPU, &oursSrv)
+				measure(d, &theirs, &theirCPU, &theirSrv)
 			} else {
-				theirs = append(theirs, measure(d))
-				ours = append(ours, measure(a))
+				measure(d, &theirs, &theirCPU, &theirSrv)
+				measure(a, &ours, &oursCPU, &oursSrv)
 			}
 		}
 		total := float64(n * e.calls)
-		out[b.name] = fleetResult{ours: total / median(ours).Seconds(), dbos: total / median(theirs).Seconds()}
+		out[b.name] = fleetResult{ours: total / median(ours).Seconds(), dbos: total / median(theirs).Seconds(),
+			oursCPU: median(oursCPU), dbosCPU: median(theirCPU), oursServer: median(oursSrv), dbosServer: median(theirSrv),
+			server: len(oursSrv) == rounds && len(theirSrv) == rounds}
 	}
 	return out
 }
@@ -298,6 +320,10 @@ func printJournal(e *env, long map[string]longResult, sess map[string]sessRun, f
 		fleetN, e.calls, fleetN, e.calls), func(k string) string {
 		r := fl[k]
 		return fmt.Sprintf("%.0f vs %.0f (%.2f×)", r.ours, r.dbos, r.ours/r.dbos)
+	})
+	row("fleet: CPU per call vs per DBOS step (this process; + the server's with -pg-data)", func(k string) string {
+		r := fl[k]
+		return fmt.Sprintf("%s%s vs %s%s", us(r.oursCPU), serverPart(r, r.oursServer), us(r.dbosCPU), serverPart(r, r.dbosServer))
 	})
 }
 

@@ -44,6 +44,8 @@ func main() {
 	)
 	fleetOnly := flag.Bool("fleet-only", false, "run only the fleet pass (64 runs against 64 DBOS workflows)")
 	only := flag.String("only", "", "with -fleet-only: run the fleet on this backend only (sqlite or pg)")
+	flag.IntVar(&pgCommitLeaders, "commit-leaders", 0, "storepg.Config.CommitLeaders of our PostgreSQL store (0: the store's default)")
+	flag.StringVar(&pgDataDir, "pg-data", "", "data directory of the -pg server when it runs on this machine: the fleet pass also reports the server's CPU per call (from /proc)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench to this file")
 	sessionOnly := flag.Bool("session-only", false, "run only the runs continuing sessions (1k and -session-items: default window, -session-window, whole session)")
 	flag.Parse()
@@ -69,6 +71,8 @@ func main() {
 			if r, ok := fl[name]; ok {
 				fmt.Printf("fleet %s: %d concurrent runs × %d side-effect calls %.0f calls/s vs %d DBOS workflows × %d steps %.0f steps/s (%.2f×)\n",
 					name, *conc, *calls, r.ours, *conc, *calls, r.dbos, r.ours/r.dbos)
+				fmt.Printf("fleet %s CPU: per call %s here%s vs per DBOS step %s here%s\n", name,
+					us(r.oursCPU), serverPart(r, r.oursServer), us(r.dbosCPU), serverPart(r, r.dbosServer))
 			}
 		}
 		return
@@ -122,6 +126,14 @@ func median(ds []time.Duration) time.Duration {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// serverPart is the server's CPU per call of a fleet result, when read.
+func serverPart(r fleetResult, d time.Duration) string {
+	if !r.server {
+		return ""
+	}
+	return " + " + us(d) + " server"
 }
 
 func us(d time.Duration) string {

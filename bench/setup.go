@@ -110,6 +110,9 @@ func setup(ctx context.Context, dir, pgURL string, calls int) (*env, error) {
 	return e, nil
 }
 
+// pgCommitLeaders is the -commit-leaders flag.
+var pgCommitLeaders int
+
 func (e *env) setupPG(ctx context.Context, url string) error {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -146,7 +149,7 @@ func (e *env) setupPG(ctx context.Context, url string) error {
 		e.pgNotice += " (NOT durable commits: start the server without PG_FAST)"
 	}
 	e.schema = "bench_" + randHex(6)
-	pg, err := storepg.New(ctx, pool, &storepg.Config{Schema: e.schema})
+	pg, err := storepg.New(ctx, pool, &storepg.Config{Schema: e.schema, CommitLeaders: pgCommitLeaders})
 	if err != nil {
 		return err
 	}
