@@ -18,7 +18,20 @@ func marshalToolCallData(d *ToolCallData) ([]byte, bool) {
 		return nil, false
 	}
 	effect := d.Effect.String()
-	b := make([]byte, 0, 128+len(d.CallID)+len(d.Tool)+len(d.IdempotencyKey)+len(d.Args)+len(d.Resolution))
+	// Sized exactly (strings that need escapes aside): the store keeps
+	// these bytes as they are, so room left over would be kept with them.
+	n := len(`{"call_id":"","tool":"","effect":"","state":"","idempotency_key":"","attempt":}`) +
+		len(d.CallID) + len(d.Tool) + len(effect) + len(d.State) + len(d.IdempotencyKey) + intLen(int64(d.Attempt))
+	if len(d.Args) > 0 {
+		n += len(`,"args":`) + len(d.Args)
+	}
+	if d.IsError {
+		n += len(`,"is_error":true`)
+	}
+	if d.Resolution != "" {
+		n += len(`,"resolution":""`) + len(d.Resolution)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, `{"call_id":`...)
 	b = jsonenc.AppendString(b, d.CallID)
 	b = append(b, `,"tool":`...)
@@ -54,7 +67,14 @@ func marshalResult(r *tool.Result) ([]byte, bool) {
 	if !jsonenc.Plain(r.Data) || !utf8.ValidString(r.Content) {
 		return nil, false
 	}
-	b := make([]byte, 0, 32+len(r.Content)+len(r.Data))
+	n := len(`{"content":""}`) + len(r.Content) // sized exactly, escapes aside (see marshalToolCallData)
+	if len(r.Data) > 0 {
+		n += len(`,"data":`) + len(r.Data)
+	}
+	if r.IsError {
+		n += len(`,"is_error":true`)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, `{"content":`...)
 	b = jsonenc.AppendString(b, r.Content)
 	if len(r.Data) > 0 {
@@ -65,4 +85,10 @@ func marshalResult(r *tool.Result) ([]byte, bool) {
 		b = append(b, `,"is_error":true`...)
 	}
 	return append(b, '}'), true
+}
+
+// intLen is the length of v in decimal.
+func intLen(v int64) int {
+	var buf [20]byte
+	return len(strconv.AppendInt(buf[:0], v, 10))
 }

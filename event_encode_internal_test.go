@@ -49,6 +49,33 @@ func TestMarshalToolCallDataFastPath(t *testing.T) {
 	}
 }
 
+// The fast paths size their buffers exactly when no string needs an
+// escape: the memory store keeps these bytes as they are, spare room too.
+func TestMarshalFastPathExactSize(t *testing.T) {
+	for _, d := range []*ToolCallData{
+		{CallID: "c1", Tool: "pay", Effect: tool.SideEffect, State: store.LedgerStarted, IdempotencyKey: "r:c1", Attempt: 1, Args: json.RawMessage(`{"to":"ada"}`)},
+		{CallID: "call_t1_0", Tool: "noop", Effect: tool.Read, State: store.LedgerPrepared, IdempotencyKey: "t/r:c", Attempt: 0},
+		{CallID: "c", Tool: "t", Effect: tool.IdempotentWrite, State: store.LedgerCommitted, IdempotencyKey: "k", Attempt: -12, Args: json.RawMessage(`{}`), IsError: true, Resolution: "probe"},
+		{CallID: "c", Tool: "t", Effect: tool.SideEffect, State: store.LedgerCommitted, IdempotencyKey: "k", Attempt: 1234567},
+	} {
+		b, ok := marshalToolCallData(d)
+		if !ok || cap(b) != len(b) {
+			t.Errorf("%s (fast path %v): %d bytes in a buffer of %d", b, ok, len(b), cap(b))
+		}
+	}
+	for _, r := range []tool.Result{
+		{Content: "ok"},
+		{Content: "", IsError: true},
+		{Content: "naïve", Data: json.RawMessage(`{"n":[1,2]}`)},
+		{Content: "x", Data: json.RawMessage(`"y"`), IsError: true},
+	} {
+		b, ok := marshalResult(&r)
+		if !ok || cap(b) != len(b) {
+			t.Errorf("%s (fast path %v): %d bytes in a buffer of %d", b, ok, len(b), cap(b))
+		}
+	}
+}
+
 // marshalResult gives json.Marshal's bytes whenever it says it can, and
 // those bytes decode to the result it was given.
 func FuzzMarshalResult(f *testing.F) {

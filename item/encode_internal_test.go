@@ -63,3 +63,24 @@ func TestMarshalCommonFastPath(t *testing.T) {
 		}
 	}
 }
+
+// The fast path sizes its buffer exactly when no string needs an escape:
+// a store that keeps the bytes as they are keeps no spare room with them.
+func TestMarshalCommonExactSize(t *testing.T) {
+	for _, it := range []Item{
+		{Type: TypeText, Role: RoleUser, Text: "naïve café"},
+		{Type: TypeText, Text: "no role"},
+		{Type: TypeToolCall, Role: RoleAssistant, ToolCall: &ToolCall{ID: "c1", Name: "pay", Arguments: json.RawMessage(`{"a":[1,"x"]}`)}},
+		{Type: TypeToolCall, Role: RoleAssistant, ToolCall: &ToolCall{ID: "c1", Name: "pay", Arguments: json.RawMessage(`{}`), ProviderID: "fc_1"}},
+		{Type: TypeToolResult, Role: RoleTool, ToolResult: &ToolResult{CallID: "c1", Content: "ok", Data: json.RawMessage(`"ok"`)}},
+		{Type: TypeToolResult, ToolResult: &ToolResult{CallID: "c1", Content: "", IsError: true}},
+	} {
+		b, ok := it.appendCommon(nil)
+		if !ok {
+			t.Fatalf("%+v: not on the fast path", it)
+		}
+		if cap(b) != len(b) {
+			t.Errorf("%s: %d bytes in a buffer of %d", b, len(b), cap(b))
+		}
+	}
+}

@@ -310,13 +310,30 @@ func (it *Item) appendCommon(b []byte) ([]byte, bool) {
 	if tr := it.ToolResult; tr != nil && len(tr.Data) > 0 && !jsonenc.Plain(tr.Data) {
 		return b, false
 	}
-	if b == nil { // sized for the item, escapes aside: one allocation
-		n := 96 + len(it.Type) + len(it.Role) + len(it.Text)
+	if b == nil {
+		// Sized exactly, escapes aside: one allocation, and no room left
+		// over for a store that keeps the bytes as they are.
+		n := len(`{"type":""}`) + len(it.Type)
+		if it.Role != "" {
+			n += len(`,"role":""`) + len(it.Role)
+		}
+		if it.Text != "" {
+			n += len(`,"text":""`) + len(it.Text)
+		}
 		if tc := it.ToolCall; tc != nil {
-			n += len(tc.ID) + len(tc.Name) + len(tc.Arguments) + len(tc.ProviderID)
+			n += len(`,"tool_call":{"id":"","name":"","arguments":}`) + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+			if tc.ProviderID != "" {
+				n += len(`,"provider_id":""`) + len(tc.ProviderID)
+			}
 		}
 		if tr := it.ToolResult; tr != nil {
-			n += len(tr.CallID) + len(tr.Content) + len(tr.Data)
+			n += len(`,"tool_result":{"call_id":"","content":""}`) + len(tr.CallID) + len(tr.Content)
+			if len(tr.Data) > 0 {
+				n += len(`,"data":`) + len(tr.Data)
+			}
+			if tr.IsError {
+				n += len(`,"is_error":true`)
+			}
 		}
 		b = make([]byte, 0, n)
 	}
