@@ -2,15 +2,9 @@ package storepg
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -26,46 +20,8 @@ const scaleMigration = 6
 // every run is still there, wait kinds come from the checkpoints, and
 // lists, counts, claims and writes work.
 func TestMigrateScale(t *testing.T) {
-	url := os.Getenv("ACTOVIQ_TEST_PG_URL")
-	if url == "" {
-		t.Skip("ACTOVIQ_TEST_PG_URL not set: PostgreSQL tests need a server; scripts/test starts one")
-	}
+	url, schema, exec := schemaBefore(t, "t_mig_", func(m migration) bool { return m.Version >= scaleMigration })
 	ctx := context.Background()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	schema := "t_mig_" + hex.EncodeToString(b)
-	quoted := pgx.Identifier{schema}.Sanitize()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP SCHEMA `+quoted+` CASCADE`) })
-	exec := func(q string, args ...any) {
-		t.Helper()
-		mode := []any{}
-		if len(args) == 0 {
-			mode = append(mode, pgx.QueryExecModeSimpleProtocol)
-		}
-		if _, err := conn.Exec(ctx, strings.ReplaceAll(q, "{{schema}}", quoted), append(mode, args...)...); err != nil {
-			t.Fatalf("%.80s: %v", q, err)
-		}
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(`CREATE SCHEMA ` + quoted)
-	exec(`CREATE TABLE {{schema}}.schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for _, m := range ms {
-		if m.Version >= scaleMigration {
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-	}
 	statuses := []string{"queued", "running", "interrupted", "completed", "failed", "cancelled"}
 	kinds := []string{"approval", "reconciliation", "recovery", "provider"}
 	want := map[string]string{}

@@ -2,16 +2,11 @@ package storepg
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -24,46 +19,8 @@ import (
 // removed), a prune removes the finished tree only, and a child written
 // since gets its root too.
 func TestMigrateRunTree(t *testing.T) {
-	url := os.Getenv("ACTOVIQ_TEST_PG_URL")
-	if url == "" {
-		t.Skip("ACTOVIQ_TEST_PG_URL not set: PostgreSQL tests need a server; scripts/test starts one")
-	}
+	url, schema, exec := schemaBefore(t, "t_tree_", func(m migration) bool { return strings.HasSuffix(m.Name, "_run_tree") })
 	ctx := context.Background()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	schema := "t_tree_" + hex.EncodeToString(b)
-	quoted := pgx.Identifier{schema}.Sanitize()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP SCHEMA `+quoted+` CASCADE`) })
-	exec := func(q string, args ...any) {
-		t.Helper()
-		mode := []any{}
-		if len(args) == 0 {
-			mode = append(mode, pgx.QueryExecModeSimpleProtocol)
-		}
-		if _, err := conn.Exec(ctx, strings.ReplaceAll(q, "{{schema}}", quoted), append(mode, args...)...); err != nil {
-			t.Fatalf("%.80s: %v", q, err)
-		}
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(`CREATE SCHEMA ` + quoted)
-	exec(`CREATE TABLE {{schema}}.schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for _, m := range ms {
-		if strings.HasSuffix(m.Name, "_run_tree") {
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, r := range [][3]string{
 		{"a", "", "completed"}, {"a.1", "a", "completed"}, {"a.1.1", "a.1", "running"}, {"a.2", "a", "completed"},

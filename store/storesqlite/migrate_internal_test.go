@@ -2,9 +2,7 @@ package storesqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/actoviq/actoviq-go/store"
@@ -14,30 +12,7 @@ import (
 // with the schema of version 4 (one row per session item, rowid tables),
 // then opens the file with this package: every record reads back.
 func TestMigrateKeepsRows(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
-	c := Config{BusyTimeout: defaultBusyTimeout}
-	db, err := sql.Open("sqlite", dsn(path, &c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
-	for _, m := range ms {
-		if m.Version > 4 {
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
-	}
+	path, db, exec := fileBefore(t, func(m migration) bool { return m.Version > 4 })
 	exec(`INSERT INTO runs (tenant, id, status, checkpoint, revision, event_seq, created_at, updated_at) VALUES ('t', 'r', 'running', '{"v":1}', 3, 2, 1, 2)`)
 	exec(`INSERT INTO ledger (tenant, run_id, call_id, turn, idx, tool, state, args, revision, created_at, updated_at) VALUES ('t', 'r', 'c1', 1, 0, 'pay', 'started', '{"n":1}', 2, 1, 2)`)
 	exec(`INSERT INTO events (tenant, run_id, seq, type, time, data) VALUES ('t', 'r', 1, 'run.started', 1, NULL), ('t', 'r', 2, 'tool.started', 2, '{"call_id":"c1"}')`)

@@ -2,10 +2,8 @@ package storesqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/actoviq/actoviq-go/store"
@@ -22,30 +20,7 @@ const scaleMigration = 6
 // is still there, that the wait kinds were taken from the checkpoints, and
 // that the paged lists, counts, claims and writes work on it.
 func TestMigrateScale(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "before.db")
-	c := Config{BusyTimeout: defaultBusyTimeout}
-	db, err := sql.Open("sqlite", dsn(path, &c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
-	for _, m := range ms {
-		if m.Version >= scaleMigration {
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
-	}
+	path, db, exec := fileBefore(t, func(m migration) bool { return m.Version >= scaleMigration })
 	statuses := []string{"queued", "running", "interrupted", "completed", "failed", "cancelled"}
 	kinds := []string{"approval", "reconciliation", "recovery", "provider"}
 	want := map[string]string{} // id → wait kind

@@ -2,9 +2,7 @@ package storesqlite
 
 import (
 	"context"
-	"database/sql"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,30 +19,7 @@ import (
 // removed), a prune removes the finished tree only, and a child written
 // since gets its root too.
 func TestMigrateRunTree(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
-	c := Config{BusyTimeout: defaultBusyTimeout}
-	db, err := sql.Open("sqlite", dsn(path, &c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
-	for _, m := range ms {
-		if strings.HasSuffix(m.Name, "_run_tree") {
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
-	}
+	path, db, exec := fileBefore(t, func(m migration) bool { return strings.HasSuffix(m.Name, "_run_tree") })
 	for i, r := range [][3]string{
 		{"a", "", "completed"}, {"a.1", "a", "completed"}, {"a.1.1", "a.1", "running"}, {"a.2", "a", "completed"},
 		{"x.1", "x", "completed"}, {"x.1.1", "x.1", "running"}, // x was removed by an older prune
