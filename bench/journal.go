@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -242,6 +243,9 @@ type fleetResult struct {
 	// work on the machine takes the cores.
 	oursCPU, dbosCPU, oursServer, dbosServer time.Duration
 	server                                   bool // the server's CPU was read
+	// WAL bytes per call and per step on PostgreSQL (medians), from
+	// pg_current_wal_lsn before and after each side's round.
+	oursWAL, dbosWAL float64
 }
 
 // fleet runs, rounds times, n concurrent runs of e.calls side-effect calls
@@ -255,12 +259,21 @@ func (e *env) fleet(ctx context.Context, n, rounds int, only string) map[string]
 			continue
 		}
 		var ours, theirs, oursCPU, theirCPU, oursSrv, theirSrv []time.Duration
+		var oursWAL, theirWAL []float64
 		server := b.name == "pg" && pgDataDir != ""
+		lsn := func() (string, bool) {
+			if b.name != "pg" {
+				return "", false
+			}
+			var l string
+			return l, e.pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&l) == nil
+		}
 		for round := range rounds {
 			// measure runs f n times at once; it returns the wall time and
 			// the CPU time (this process's, the server's) per call.
-			measure := func(f func() error, wall, cpu, srv *[]time.Duration) {
+			measure := func(f func() error, wall, cpu, srv *[]time.Duration, wal *[]float64) {
 				var wg sync.WaitGroup
+				l0, lok := lsn()
 				s0, sok := time.Duration(0), false
 				if server {
 					s0, sok = serverCPU(pgDataDir)
@@ -277,21 +290,27 @@ func (e *env) fleet(ctx context.Context, n, rounds int, only string) map[string]
 				if s1, ok := serverCPU(pgDataDir); server && sok && ok {
 					*srv = append(*srv, (s1-s0)/per)
 				}
+				if l1, ok := lsn(); lok && ok {
+					var bytes float64
+					if e.pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8`, l1, l0).Scan(&bytes) == nil {
+						*wal = append(*wal, bytes/float64(per))
+					}
+				}
 			}
 			a := func() error { _, err := e.run(ctx, b, e.calls); return err }
 			d := func() error { _, err := e.runDBOS(b.name, e.calls); return err }
 			if round%2 == 0 {
-				measure(a, &ours, &oursCPU, &oursSrv)
-				measure(d, &theirs, &theirCPU, &theirSrv)
+				measure(a, &ours, &oursCPU, &oursSrv, &oursWAL)
+				measure(d, &theirs, &theirCPU, &theirSrv, &theirWAL)
 			} else {
-				measure(d, &theirs, &theirCPU, &theirSrv)
-				measure(a, &ours, &oursCPU, &oursSrv)
+				measure(d, &theirs, &theirCPU, &theirSrv, &theirWAL)
+				measure(a, &ours, &oursCPU, &oursSrv, &oursWAL)
 			}
 		}
 		total := float64(n * e.calls)
 		out[b.name] = fleetResult{ours: total / median(ours).Seconds(), dbos: total / median(theirs).Seconds(),
 			oursCPU: median(oursCPU), dbosCPU: median(theirCPU), oursServer: median(oursSrv), dbosServer: median(theirSrv),
-			server: len(oursSrv) == rounds && len(theirSrv) == rounds}
+			server: len(oursSrv) == rounds && len(theirSrv) == rounds, oursWAL: medianF(oursWAL), dbosWAL: medianF(theirWAL)}
 	}
 	return out
 }
@@ -325,6 +344,9 @@ func printJournal(e *env, long map[string]longResult, sess map[string]sessRun, f
 		r := fl[k]
 		return fmt.Sprintf("%s%s vs %s%s", us(r.oursCPU), serverPart(r, r.oursServer), us(r.dbosCPU), serverPart(r, r.dbosServer))
 	})
+	if e.pg != nil {
+		fmt.Fprintf(w, "| fleet: PostgreSQL WAL per call vs per DBOS step | | %.0f B vs %.0f B |\n", fl["pg"].oursWAL, fl["pg"].dbosWAL)
+	}
 }
 
 // sessionRows prints the rows of the runs continuing sessions.
@@ -363,4 +385,17 @@ func printSessions(e *env, sess map[string]sessRun, n int) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s |\n", label, f("sqlite"), pg)
 	}, sess, n)
+}
+
+// medianF is the median of xs, 0 when there are none.
+func medianF(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -73,6 +73,9 @@ func main() {
 					name, *conc, *calls, r.ours, *conc, *calls, r.dbos, r.ours/r.dbos)
 				fmt.Printf("fleet %s CPU: per call %s here%s vs per DBOS step %s here%s\n", name,
 					us(r.oursCPU), serverPart(r, r.oursServer), us(r.dbosCPU), serverPart(r, r.dbosServer))
+				if name == "pg" {
+					fmt.Printf("fleet pg WAL: per call %.0f B vs per DBOS step %.0f B\n", r.oursWAL, r.dbosWAL)
+				}
 			}
 		}
 		return
