@@ -2,10 +2,7 @@ package storepg
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -24,51 +21,14 @@ import (
 // transitions pass their revision checks and a wrong one still conflicts;
 // a response written after the migration is found the same way.
 func TestMigrateCallKeys(t *testing.T) {
-	url := os.Getenv("ACTOVIQ_TEST_PG_URL")
-	if url == "" {
-		t.Skip("ACTOVIQ_TEST_PG_URL not set: PostgreSQL tests need a server; scripts/test starts one")
-	}
+	url, schema, _ := schemaBefore(t, "t_keys_", func(m migration) bool { return strings.HasSuffix(m.Name, "_call_keys_plpgsql") })
 	ctx := context.Background()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	schema := "t_keys_" + hex.EncodeToString(b)
 	quoted := pgx.Identifier{schema}.Sanitize()
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DROP SCHEMA `+quoted+` CASCADE`) })
-	exec := func(q string, args ...any) {
-		t.Helper()
-		mode := []any{}
-		if len(args) == 0 {
-			mode = append(mode, pgx.QueryExecModeSimpleProtocol)
-		}
-		if _, err := pool.Exec(ctx, strings.ReplaceAll(q, "{{schema}}", quoted), append(mode, args...)...); err != nil {
-			t.Fatalf("%.80s: %v", q, err)
-		}
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(`CREATE SCHEMA ` + quoted)
-	exec(`CREATE TABLE {{schema}}.schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	found := false
-	for _, m := range ms {
-		if strings.HasSuffix(m.Name, "_call_keys_plpgsql") {
-			found = true
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-	}
-	if !found {
-		t.Fatal("no call_keys_plpgsql migration")
-	}
 	lang := func() string {
 		t.Helper()
 		var l string
