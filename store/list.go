@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -351,6 +352,61 @@ func LiveFromClaims(limit int, listed, running int64) bool {
 		return listed > running
 	}
 	return int64(limit)*listed > running*running
+}
+
+// LiveCountCap is the number of live claims from which [LiveFromClaims]
+// (limit, listed, n) chooses the runs side: a backend that counts the live
+// claims of runs only up to it decides as it would with the exact count,
+// and reads at most that many claims to know.
+func LiveCountCap(limit int, listed int64) int64 {
+	if limit <= 0 {
+		return max(listed, 0)
+	}
+	target := int64(limit) * listed
+	n := int64(math.Sqrt(float64(target)))
+	for n*n < target {
+		n++
+	}
+	for n > 0 && (n-1)*(n-1) >= target {
+		n--
+	}
+	return n
+}
+
+// LiveSide decides where a list of the runs whose claim is live (a
+// ClaimLive filter without a HolderPrefix) starts, as [LiveFromClaims]
+// would with the number of live claims, at a cost that does not grow with
+// the runs being driven nor with the stalled ones (claims that expired
+// without a release): limit is the page, listed how many runs the listed
+// statuses hold (the counters), held how many of them have a held claim
+// (the held-claim counters: the live ones and those whose lease expired
+// without a release). expired and live count, each up to a cap, the
+// claims of runs that are held but expired and those that are live. A
+// held count below the cap chooses the claims side unread (it costs at
+// most held); few expired claims leave at least held-expired live ones;
+// otherwise the live ones are counted up to the cap. At most twice
+// LiveCountCap claims are read, never more than the claims side costs or
+// than the runs side is expected to.
+func LiveSide(limit int, listed, held int64, expired, live func(cap int64) (int64, error)) (fromClaims bool, err error) {
+	limitCap := LiveCountCap(limit, listed)
+	if limitCap <= 0 {
+		return false, nil // nothing listed: the runs side reads nothing
+	}
+	if held < limitCap {
+		return true, nil
+	}
+	e, err := expired(limitCap)
+	if err != nil {
+		return false, err
+	}
+	if e < limitCap && held-e >= limitCap {
+		return false, nil
+	}
+	n, err := live(limitCap)
+	if err != nil {
+		return false, err
+	}
+	return LiveFromClaims(limit, listed, n), nil
 }
 
 // HostPrefix reports whether a holder prefix is a host's: a name without

@@ -52,9 +52,9 @@ func claimAcquire(ctx context.Context, tx querier, now time.Time, tenant, key, h
 	default:
 		c.Epoch = cur.Epoch + 1
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO claims (`+claimColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+	_, err = tx.ExecContext(ctx, `INSERT INTO claims (`+claimColumns+`, held) VALUES (?, ?, ?, ?, ?, ?, 1)
 		ON CONFLICT (tenant, key) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch,
-			expires_at = excluded.expires_at, heartbeat_at = excluded.heartbeat_at`,
+			expires_at = excluded.expires_at, heartbeat_at = excluded.heartbeat_at, held = 1`,
 		tenant, key, holder, c.Epoch, micros(c.ExpiresAt), micros(c.HeartbeatAt))
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 			_, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE tenant = ? AND key = ?`, p.Tenant, p.Fence.Key)
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?) WHERE tenant = ? AND key = ?`,
+		_, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?), held = 0 WHERE tenant = ? AND key = ?`,
 			micros(s.now()), p.Tenant, p.Fence.Key)
 		return err
 	})
@@ -148,7 +148,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*sto
 		}
 		now := s.now()
 		cur.ExpiresAt, cur.HeartbeatAt = store.Time(now.Add(p.TTL)), now
-		_, err = tx.ExecContext(ctx, `UPDATE claims SET expires_at = ?, heartbeat_at = ? WHERE tenant = ? AND key = ?`,
+		_, err = tx.ExecContext(ctx, `UPDATE claims SET expires_at = ?, heartbeat_at = ?, held = 1 WHERE tenant = ? AND key = ?`,
 			micros(cur.ExpiresAt), micros(now), p.Tenant, p.Fence.Key)
 		out = cur
 		return err

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -148,8 +147,10 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 // listQuery is RunList's statement: one index walk per status, each cut at
 // the limit, merged in order.
 // liveFromClaims says whether a list of the runs whose claim is live,
-// without a holder prefix, starts from the claims side
-// (store.LiveFromClaims, from the counters; always for statuses that are
+// without a holder prefix, starts from the claims side (store.LiveSide:
+// from the counters of runs and of held claims, then claims_held's
+// expired held claims and live ones, each counted up to a cap, never the
+// stalled runs nor every run being driven; always for statuses that are
 // not counted, such as finished runs, which the runs side would walk).
 func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (bool, error) {
 	if p.Claim.State != store.ClaimLive || p.Claim.HolderPrefix != "" {
@@ -164,22 +165,40 @@ func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (boo
 			return true, nil
 		}
 	}
-	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: p.Tenant,
-		Statuses: []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted}})
-	if err != nil {
-		return false, err
+	var listed, held int64
+	ph := strings.Repeat(", ?", len(statuses))[2:]
+	args := []any{p.Tenant}
+	for _, st := range statuses {
+		args = append(args, string(st))
 	}
-	var listed, running int64
-	for _, c := range counts {
-		if slices.Contains(statuses, c.Status) {
-			listed += c.N
-		}
-		if c.Status == store.RunRunning {
-			running += c.N
+	args = append(args, args...)
+	if err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT COALESCE(SUM(n), 0) FROM run_counts WHERE tenant = ? AND status IN (`+ph+`)),
+		(SELECT COALESCE(SUM(n), 0) FROM held_counts WHERE tenant = ? AND status IN (`+ph+`))`, args...).Scan(&listed, &held); err != nil {
+		return false, wrap("count runs", mapErr(ctx, err))
+	}
+	now := micros(s.listNow(p.Now))
+	count := func(cond string) func(int64) (int64, error) {
+		return func(limit int64) (n int64, err error) {
+			err = s.db.QueryRowContext(ctx, cond, p.Tenant, now, limit).Scan(&n)
+			if err != nil {
+				err = wrap("count claims", mapErr(ctx, err))
+			}
+			return n, err
 		}
 	}
-	return store.LiveFromClaims(p.Limit, listed, running), nil
+	return store.LiveSide(p.Limit, listed, held, count(heldExpiredCapped), count(heldLiveCapped))
 }
+
+// heldExpiredCapped and heldLiveCapped count, up to a cap, the held claims
+// of runs of a tenant expired by a time, or live at it: a range of
+// claims_held, its entries only.
+const (
+	heldExpiredCapped = `SELECT count(*) FROM (SELECT 1 FROM claims c INDEXED BY claims_held
+		WHERE c.tenant = ? AND c.held = 1 AND c.expires_at <= ? AND substr(c.key, 1, 4) = 'run:' LIMIT ?)`
+	heldLiveCapped = `SELECT count(*) FROM (SELECT 1 FROM claims c INDEXED BY claims_held
+		WHERE c.tenant = ? AND c.held = 1 AND c.expires_at > ? AND substr(c.key, 1, 4) = 'run:' LIMIT ?)`
+)
 
 // listQuery is RunList's statement, from the runs side for the runs whose
 // claim is live without a holder prefix (see listQueryFrom).
@@ -346,8 +365,12 @@ func scanCounts(ctx context.Context, q interface {
 
 // counterQueries are the queries of a count that the counters answer
 // (store.Counted): the counters' rows, and, for the idle-claim filter,
-// the runs among them with a live claim (from claims_runs, the live
-// claims of runs only; empty otherwise).
+// the runs among them with a live claim at now, as signed rows to sum by
+// group (empty otherwise): the runs whose claim is held (held_counts,
+// migrations/0014), less those whose held claim expired by now, plus
+// those whose released claim expires after now (none unless now is in
+// the past), both from claims_held. It reads the counters and the claims
+// that expired without a release, not the runs being driven.
 func (s *Store) counterQueries(p *store.RunCountParams) (all, live string, args [2][]any, ok bool) {
 	if !store.Counted(p) {
 		return "", "", args, false
@@ -362,12 +385,25 @@ func (s *Store) counterQueries(p *store.RunCountParams) (all, live string, args 
 	all = `SELECT status, wait_kind, n FROM run_counts WHERE tenant = ? AND ` + in + ` AND n <> 0`
 	args[0] = append([]any{p.Tenant}, sts...)
 	if p.Claim.State == store.ClaimIdle {
-		live = `SELECT r.status, r.wait_kind, count(*) FROM claims c INDEXED BY claims_runs CROSS JOIN runs r
-		WHERE c.tenant = ? AND c.expires_at > ? AND substr(c.key, 1, 4) = 'run:' AND r.tenant = c.tenant AND r.id = substr(c.key, 5)
-		AND r.` + in + ` GROUP BY r.status, r.wait_kind`
-		args[1] = append([]any{p.Tenant, micros(s.listNow(p.Now))}, sts...)
+		now := micros(s.listNow(p.Now))
+		live = `SELECT status, wait_kind, n FROM held_counts WHERE tenant = ? AND ` + in + ` AND n <> 0
+		UNION ALL ` + heldClass(`-`, `c.held = 1 AND c.expires_at <= ?`, in) + `
+		UNION ALL ` + heldClass(``, `c.held = 0 AND c.expires_at > ?`, in)
+		args[1] = append([]any{p.Tenant}, sts...)
+		for range 2 {
+			args[1] = append(append(args[1], p.Tenant, now), sts...)
+		}
 	}
 	return all, live, args, true
+}
+
+// heldClass counts (sign "-": negated) the runs of statuses in whose claim
+// is in a class of claims_held (cond: held or not, a range of expiry),
+// each run read by key.
+func heldClass(sign, cond, in string) string {
+	return `SELECT r.status, r.wait_kind, ` + sign + `count(*) FROM claims c INDEXED BY claims_held CROSS JOIN runs r
+		WHERE c.tenant = ? AND ` + cond + ` AND substr(c.key, 1, 4) = 'run:' AND r.tenant = c.tenant AND r.id = substr(c.key, 5)
+		AND r.` + in + ` GROUP BY r.status, r.wait_kind`
 }
 
 func (s *Store) countQuery(p *store.RunCountParams) (string, []any) {

@@ -158,10 +158,29 @@ func TestQueryPlans(t *testing.T) {
 			strings.Contains(j, " runs ") {
 			t.Errorf("inbox totals: not a search of the counters by tenant and status:\n%s", j)
 		}
+		// The runs a live claim takes out: the held-claim counters, less
+		// the held claims expired by now, plus the released ones that
+		// expire after it (two ranges of claims_held, each run by key);
+		// never the live claims, whose number is the runs being driven.
 		lines = plan(t, s, live, cargs[1]...)
-		if j := strings.Join(lines, "\n"); !strings.Contains(j, "SEARCH c USING INDEX claims_runs (tenant=? AND expires_at>?)") ||
-			!strings.Contains(j, "sqlite_autoindex_runs_1") {
-			t.Errorf("live claims of waiting runs: not from claims_runs, or runs not by key:\n%s", j)
+		if j := strings.Join(lines, "\n"); !strings.Contains(j, "SEARCH held_counts USING PRIMARY KEY (tenant=? AND status=?)") ||
+			!strings.Contains(j, "SEARCH c USING COVERING INDEX claims_held (tenant=? AND held=? AND expires_at<?)") ||
+			!strings.Contains(j, "SEARCH c USING COVERING INDEX claims_held (tenant=? AND held=? AND expires_at>?)") ||
+			!strings.Contains(j, "SEARCH r USING INDEX sqlite_autoindex_runs_1 (tenant=? AND id=?)") || strings.Contains(j, "claims_runs") {
+			t.Errorf("live claims of waiting runs: not the held counters and claims_held's two ranges, runs by key:\n%s", j)
+		}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "SCAN ") {
+				t.Errorf("live claims of waiting runs: scans %q", l)
+			}
+		}
+		// runs list --status running decides its side from the counters
+		// and capped counts of claims_held's entries (no table read).
+		for name, q := range map[string]string{"expired held claims": heldExpiredCapped, "live held claims": heldLiveCapped} {
+			lines = plan(t, s, q, "t", micros(now), 100)
+			if j := strings.Join(lines, "\n"); !strings.Contains(j, "USING COVERING INDEX claims_held (tenant=? AND held=? AND expires_at") {
+				t.Errorf("%s: not a range of claims_held's entries:\n%s", name, j)
+			}
 		}
 		// runs list --status running with few runs driven and many
 		// waiting: the live claims of runs (claims_runs: not the 5,000

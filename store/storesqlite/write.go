@@ -187,7 +187,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		if p.Release {
 			// The claim is given up with the write, as ClaimRelease would;
 			// the fence was checked above, under the write lock.
-			if _, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?)
+			if _, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?), held = 0
 				WHERE tenant = ? AND key = ? AND holder = ? AND epoch = ?`,
 				now, p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch); err != nil {
 				return err
