@@ -23,10 +23,10 @@ var activeStatuses = []store.RunStatus{store.RunQueued, store.RunRunning, store.
 
 // fullCount counts the tenant's runs in statuses by reading every one of
 // them (a list, not a count: the reference the counts are checked
-// against), with the claim filter cf at the clock's time.
-func fullCount(t *testing.T, bb *bundle, s store.Store, tenant string, statuses []store.RunStatus, cf store.ClaimFilter) []store.RunCount {
+// against), with the claim filter cf at time now.
+func fullCount(t *testing.T, bb *bundle, s store.Store, tenant string, statuses []store.RunStatus, cf store.ClaimFilter, now time.Time) []store.RunCount {
 	t.Helper()
-	runs := pageAll(t, bb, store.RunListParams{Tenant: tenant, Statuses: statuses, Claim: cf, Now: bb.clock.Now(), Summary: true}, 100)
+	runs := pageAll(t, bb, store.RunListParams{Tenant: tenant, Statuses: statuses, Claim: cf, Now: now, Summary: true}, 100)
 	n := map[[2]string]int64{}
 	for _, r := range runs {
 		n[[2]string{string(r.Status), r.WaitKind}]++
@@ -39,25 +39,82 @@ func fullCount(t *testing.T, bb *bundle, s store.Store, tenant string, statuses 
 	return out
 }
 
-// checkCounts compares every counted form of RunCount with a full count.
+// checkCounts compares every counted form of RunCount with a full count,
+// at the clock's time and, for the idle-claim filter, 45 seconds before it
+// (claims released since then were live at that time) and 45 after it
+// (claims held now have expired by then).
 func checkCounts(t *testing.T, bb *bundle, s store.Store, step string) {
 	t.Helper()
 	for _, tenant := range []string{"t1", "t2"} {
 		for _, sts := range [][]store.RunStatus{activeStatuses, {store.RunInterrupted, store.RunRunning}, {store.RunQueued}} {
 			for _, cf := range []store.ClaimFilter{{}, {State: store.ClaimIdle}} {
-				p := &store.RunCountParams{Tenant: tenant, Statuses: sts, Claim: cf, Now: bb.clock.Now()}
-				if !store.Counted(p) {
-					t.Fatalf("%+v is not a counted count", p)
-				}
-				got, err := s.RunCount(bb.ctx, p)
-				if err != nil {
-					t.Fatalf("%s: RunCount: %v", step, err)
-				}
-				if want := fullCount(t, bb, s, tenant, sts, cf); !slices.Equal(got, want) {
-					t.Fatalf("%s: %s %v claim %q: counts %+v, full count %+v", step, tenant, sts, cf.State, got, want)
+				for _, d := range []time.Duration{0, -45 * time.Second, 45 * time.Second} {
+					if d != 0 && cf.State == store.ClaimAny {
+						continue
+					}
+					now := bb.clock.Now().Add(d)
+					p := &store.RunCountParams{Tenant: tenant, Statuses: sts, Claim: cf, Now: now}
+					if !store.Counted(p) {
+						t.Fatalf("%+v is not a counted count", p)
+					}
+					got, err := s.RunCount(bb.ctx, p)
+					if err != nil {
+						t.Fatalf("%s: RunCount: %v", step, err)
+					}
+					if want := fullCount(t, bb, s, tenant, sts, cf, now); !slices.Equal(got, want) {
+						t.Fatalf("%s: %s %v claim %q at %v: counts %+v, full count %+v", step, tenant, sts, cf.State, d, got, want)
+					}
 				}
 			}
 		}
+	}
+}
+
+// claimOp takes, renews or releases the claim of run id (in
+// tenant), as a drive, a resume or an operator's process would: the
+// held-claim counters a backend may keep must follow every one of them.
+func claimOp(t *testing.T, bb *bundle, rng *rand.Rand, tenant, id string) string {
+	t.Helper()
+	key := store.RunClaimKey(id)
+	c, err := bb.s.ClaimGet(bb.ctx, &store.ClaimGetParams{Tenant: tenant, Key: key})
+	if errors.Is(err, store.ErrNotFound) {
+		c = nil
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	holder := []string{"h:1:x", "h:2:x", "other:3:y"}[rng.IntN(3)]
+	switch op := rng.IntN(5); {
+	case c == nil || op == 0: // take (or take over, or renew by taking again)
+		_, err := bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: tenant, Key: key, Holder: holder,
+			TTL: time.Duration(10+rng.IntN(80)) * time.Second})
+		var held *store.ClaimHeldError
+		if err != nil && !errors.As(err, &held) {
+			t.Fatal(err)
+		}
+		return "acquire " + id
+	case op == 1: // heartbeat (also of an expired or released claim, which the fence allows)
+		if _, err := bb.s.ClaimRenew(bb.ctx, &store.ClaimRenewParams{Tenant: tenant, Fence: store.Fence{Key: key, Holder: c.Holder, Epoch: c.Epoch},
+			TTL: time.Duration(10+rng.IntN(80)) * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		return "renew " + id
+	case op == 2 || op == 3: // release (a run's claim row stays until a prune removes it with the run)
+		if err := bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: tenant, Fence: store.Fence{Key: key, Holder: c.Holder, Epoch: c.Epoch}}); err != nil {
+			t.Fatal(err)
+		}
+		return "release " + id
+	default: // a write under the claim that moves the run and releases the claim
+		r, err := bb.s.RunGet(bb.ctx, &store.RunGetParams{Tenant: tenant, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := []store.RunStatus{store.RunInterrupted, store.RunCompleted, store.RunRunning}[rng.IntN(3)]
+		if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: tenant, RunID: id,
+			Fence: &store.Fence{Key: key, Holder: c.Holder, Epoch: c.Epoch}, Release: rng.IntN(3) > 0,
+			Run: &store.RunUpdate{ExpectedRevision: r.Revision, Status: st, Checkpoint: r.Checkpoint, WaitKind: "approval"}}); err != nil {
+			t.Fatal(err)
+		}
+		return "write under the claim of " + id + " to " + string(st)
 	}
 }
 
@@ -77,15 +134,24 @@ func testRunCounters(t *testing.T, bb *bundle) {
 	}
 	for step := range 400 {
 		name := ""
-		switch op := rng.IntN(10); {
-		case op < 3 || len(ids) < 5: // a new run, in any status
+		switch op := rng.IntN(13); {
+		case op < 3 || len(ids) < 5: // a new run, in any status, claimed once in four
 			id := fmt.Sprintf("c%04d", step)
 			tenant := []string{"t1", "t2"}[rng.IntN(2)]
 			r := newRun(tenant, id)
 			r.Status, r.WaitKind = statuses[rng.IntN(len(statuses))], kinds[rng.IntN(len(kinds))]
-			mustCreate(t, bb, r)
+			p := &store.RunCreateParams{Run: r}
+			if rng.IntN(4) == 0 {
+				p.Holder, p.TTL = "h:1:x", time.Minute
+			}
+			if _, err := bb.s.RunCreate(bb.ctx, p); err != nil {
+				t.Fatal(err)
+			}
 			ids, tenantOf[id] = append(ids, id), tenant
 			name = "create " + id + " " + string(r.Status)
+		case op >= 10: // a claim taken, renewed, released or removed
+			id := ids[rng.IntN(len(ids))]
+			name = claimOp(t, bb, rng, tenantOf[id], id)
 		case op < 6: // a status or kind change
 			id := ids[rng.IntN(len(ids))]
 			r := get(id)
@@ -142,6 +208,12 @@ func testRunCounters(t *testing.T, bb *bundle) {
 		r.Status, r.WaitKind = store.RunInterrupted, "approval"
 		mustCreate(t, bb, r)
 		flips, tenantOf[id] = append(flips, id), "t1"
+		if i%2 == 0 { // half of them move between groups with their claim held
+			if _, err := bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: "t1", Key: store.RunClaimKey(id),
+				Holder: "h:9:x", TTL: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
