@@ -26,7 +26,8 @@ const claimUpsert = `
 		holder = EXCLUDED.holder,
 		epoch = CASE WHEN c.expires_at > EXCLUDED.heartbeat_at THEN c.epoch ELSE c.epoch + 1 END,
 		expires_at = EXCLUDED.expires_at,
-		heartbeat_at = EXCLUDED.heartbeat_at
+		heartbeat_at = EXCLUDED.heartbeat_at,
+		held = true
 	WHERE c.expires_at <= EXCLUDED.heartbeat_at OR (c.holder = EXCLUDED.holder AND NOT $6::boolean)
 	RETURNING ` + claimCols
 
@@ -138,7 +139,7 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 	}
 	now := s.clock.Now()
 	var tag int64
-	q := `UPDATE {{schema}}.claims SET expires_at = $5 WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
+	q := `UPDATE {{schema}}.claims SET expires_at = $5, held = false WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
 	args := []any{p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, now}
 	if p.Remove {
 		q = `DELETE FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
@@ -166,7 +167,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*sto
 	now := s.clock.Now()
 	var c *store.Claim
 	err := retryable(ctx, func() (err error) {
-		c, err = scanClaim(s.pool.QueryRow(ctx, s.q(`UPDATE {{schema}}.claims SET expires_at = $5, heartbeat_at = $6
+		c, err = scanClaim(s.pool.QueryRow(ctx, s.q(`UPDATE {{schema}}.claims SET expires_at = $5, heartbeat_at = $6, held = true
 			WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4
 			RETURNING `+claimCols),
 			p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, store.Time(now.Add(p.TTL)), now))

@@ -217,7 +217,7 @@ func (s *Store) single(r *pgReq) {
 // transaction (store.RunWriteParams.Release), as ClaimRelease does.
 // run_write checked the fence and holds the claim row FOR SHARE until the
 // commit, so the row is the fence's.
-const releaseClaim = `UPDATE {{schema}}.claims SET expires_at = $5
+const releaseClaim = `UPDATE {{schema}}.claims SET expires_at = $5, held = false
 	WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
 
 // runWriteReleaseOnce is runWriteOnce of a write that releases its claim:

@@ -3,7 +3,6 @@ package storepg
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,8 +124,10 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 }
 
 // liveFromClaims says whether a list of the runs whose claim is live,
-// without a holder prefix, starts from the claims side
-// (store.LiveFromClaims, from the counters; always for statuses that are
+// without a holder prefix, starts from the claims side (store.LiveSide:
+// from the counters of runs and of held claims, then claims_held's
+// expired held claims and live ones, each counted up to a cap, never the
+// stalled runs nor every run being driven; always for statuses that are
 // not counted, such as finished runs, which the runs side would walk).
 func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (bool, error) {
 	if p.Claim.State != store.ClaimLive || p.Claim.HolderPrefix != "" {
@@ -141,21 +142,24 @@ func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (boo
 			return true, nil
 		}
 	}
-	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: p.Tenant,
-		Statuses: []store.RunStatus{store.RunQueued, store.RunRunning, store.RunInterrupted}})
-	if err != nil {
-		return false, err
+	sts := make([]string, len(statuses))
+	for i, st := range statuses {
+		sts[i] = string(st)
 	}
-	var listed, running int64
-	for _, c := range counts {
-		if slices.Contains(statuses, c.Status) {
-			listed += c.N
-		}
-		if c.Status == store.RunRunning {
-			running += c.N
+	var listed, held int64
+	if err := s.pool.QueryRow(ctx, s.q(listedHeld), p.Tenant, sts).Scan(&listed, &held); err != nil {
+		return false, mapErr("count runs", err)
+	}
+	now := s.listNow(p.Now)
+	count := func(q string) func(int64) (int64, error) {
+		return func(limit int64) (n int64, err error) {
+			if err := s.pool.QueryRow(ctx, s.q(q), p.Tenant, now, limit).Scan(&n); err != nil {
+				return 0, mapErr("count claims", err)
+			}
+			return n, nil
 		}
 	}
-	return store.LiveFromClaims(p.Limit, listed, running), nil
+	return store.LiveSide(p.Limit, listed, held, count(heldExpiredCapped), count(heldLiveCapped))
 }
 
 // listQuery is RunList's statement, from the runs side for the runs whose
@@ -572,15 +576,42 @@ const countersCount = `SELECT status, wait_kind, sum(n)::bigint FROM {{schema}}.
 	WHERE tenant = $1 AND status = ANY($2::text[]) GROUP BY status, wait_kind`
 
 // liveCount, appended to countersCount, subtracts the runs of those
-// statuses whose claim is live at $3, found from claims_runs (the live
-// claims of runs only: not the child places held for good, the cancel
-// requests, the escalation timers).
+// statuses whose claim is live at $3: the runs whose claim is held (the
+// counters held_counts, migrations/017), less those whose held claim
+// expired by $3, plus those whose released claim expires after $3 (none
+// unless $3 is in the past), both through claims_held. It reads the
+// counters and the claims that expired without a release, not the runs
+// being driven.
 const liveCount = `
+	UNION ALL
+	SELECT status, wait_kind, -sum(n)::bigint FROM {{schema}}.held_counts
+	WHERE tenant = $1 AND status = ANY($2::text[]) GROUP BY status, wait_kind
+	UNION ALL
+	SELECT c.run_status, c.run_wait_kind, count(*) FROM {{schema}}.claims c
+	WHERE c.tenant = $1 AND c.held AND c.expires_at <= $3 AND starts_with(c.key, 'run:') AND c.run_status = ANY($2::text[])
+	GROUP BY c.run_status, c.run_wait_kind
 	UNION ALL
 	SELECT r.status, r.wait_kind, -count(*) FROM {{schema}}.claims c
 	JOIN {{schema}}.runs r ON r.tenant = c.tenant AND r.id = substr(c.key, 5)
-	WHERE c.tenant = $1 AND c.expires_at > $3 AND starts_with(c.key, 'run:') AND r.status = ANY($2::text[])
+	WHERE c.tenant = $1 AND NOT c.held AND c.expires_at > $3 AND starts_with(c.key, 'run:') AND r.status = ANY($2::text[])
 	GROUP BY r.status, r.wait_kind`
+
+// heldExpiredCapped and heldLiveCapped count, up to $3, the held claims
+// of runs of tenant $1 that expired by $2, or are live at it: a range of
+// claims_held, in its order (so that no plan reads the table until it has
+// found $3 of them).
+const (
+	heldExpiredCapped = `SELECT count(*) FROM (SELECT 1 FROM {{schema}}.claims c
+	WHERE c.tenant = $1 AND c.held AND c.expires_at <= $2 AND starts_with(c.key, 'run:') ORDER BY c.expires_at LIMIT $3) x`
+	heldLiveCapped = `SELECT count(*) FROM (SELECT 1 FROM {{schema}}.claims c
+	WHERE c.tenant = $1 AND c.held AND c.expires_at > $2 AND starts_with(c.key, 'run:') ORDER BY c.expires_at LIMIT $3) x`
+)
+
+// listedHeld is how many runs of the statuses $2 of tenant $1 there are,
+// and how many of them have a held claim (the counters).
+const listedHeld = `SELECT
+	(SELECT coalesce(sum(n), 0)::bigint FROM {{schema}}.run_counts WHERE tenant = $1 AND status = ANY($2::text[])),
+	(SELECT coalesce(sum(n), 0)::bigint FROM {{schema}}.held_counts WHERE tenant = $1 AND status = ANY($2::text[]))`
 
 var _ store.WaitingStamper = (*Store)(nil)
 

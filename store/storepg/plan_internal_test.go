@@ -250,10 +250,13 @@ func TestQueryPlans(t *testing.T) {
 	if ownedRead < 3 || ownedRead > 4 {
 		t.Errorf("owned claims: read %.0f claims, want the tree's 3\n%s", ownedRead, owned)
 	}
-	// The inbox's idle count subtracts the runs a live claim holds, read
-	// through claims_runs (the live claims of runs, not the tenant's other
-	// claims).
+	// The inbox's idle count subtracts the runs a live claim holds: the
+	// held-claim counters, less the held claims expired by now, plus the
+	// released ones that expire after it, both through claims_held: not
+	// the 5,003 live claims (the runs being driven), not the 2,000
+	// released ones.
 	totals = explain(t, s, countersCount+liveCount, "t", []string{"interrupted", "running"}, now)
+	var totalsClaims float64
 	totals.walk(func(n *planNode) {
 		if n.Relation != "claims" {
 			return
@@ -262,10 +265,24 @@ func TestQueryPlans(t *testing.T) {
 		if n.NodeType == "Bitmap Heap Scan" && len(n.Plans) == 1 {
 			ix = n.Plans[0].Index
 		}
-		if ix != "claims_runs" {
-			t.Errorf("inbox totals read claims by %s %q, not claims_runs\n%s", n.NodeType, ix, totals)
+		if ix != "claims_held" {
+			t.Errorf("inbox totals read claims by %s %q, not claims_held\n%s", n.NodeType, ix, totals)
 		}
+		totalsClaims += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
 	})
+	if totalsClaims > 0 {
+		t.Errorf("inbox totals read %.0f claims, want none (no held claim expired)\n%s", totalsClaims, totals)
+	}
+	// runs list --status running decides its side from capped counts of
+	// claims_held's entries.
+	for name, q := range map[string]string{"expired held claims": heldExpiredCapped, "live held claims": heldLiveCapped} {
+		p := explain(t, s, q, "t", now, int64(100))
+		p.walk(func(n *planNode) {
+			if n.Relation == "claims" && n.Index != "claims_held" {
+				t.Errorf("%s: claims read by %s %q, not claims_held\n%s", name, n.NodeType, n.Index, p)
+			}
+		})
+	}
 	running := store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
 		Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now, Summary: true}
 	// The approval escalation's due timers: through claims_host, the 3
@@ -455,16 +472,16 @@ func TestSessionLoadPlan(t *testing.T) {
 }
 
 // seedClaimsPG gives 5,000 finished runs a live claim of other hosts,
-// 2,000 an expired claim of host "host", and 3 waiting runs a live claim
-// of host "host".
+// 2,000 an expired (released) claim of host "host", and 3 waiting runs a
+// live claim of host "host".
 func seedClaimsPG(t *testing.T, s *Store, now time.Time) {
 	t.Helper()
 	for i, q := range []string{
 		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
 		SELECT 't', 'run:f' || lpad(n::text, 8, '0'), 'other-' || (n % 50) || ':' || n || ':x', 1, $1::timestamptz + interval '1 minute', $1
 		FROM generate_series(1, 5000) n`,
-		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
-		SELECT 't', 'run:f' || lpad((10000 + n)::text, 8, '0'), 'host:' || n || ':x', 1, $1::timestamptz - interval '1 minute', $1
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at, held)
+		SELECT 't', 'run:f' || lpad((10000 + n)::text, 8, '0'), 'host:' || n || ':x', 1, $1::timestamptz - interval '1 minute', $1, false
 		FROM generate_series(1, 2000) n`,
 		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
 		SELECT 't', 'run:w' || lpad((400 + n)::text, 5, '0'), 'host:' || (90000 + n) || ':x', 1, $1::timestamptz + interval '1 minute', $1
