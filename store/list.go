@@ -375,19 +375,21 @@ func LiveCountCap(limit int, listed int64) int64 {
 
 // LiveSide decides where a list of the runs whose claim is live (a
 // ClaimLive filter without a HolderPrefix) starts, as [LiveFromClaims]
-// would with the number of live claims, at a cost that does not grow with
+// would with the number of live claims, at a cost that grows neither with
 // the runs being driven nor with the stalled ones (claims that expired
-// without a release): limit is the page, listed how many runs the listed
+// without a release). limit is the page, listed how many runs the listed
 // statuses hold (the counters), held how many of them have a held claim
 // (the held-claim counters: the live ones and those whose lease expired
-// without a release). expired and live count, each up to a cap, the
-// claims of runs that are held but expired and those that are live. A
-// held count below the cap chooses the claims side unread (it costs at
-// most held); few expired claims leave at least held-expired live ones;
-// otherwise the live ones are counted up to the cap. At most twice
-// LiveCountCap claims are read, never more than the claims side costs or
-// than the runs side is expected to.
-func LiveSide(limit int, listed, held int64, expired, live func(cap int64) (int64, error)) (fromClaims bool, err error) {
+// without a release). count counts, each up to k, the held claims of runs
+// that expired and those that are live.
+//
+// A held count below [LiveCountCap] chooses the claims side unread (it
+// costs at most held). Otherwise both kinds are counted up to k, k
+// growing fourfold from 128 to the cap: the first kind found below k gives
+// the number of live claims (directly, or as held less the expired ones),
+// so the reads cost about the smaller of the two, never more than twice
+// the cap; both at the cap mean the runs side.
+func LiveSide(limit int, listed, held int64, count func(k int64) (expired, live int64, err error)) (fromClaims bool, err error) {
 	limitCap := LiveCountCap(limit, listed)
 	if limitCap <= 0 {
 		return false, nil // nothing listed: the runs side reads nothing
@@ -395,18 +397,20 @@ func LiveSide(limit int, listed, held int64, expired, live func(cap int64) (int6
 	if held < limitCap {
 		return true, nil
 	}
-	e, err := expired(limitCap)
-	if err != nil {
-		return false, err
+	for k := min(int64(128), limitCap); ; k = min(4*k, limitCap) {
+		e, l, err := count(k)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case l < k:
+			return LiveFromClaims(limit, listed, l), nil
+		case e < k:
+			return LiveFromClaims(limit, listed, max(held-e, 0)), nil
+		case k == limitCap:
+			return false, nil
+		}
 	}
-	if e < limitCap && held-e >= limitCap {
-		return false, nil
-	}
-	n, err := live(limitCap)
-	if err != nil {
-		return false, err
-	}
-	return LiveFromClaims(limit, listed, n), nil
 }
 
 // HostPrefix reports whether a holder prefix is a host's: a name without

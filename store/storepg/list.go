@@ -126,8 +126,8 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 // liveFromClaims says whether a list of the runs whose claim is live,
 // without a holder prefix, starts from the claims side (store.LiveSide:
 // from the counters of runs and of held claims, then claims_held's
-// expired held claims and live ones, each counted up to a cap, never the
-// stalled runs nor every run being driven; always for statuses that are
+// expired held claims and live ones, each counted up to a growing cap,
+// about the fewer of the two; always for statuses that are
 // not counted, such as finished runs, which the runs side would walk).
 func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (bool, error) {
 	if p.Claim.State != store.ClaimLive || p.Claim.HolderPrefix != "" {
@@ -151,15 +151,12 @@ func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (boo
 		return false, mapErr("count runs", err)
 	}
 	now := s.listNow(p.Now)
-	count := func(q string) func(int64) (int64, error) {
-		return func(limit int64) (n int64, err error) {
-			if err := s.pool.QueryRow(ctx, s.q(q), p.Tenant, now, limit).Scan(&n); err != nil {
-				return 0, mapErr("count claims", err)
-			}
-			return n, nil
+	return store.LiveSide(p.Limit, listed, held, func(k int64) (expired, live int64, err error) {
+		if err := s.pool.QueryRow(ctx, s.q(heldCapped), p.Tenant, now, k).Scan(&expired, &live); err != nil {
+			return 0, 0, mapErr("count claims", err)
 		}
-	}
-	return store.LiveSide(p.Limit, listed, held, count(heldExpiredCapped), count(heldLiveCapped))
+		return expired, live, nil
+	})
 }
 
 // listQuery is RunList's statement, from the runs side for the runs whose
@@ -596,16 +593,14 @@ const liveCount = `
 	WHERE c.tenant = $1 AND NOT c.held AND c.expires_at > $3 AND starts_with(c.key, 'run:') AND r.status = ANY($2::text[])
 	GROUP BY r.status, r.wait_kind`
 
-// heldExpiredCapped and heldLiveCapped count, up to $3, the held claims
-// of runs of tenant $1 that expired by $2, or are live at it: a range of
-// claims_held, in its order (so that no plan reads the table until it has
-// found $3 of them).
-const (
-	heldExpiredCapped = `SELECT count(*) FROM (SELECT 1 FROM {{schema}}.claims c
-	WHERE c.tenant = $1 AND c.held AND c.expires_at <= $2 AND starts_with(c.key, 'run:') ORDER BY c.expires_at LIMIT $3) x`
-	heldLiveCapped = `SELECT count(*) FROM (SELECT 1 FROM {{schema}}.claims c
-	WHERE c.tenant = $1 AND c.held AND c.expires_at > $2 AND starts_with(c.key, 'run:') ORDER BY c.expires_at LIMIT $3) x`
-)
+// heldCapped counts, each up to $3, the held claims of runs of tenant $1
+// expired by $2 and those live at it: two ranges of claims_held, in its
+// order (so that no plan reads the table until it has found $3).
+const heldCapped = `SELECT
+	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.claims c
+		WHERE c.tenant = $1 AND c.held AND c.expires_at <= $2 AND starts_with(c.key, 'run:') ORDER BY c.expires_at LIMIT $3) x),
+	(SELECT count(*) FROM (SELECT 1 FROM {{schema}}.claims c
+		WHERE c.tenant = $1 AND c.held AND c.expires_at > $2 AND starts_with(c.key, 'run:') ORDER BY c.expires_at LIMIT $3) y)`
 
 // listedHeld is how many runs of the statuses $2 of tenant $1 there are,
 // and how many of them have a held claim (the counters).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,14 +276,12 @@ func TestQueryPlans(t *testing.T) {
 	}
 	// runs list --status running decides its side from capped counts of
 	// claims_held's entries.
-	for name, q := range map[string]string{"expired held claims": heldExpiredCapped, "live held claims": heldLiveCapped} {
-		p := explain(t, s, q, "t", now, int64(100))
-		p.walk(func(n *planNode) {
-			if n.Relation == "claims" && n.Index != "claims_held" {
-				t.Errorf("%s: claims read by %s %q, not claims_held\n%s", name, n.NodeType, n.Index, p)
-			}
-		})
-	}
+	capped := explain(t, s, heldCapped, "t", now, int64(100))
+	capped.walk(func(n *planNode) {
+		if n.Relation == "claims" && n.Index != "claims_held" {
+			t.Errorf("capped counts of held claims: claims read by %s %q, not claims_held\n%s", n.NodeType, n.Index, capped)
+		}
+	})
 	running := store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
 		Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now, Summary: true}
 	// The approval escalation's due timers: through claims_host, the 3
@@ -626,5 +625,67 @@ func TestRunningListPlan(t *testing.T) {
 	walked, err := collectRuns(rows, true)
 	if err != nil || len(walked) != 20 || walked[0].ID != live[0].ID || walked[19].ID != live[19].ID {
 		t.Fatalf("from the runs side: %d runs, %v", len(walked), err)
+	}
+
+	// 3,000 stalled runs (running, their claims expired without a
+	// release): the running counter (3,020) is above the square root of
+	// page × listed (51 × 13,020: about 815), so choosing by it walked
+	// the runs side, 13,020 runs for 20 live ones. The held counters
+	// (3,020 held) do not tell; the capped counts of claims_held find 20
+	// live claims (and read 128 of the expired ones): the claims side,
+	// 20 claims and 20 runs.
+	for i, q := range []string{
+		`INSERT INTO {{schema}}.runs (` + cols + `)
+			SELECT 't', 's' || lpad(n::text, 6, '0'), '', '', 'agent', 'd', 'running', '', '{"v":1}', NULL, NULL, 3, 0,
+				$1::timestamptz + n * interval '1 second', $1::timestamptz + n * interval '1 second'
+			FROM generate_series(1, 3000) n`,
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+			SELECT 't', 'run:s' || lpad(n::text, 6, '0'), 'gone-' || n || ':1:x', 1, $1::timestamptz - interval '1 minute', $1::timestamptz - interval '2 minutes'
+			FROM generate_series(1, 3000) n`,
+		`VACUUM ANALYZE {{schema}}.runs`,
+		`VACUUM ANALYZE {{schema}}.claims`,
+	} {
+		var args []any
+		if i < 2 {
+			args = []any{now.Add(-time.Hour)}
+			if i == 1 {
+				args = []any{now}
+			}
+		}
+		if _, err := s.pool.Exec(ctx, s.q(q), args...); err != nil {
+			t.Fatalf("seed stalled %d: %v", i, err)
+		}
+	}
+	if from, err = s.liveFromClaims(ctx, running); err != nil || !from {
+		t.Fatalf("with 3,000 stalled runs: from the claims side %v, %v", from, err)
+	}
+	q, args = s.listQueryFrom(running, from)
+	p = explain(t, s, q, args...)
+	claims, runs = 0, 0
+	p.walk(func(n *planNode) {
+		read := (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+		switch n.Relation {
+		case "claims":
+			claims += read
+		case "runs":
+			runs += read
+		}
+	})
+	if claims > 20 || runs > 20 {
+		t.Errorf("with 3,000 stalled runs: read %.0f claims and %.0f runs, want the 20 driven\n%s", claims, runs, p)
+	}
+	if live, err = s.RunList(ctx, running); err != nil || len(live) != 20 {
+		t.Fatalf("running, with 3,000 stalled runs: %d runs, %v", len(live), err)
+	}
+	// The idle count of waiting runs reads the 3,000 claims that expired
+	// without a release (each a stalled drive), not the 20 live ones: as
+	// many as are stalled, and exact.
+	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+		Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.RunCount{{Status: store.RunInterrupted, WaitKind: "approval", N: 10000}, {Status: store.RunRunning, N: 3000}}; !slices.Equal(counts, want) {
+		t.Fatalf("idle counts %+v, want %+v", counts, want)
 	}
 }

@@ -149,8 +149,8 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 // liveFromClaims says whether a list of the runs whose claim is live,
 // without a holder prefix, starts from the claims side (store.LiveSide:
 // from the counters of runs and of held claims, then claims_held's
-// expired held claims and live ones, each counted up to a cap, never the
-// stalled runs nor every run being driven; always for statuses that are
+// expired held claims and live ones, each counted up to a growing cap,
+// about the fewer of the two; always for statuses that are
 // not counted, such as finished runs, which the runs side would walk).
 func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (bool, error) {
 	if p.Claim.State != store.ClaimLive || p.Claim.HolderPrefix != "" {
@@ -178,27 +178,22 @@ func (s *Store) liveFromClaims(ctx context.Context, p *store.RunListParams) (boo
 		return false, wrap("count runs", mapErr(ctx, err))
 	}
 	now := micros(s.listNow(p.Now))
-	count := func(cond string) func(int64) (int64, error) {
-		return func(limit int64) (n int64, err error) {
-			err = s.db.QueryRowContext(ctx, cond, p.Tenant, now, limit).Scan(&n)
-			if err != nil {
-				err = wrap("count claims", mapErr(ctx, err))
-			}
-			return n, err
+	return store.LiveSide(p.Limit, listed, held, func(k int64) (expired, live int64, err error) {
+		if err := s.db.QueryRowContext(ctx, heldCapped, p.Tenant, now, k).Scan(&expired, &live); err != nil {
+			return 0, 0, wrap("count claims", mapErr(ctx, err))
 		}
-	}
-	return store.LiveSide(p.Limit, listed, held, count(heldExpiredCapped), count(heldLiveCapped))
+		return expired, live, nil
+	})
 }
 
-// heldExpiredCapped and heldLiveCapped count, up to a cap, the held claims
-// of runs of a tenant expired by a time, or live at it: a range of
-// claims_held, its entries only.
-const (
-	heldExpiredCapped = `SELECT count(*) FROM (SELECT 1 FROM claims c INDEXED BY claims_held
-		WHERE c.tenant = ? AND c.held = 1 AND c.expires_at <= ? AND substr(c.key, 1, 4) = 'run:' LIMIT ?)`
-	heldLiveCapped = `SELECT count(*) FROM (SELECT 1 FROM claims c INDEXED BY claims_held
-		WHERE c.tenant = ? AND c.held = 1 AND c.expires_at > ? AND substr(c.key, 1, 4) = 'run:' LIMIT ?)`
-)
+// heldCapped counts, each up to ?3, the held claims of runs of tenant ?1
+// expired by ?2 and those live at it: two ranges of claims_held, their
+// entries only.
+const heldCapped = `SELECT
+	(SELECT count(*) FROM (SELECT 1 FROM claims c INDEXED BY claims_held
+		WHERE c.tenant = ?1 AND c.held = 1 AND c.expires_at <= ?2 AND substr(c.key, 1, 4) = 'run:' LIMIT ?3)),
+	(SELECT count(*) FROM (SELECT 1 FROM claims c INDEXED BY claims_held
+		WHERE c.tenant = ?1 AND c.held = 1 AND c.expires_at > ?2 AND substr(c.key, 1, 4) = 'run:' LIMIT ?3))`
 
 // listQuery is RunList's statement, from the runs side for the runs whose
 // claim is live without a holder prefix (see listQueryFrom).
