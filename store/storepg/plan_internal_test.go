@@ -558,9 +558,9 @@ func TestRunningListPlan(t *testing.T) {
 		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
 			SELECT 't', 'run:q' || lpad(n::text, 6, '0'), 'host-' || n || ':1:x', 1, $1::timestamptz + interval '1 minute', $1
 			FROM generate_series(1, 20) n`,
-		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at, held)
 			SELECT 't', 'run:f' || lpad(n::text, 8, '0'), 'old-' || (n % 50) || ':' || n || ':x', 1,
-				$1::timestamptz - interval '1 hour', $1::timestamptz - interval '2 hours'
+				$1::timestamptz - interval '1 hour', $1::timestamptz - interval '2 hours', false
 			FROM generate_series(1, 100000) n`,
 		`INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
 			SELECT 't', 'children:f' || lpad(n::text, 8, '0') || ':0', 'child x', 1, $1::timestamptz + interval '100 years', $1
@@ -678,8 +678,23 @@ func TestRunningListPlan(t *testing.T) {
 		t.Fatalf("running, with 3,000 stalled runs: %d runs, %v", len(live), err)
 	}
 	// The idle count of waiting runs reads the 3,000 claims that expired
-	// without a release (each a stalled drive), not the 20 live ones: as
-	// many as are stalled, and exact.
+	// without a release (each a stalled drive), not the 20 live ones nor
+	// the 100,000 released ones, and no run: as many as are stalled, and
+	// exact.
+	totals := explain(t, s, countersCount+liveCount, "t", []string{"interrupted", "running"}, now)
+	claims, runs = 0, 0
+	totals.walk(func(n *planNode) {
+		read := (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+		switch n.Relation {
+		case "claims":
+			claims += read
+		case "runs":
+			runs += read
+		}
+	})
+	if claims > 3000 || runs > 0 {
+		t.Errorf("idle count: read %.0f claims and %.0f runs, want the 3,000 stalled claims and no run\n%s", claims, runs, totals)
+	}
 	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
 		Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
 	if err != nil {
