@@ -1,0 +1,81 @@
+package storepg
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/internal/scaletest"
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// TestIdleCountCostsNoDrivenRun: the inbox's idle count (the counters of
+// runs and of held claims, less the held claims expired by now) of a
+// tenant whose runs other hosts drive reads no claim and no run, and as
+// many buffers, with 100 runs driven and with 10,000 (each tenant of one
+// schema also holds 1,000 waiting runs and 2,000 stalled ones, no claim).
+// On main it read one live claim and one run per run driven.
+func TestIdleCountCostsNoDrivenRun(t *testing.T) {
+	s := openPlanStore(t)
+	ctx := context.Background()
+	base := time.Now().Add(-24 * time.Hour).UTC().Truncate(time.Second)
+	exec := func(ctx context.Context, q string, args ...any) error {
+		_, err := s.pool.Exec(ctx, q, args...)
+		return err
+	}
+	for tenant, driven := range map[string]int{"few": 100, "many": 10000} {
+		if err := scaletest.PostgreSQL(ctx, exec, s.quoted, scaletest.Spec{Tenant: tenant, Finished: 1000, Waiting: 1000, Stalled: 2000,
+			Driven: driven, Base: base, DrivenUntil: time.Now().Add(24 * time.Hour), Prefix: tenant}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	buffers := map[string]float64{}
+	for _, tenant := range []string{"few", "many"} {
+		var raw []byte
+		if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+s.q(countersCount+liveCount),
+			tenant, []string{"interrupted", "running"}, now).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		var out []struct {
+			Plan struct {
+				planNode
+				SharedHit  float64 `json:"Shared Hit Blocks"`
+				SharedRead float64 `json:"Shared Read Blocks"`
+			} `json:"Plan"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
+			t.Fatalf("explain: %v %s", err, raw)
+		}
+		p := &out[0].Plan
+		var claims, runs float64
+		p.walk(func(n *planNode) {
+			read := (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+			switch n.Relation {
+			case "claims":
+				claims += read
+			case "runs":
+				runs += read
+			}
+		})
+		if claims > 0 || runs > 0 {
+			t.Errorf("%s: the idle count read %.0f claims and %.0f runs, want none\n%s", tenant, claims, runs, &p.planNode)
+		}
+		buffers[tenant] = p.SharedHit + p.SharedRead
+		counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: tenant, Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},
+			Claim: store.ClaimFilter{State: store.ClaimIdle}, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.RunCount{{Status: store.RunInterrupted, WaitKind: "approval", N: 500},
+			{Status: store.RunInterrupted, WaitKind: "reconciliation", N: 500}, {Status: store.RunRunning, N: 2000}}
+		if len(counts) != len(want) || counts[0] != want[0] || counts[1] != want[1] || counts[2] != want[2] {
+			t.Errorf("%s: idle counts %+v, want %+v", tenant, counts, want)
+		}
+	}
+	t.Logf("idle count buffers: %.0f with 100 runs driven, %.0f with 10,000", buffers["few"], buffers["many"])
+	if buffers["many"] > buffers["few"]+4 {
+		t.Errorf("idle count: %.0f buffers with 10,000 runs driven, %.0f with 100", buffers["many"], buffers["few"])
+	}
+}
