@@ -2,10 +2,7 @@ package storepg
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -26,46 +23,8 @@ import (
 // with a full count before and after claims are taken and released on the
 // migrated store.
 func TestMigrateHeldCounts(t *testing.T) {
-	url := os.Getenv("ACTOVIQ_TEST_PG_URL")
-	if url == "" {
-		t.Skip("ACTOVIQ_TEST_PG_URL not set: PostgreSQL tests need a server; scripts/test starts one")
-	}
+	url, schema, exec := schemaBefore(t, "t_held_", func(m migration) bool { return strings.HasSuffix(m.Name, "_held_counts") })
 	ctx := context.Background()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	schema := "t_held_" + hex.EncodeToString(b)
-	quoted := pgx.Identifier{schema}.Sanitize()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `DROP SCHEMA `+quoted+` CASCADE`) })
-	exec := func(q string, args ...any) {
-		t.Helper()
-		mode := []any{}
-		if len(args) == 0 {
-			mode = append(mode, pgx.QueryExecModeSimpleProtocol)
-		}
-		if _, err := conn.Exec(ctx, strings.ReplaceAll(q, "{{schema}}", quoted), append(mode, args...)...); err != nil {
-			t.Fatalf("%.80s: %v", q, err)
-		}
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec(`CREATE SCHEMA ` + quoted)
-	exec(`CREATE TABLE {{schema}}.schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for _, m := range ms {
-		if strings.HasSuffix(m.Name, "_held_counts") {
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO {{schema}}.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-	}
 	now := time.Now()
 	type claim struct {
 		holder            string

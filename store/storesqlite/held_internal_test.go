@@ -2,8 +2,6 @@ package storesqlite
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,30 +19,7 @@ import (
 // held, and the inbox's idle count agrees with a full count before and
 // after claims are taken and released on the migrated store.
 func TestMigrateHeldCounts(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "old.db")
-	c := Config{BusyTimeout: defaultBusyTimeout}
-	db, err := sql.Open("sqlite", dsn(path, &c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := loadMigrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.Exec(q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
-	for _, m := range ms {
-		if strings.HasSuffix(m.Name, "_held_counts") {
-			break
-		}
-		exec(m.SQL)
-		exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)`, m.Version, m.Name)
-	}
+	path, db, exec := fileBefore(t, func(m migration) bool { return strings.HasSuffix(m.Name, "_held_counts") })
 	now := time.Now()
 	us := func(d time.Duration) int64 { return micros(now.Add(d)) }
 	type claim struct {
