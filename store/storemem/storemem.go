@@ -32,7 +32,7 @@ type Store struct {
 	closed   bool
 	runs     map[key]*store.Run
 	ledger   map[key]map[string]*store.LedgerEntry // run key → call id → entry
-	events   map[key][]*store.EventRecord
+	events   map[key][]event
 	claims   map[key]*store.Claim
 	sessions map[key]*session
 	once     map[key]*store.OnceRecord
@@ -41,6 +41,44 @@ type Store struct {
 }
 
 type key struct{ tenant, id string }
+
+// event is a stored event: a [store.EventRecord] less what its run's key
+// gives (tenant, run id), held by value in the run's list. Its time is
+// kept as Unix microseconds (a stored time is UTC to the microsecond:
+// [store.Time]), and its parent run and trace ids in a pair shared with
+// the event before when they are the same (they are the run's). A stored
+// event takes 96 bytes beside its JSON, not a record of 176 and a
+// pointer: the memory store keeps every event of every run.
+type event struct {
+	seq  int64
+	time int64
+	id   string
+	ids  *eventIDs
+	span string
+	typ  string
+	data json.RawMessage
+}
+
+type eventIDs struct{ parent, trace string }
+
+// appendEvent stores e (numbered, timed, its Data the store's to keep)
+// as the last event of the run k.
+func (s *Store) appendEvent(k key, e *store.EventRecord) {
+	evs := s.events[k]
+	var ids *eventIDs
+	if n := len(evs); n > 0 && evs[n-1].ids.parent == e.ParentRunID && evs[n-1].ids.trace == e.TraceID {
+		ids = evs[n-1].ids
+	} else {
+		ids = &eventIDs{e.ParentRunID, e.TraceID}
+	}
+	s.events[k] = append(evs, event{seq: e.Seq, time: e.Time.UnixMicro(), id: e.ID, ids: ids, span: e.SpanID, typ: e.Type, data: e.Data})
+}
+
+// record returns a copy of the stored event that shares nothing with it.
+func (e *event) record(k key) *store.EventRecord {
+	return &store.EventRecord{Tenant: k.tenant, RunID: k.id, Seq: e.seq, ID: e.id, ParentRunID: e.ids.parent, TraceID: e.ids.trace,
+		SpanID: e.span, Type: e.typ, Time: time.UnixMicro(e.time).UTC(), Data: cloneJSON(e.data)}
+}
 
 type session struct {
 	revision  int64
@@ -55,7 +93,7 @@ func New(cfg *Config) *Store {
 	s := &Store{
 		runs:     map[key]*store.Run{},
 		ledger:   map[key]map[string]*store.LedgerEntry{},
-		events:   map[key][]*store.EventRecord{},
+		events:   map[key][]event{},
 		claims:   map[key]*store.Claim{},
 		sessions: map[key]*session{},
 		once:     map[key]*store.OnceRecord{},
@@ -353,17 +391,20 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 	}
 	defer s.mu.Unlock()
 	var out []*store.EventRecord
-	for _, e := range s.events[key{p.Tenant, p.RunID}] {
-		if e.Seq <= p.AfterSeq {
+	k := key{p.Tenant, p.RunID}
+	evs := s.events[k]
+	for i := range evs {
+		e := &evs[i]
+		if e.seq <= p.AfterSeq {
 			continue
 		}
 		if p.Limit > 0 && len(out) >= p.Limit {
 			break
 		}
-		if err := checkJSON("event", fmt.Sprintf("%s#%d", p.RunID, e.Seq), e.Data); err != nil {
+		if err := checkJSON("event", fmt.Sprintf("%s#%d", p.RunID, e.seq), e.data); err != nil {
 			return nil, err
 		}
-		out = append(out, cloneEvent(e))
+		out = append(out, e.record(k))
 	}
 	return out, nil
 }
@@ -583,7 +624,7 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		s.events[k] = append(s.events[k], e)
+		s.appendEvent(k, e)
 	}
 	if r.Status == store.RunQueued {
 		s.notifyLocked(r.Tenant)
@@ -979,8 +1020,8 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		s.events[rk] = append(s.events[rk], e)
-		res.Events = append(res.Events, e)
+		s.appendEvent(rk, e)
+		res.Events = append(res.Events, e) // its Data is the stored bytes
 	}
 	for _, ev := range p.Events { // in p.AllEvents() order
 		add(ev)
@@ -990,11 +1031,12 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			add(w.Event)
 		}
 	}
-	// The result's entries and events are the stored ones, shared, not
-	// copies: the store never changes a stored entry or event in place (a
-	// write replaces an entry; an event is never changed), and a write's
-	// result is for reading (RunWriteResult). Reads (LedgerList, EventList,
-	// RunGet) return copies that share nothing.
+	// The result's entries are the stored ones, and its events share their
+	// Data with the stored ones, not copies: the store never changes a
+	// stored entry or event in place (a write replaces an entry; an event
+	// is never changed), and a write's result is for reading
+	// (RunWriteResult). Reads (LedgerList, EventList, RunGet) return
+	// copies that share nothing.
 	if p.Run != nil {
 		// Just written from checked input: a copy, without checking again.
 		// Its JSON is shared, as the entries'.

@@ -1,0 +1,72 @@
+package storemem_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storemem"
+)
+
+// Events are listed as they were written (the store keeps them compactly:
+// times as microseconds, the parent and trace ids shared between events),
+// whatever the ids of each event, and a listed event shares nothing with
+// the stored one.
+func TestEventsListedAsWritten(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 12, 2, 13, 0, 0, 123456789, time.FixedZone("x", 3600))
+	s := storemem.New(&storemem.Config{Clock: func() time.Time { return at }})
+	const tenant, id = "t", "r1"
+	first := &store.EventRecord{ID: "e1", ParentRunID: "p", TraceID: "tr", SpanID: "s1", Type: "run.started", Time: at, Data: json.RawMessage(`{"a":1}`)}
+	if _, err := s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: tenant, ID: id, Status: store.RunRunning},
+		Events: []*store.EventRecord{first}}); err != nil {
+		t.Fatal(err)
+	}
+	written := []*store.EventRecord{
+		{ID: "e2", ParentRunID: "p", TraceID: "tr", SpanID: "s2", Type: "tool.started", Time: at.Add(time.Second), Data: json.RawMessage(`{"b":[1,2]}`)},
+		{ID: "e3", ParentRunID: "p", TraceID: "other", SpanID: "s2", Type: "tool.committed"}, // the store's time
+		{ID: "e4", ParentRunID: "", TraceID: "other", Type: "x", Time: time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC)},
+		{ID: "e5", ParentRunID: "p", TraceID: "tr", Type: "y", Time: at, Data: json.RawMessage(`"z"`)},
+	}
+	res, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: tenant, RunID: id, Events: written})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.EventRecord{*first}
+	for _, ev := range written {
+		want = append(want, *ev)
+	}
+	for i := range want {
+		w := &want[i]
+		w.Tenant, w.RunID, w.Seq = tenant, id, int64(i+1)
+		if w.Time.IsZero() {
+			w.Time = at
+		}
+		w.Time = w.Time.UTC().Truncate(time.Microsecond)
+	}
+	for i, ev := range res.Events {
+		if !reflect.DeepEqual(*ev, want[i+1]) {
+			t.Errorf("written %d: %+v, want %+v", i, *ev, want[i+1])
+		}
+	}
+	list, err := s.EventList(ctx, &store.EventListParams{Tenant: tenant, RunID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(want) {
+		t.Fatalf("%d events listed, want %d", len(list), len(want))
+	}
+	for i, ev := range list {
+		if !reflect.DeepEqual(*ev, want[i]) {
+			t.Errorf("listed %d: %+v, want %+v", i, *ev, want[i])
+		}
+	}
+	list[1].Data[2] = 'X'
+	again, _ := s.EventList(ctx, &store.EventListParams{Tenant: tenant, RunID: id, AfterSeq: 1, Limit: 1})
+	if len(again) != 1 || string(again[0].Data) != `{"b":[1,2]}` {
+		t.Fatalf("after a change to a listed event: %+v", again)
+	}
+}
