@@ -61,17 +61,16 @@ type event struct {
 
 type eventIDs struct{ parent, trace string }
 
-// appendEvent stores e (numbered, timed, its Data the store's to keep)
-// as the last event of the run k.
-func (s *Store) appendEvent(k key, e *store.EventRecord) {
-	evs := s.events[k]
+// appendEvent appends e (numbered, timed, its Data the store's to keep)
+// to evs, a run's stored events, and returns the list (as append does).
+func appendEvent(evs []event, e *store.EventRecord) []event {
 	var ids *eventIDs
 	if n := len(evs); n > 0 && evs[n-1].ids.parent == e.ParentRunID && evs[n-1].ids.trace == e.TraceID {
 		ids = evs[n-1].ids
 	} else {
 		ids = &eventIDs{e.ParentRunID, e.TraceID}
 	}
-	s.events[k] = append(evs, event{seq: e.Seq, time: e.Time.UnixMicro(), id: e.ID, ids: ids, span: e.SpanID, typ: e.Type, data: e.Data})
+	return append(evs, event{seq: e.Seq, time: e.Time.UnixMicro(), id: e.ID, ids: ids, span: e.SpanID, typ: e.Type, data: e.Data})
 }
 
 // record returns a copy of the stored event that shares nothing with it.
@@ -624,7 +623,7 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		s.appendEvent(k, e)
+		s.events[k] = appendEvent(s.events[k], e)
 	}
 	if r.Status == store.RunQueued {
 		s.notifyLocked(r.Tenant)
@@ -1008,6 +1007,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		entries[e.CallID] = e
 		res.Ledger = append(res.Ledger, e) // shared: see below
 	}
+	evs := s.events[rk] // the run's events, stored again once below
 	add := func(ev *store.EventRecord) {
 		e := ev
 		if !own {
@@ -1020,7 +1020,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		s.appendEvent(rk, e)
+		evs = appendEvent(evs, e)
 		res.Events = append(res.Events, e) // its Data is the stored bytes
 	}
 	for _, ev := range p.Events { // in p.AllEvents() order
@@ -1030,6 +1030,9 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		if w.Event != nil {
 			add(w.Event)
 		}
+	}
+	if nev > 0 {
+		s.events[rk] = evs
 	}
 	// The result's entries are the stored ones, and its events share their
 	// Data with the stored ones, not copies: the store never changes a
