@@ -3,6 +3,7 @@ package storemem_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -35,8 +36,21 @@ func TestEventsListedAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// More than a few chunks of the store's list, one or three at a time.
+	more := []*store.EventRecord{}
+	for i := range 21 {
+		more = append(more, &store.EventRecord{ID: fmt.Sprintf("m%d", i), TraceID: fmt.Sprint("tr", i/5), SpanID: "s", Type: "z",
+			Time: at.Add(time.Duration(i) * time.Millisecond), Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
+	}
+	for i := 0; i < len(more); {
+		n := 1 + 2*(i%2)
+		if _, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: tenant, RunID: id, Events: more[i : i+n]}); err != nil {
+			t.Fatal(err)
+		}
+		i += n
+	}
 	want := []store.EventRecord{*first}
-	for _, ev := range written {
+	for _, ev := range append(written, more...) {
 		want = append(want, *ev)
 	}
 	for i := range want {
@@ -68,5 +82,20 @@ func TestEventsListedAsWritten(t *testing.T) {
 	again, _ := s.EventList(ctx, &store.EventListParams{Tenant: tenant, RunID: id, AfterSeq: 1, Limit: 1})
 	if len(again) != 1 || string(again[0].Data) != `{"b":[1,2]}` {
 		t.Fatalf("after a change to a listed event: %+v", again)
+	}
+	for _, after := range []int64{0, 7, 8, 9, 15, 16, 17, 24, 25, 26} {
+		page, err := s.EventList(ctx, &store.EventListParams{Tenant: tenant, RunID: id, AfterSeq: after, Limit: 9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := min(int(after)+9, len(want))
+		if len(page) != end-int(after) {
+			t.Fatalf("after %d: %d events, want %d", after, len(page), end-int(after))
+		}
+		for i, ev := range page {
+			if !reflect.DeepEqual(*ev, want[int(after)+i]) {
+				t.Errorf("after %d, event %d: %+v, want %+v", after, i, *ev, want[int(after)+i])
+			}
+		}
 	}
 }

@@ -32,7 +32,7 @@ type Store struct {
 	closed   bool
 	runs     map[key]*store.Run
 	ledger   map[key]map[string]*store.LedgerEntry // run key → call id → entry
-	events   map[key][]event
+	events   map[key]*eventList
 	claims   map[key]*store.Claim
 	sessions map[key]*session
 	once     map[key]*store.OnceRecord
@@ -61,16 +61,54 @@ type event struct {
 
 type eventIDs struct{ parent, trace string }
 
-// appendEvent appends e (numbered, timed, its Data the store's to keep)
-// to evs, a run's stored events, and returns the list (as append does).
-func appendEvent(evs []event, e *store.EventRecord) []event {
+// eventList is a run's stored events, in order, in chunks of a fixed
+// size: a list grows without copying what it holds, and keeps at most a
+// chunk's room unused (a slice grown by append kept up to as much room as
+// it held events, and copied them at each growth).
+type eventList struct {
+	chunks []*[eventChunk]event
+	n      int
+}
+
+const eventChunk = 4
+
+// len returns the number of events.
+func (l *eventList) len() int {
+	if l == nil {
+		return 0
+	}
+	return l.n
+}
+
+// at returns the i-th event.
+func (l *eventList) at(i int) *event { return &l.chunks[i/eventChunk][i%eventChunk] }
+
+// add appends e (numbered, timed, its Data the store's to keep).
+func (l *eventList) add(e *store.EventRecord) {
 	var ids *eventIDs
-	if n := len(evs); n > 0 && evs[n-1].ids.parent == e.ParentRunID && evs[n-1].ids.trace == e.TraceID {
-		ids = evs[n-1].ids
-	} else {
+	if l.n > 0 {
+		if last := l.at(l.n - 1); last.ids.parent == e.ParentRunID && last.ids.trace == e.TraceID {
+			ids = last.ids
+		}
+	}
+	if ids == nil {
 		ids = &eventIDs{e.ParentRunID, e.TraceID}
 	}
-	return append(evs, event{seq: e.Seq, time: e.Time.UnixMicro(), id: e.ID, ids: ids, span: e.SpanID, typ: e.Type, data: e.Data})
+	if l.n%eventChunk == 0 {
+		l.chunks = append(l.chunks, new([eventChunk]event))
+	}
+	*l.at(l.n) = event{seq: e.Seq, time: e.Time.UnixMicro(), id: e.ID, ids: ids, span: e.SpanID, typ: e.Type, data: e.Data}
+	l.n++
+}
+
+// eventsLocked returns the run's event list, made if it has none.
+func (s *Store) eventsLocked(k key) *eventList {
+	l := s.events[k]
+	if l == nil {
+		l = &eventList{}
+		s.events[k] = l
+	}
+	return l
 }
 
 // record returns a copy of the stored event that shares nothing with it.
@@ -92,7 +130,7 @@ func New(cfg *Config) *Store {
 	s := &Store{
 		runs:     map[key]*store.Run{},
 		ledger:   map[key]map[string]*store.LedgerEntry{},
-		events:   map[key][]event{},
+		events:   map[key]*eventList{},
 		claims:   map[key]*store.Claim{},
 		sessions: map[key]*session{},
 		once:     map[key]*store.OnceRecord{},
@@ -392,8 +430,8 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 	var out []*store.EventRecord
 	k := key{p.Tenant, p.RunID}
 	evs := s.events[k]
-	for i := range evs {
-		e := &evs[i]
+	for i := range evs.len() {
+		e := evs.at(i)
 		if e.seq <= p.AfterSeq {
 			continue
 		}
@@ -623,7 +661,7 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		s.events[k] = appendEvent(s.events[k], e)
+		s.eventsLocked(k).add(e)
 	}
 	if r.Status == store.RunQueued {
 		s.notifyLocked(r.Tenant)
@@ -869,7 +907,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		res.Last = store.CursorOf(r, store.RunsWaitingLongest)
 		res.RunIDs = append(res.RunIDs, r.ID)
 		res.LedgerEntries += int64(len(s.ledger[k]))
-		res.Events += int64(len(s.events[k]))
+		res.Events += int64(s.events[k].len())
 		if !p.DryRun {
 			delete(s.runs, k)
 			delete(s.ledger, k)
@@ -1007,7 +1045,10 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		entries[e.CallID] = e
 		res.Ledger = append(res.Ledger, e) // shared: see below
 	}
-	evs := s.events[rk] // the run's events, stored again once below
+	var evs *eventList
+	if nev > 0 {
+		evs = s.eventsLocked(rk)
+	}
 	add := func(ev *store.EventRecord) {
 		e := ev
 		if !own {
@@ -1020,7 +1061,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		evs = appendEvent(evs, e)
+		evs.add(e)
 		res.Events = append(res.Events, e) // its Data is the stored bytes
 	}
 	for _, ev := range p.Events { // in p.AllEvents() order
@@ -1030,9 +1071,6 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		if w.Event != nil {
 			add(w.Event)
 		}
-	}
-	if nev > 0 {
-		s.events[rk] = evs
 	}
 	// The result's entries are the stored ones, and its events share their
 	// Data with the stored ones, not copies: the store never changes a
