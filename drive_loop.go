@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/internal/ledger"
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm"
@@ -246,6 +247,11 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 			continue
 		}
 		tc := *it.ToolCall
+		// A name that is not UTF-8 (a provider written in Go may make
+		// one; JSON decoding never does) is recorded as its JSON encoding
+		// reads back, every such byte U+FFFD: a store keeps text in UTF-8
+		// only. No tool has that name: the call is answered as unknown.
+		tc.Name = jsonenc.ValidString(tc.Name)
 		if prev, dup := inResp[tc.ID]; dup && tc.ID != "" {
 			if compact(prev) == compact(tc.Arguments) {
 				continue // the same call twice in one response is one call

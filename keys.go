@@ -2,6 +2,7 @@ package actoviq
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -38,6 +39,8 @@ func checkRunID(field, id string) error {
 		return &IDError{Field: field, ID: id, Reason: "empty"}
 	case strings.ContainsAny(id, keySeparators):
 		return &IDError{Field: field, ID: id, Reason: "run ids may not contain ':' or '/' (they separate the parts of an idempotency key: <tenant>/<runID>:<callID>)"}
+	case !utf8.ValidString(id):
+		return &IDError{Field: field, ID: id, Reason: "is not UTF-8 (a store keeps text in UTF-8 only)"}
 	}
 	for _, r := range id {
 		if r < 0x20 || r == 0x7f {
@@ -50,7 +53,7 @@ func checkRunID(field, id string) error {
 // usableCallID reports whether a provider's tool-call id can be the call's
 // id in its key; one that cannot is replaced by a ledger-assigned id.
 func usableCallID(id string) bool {
-	if id == "" || strings.ContainsAny(id, keySeparators) {
+	if id == "" || strings.ContainsAny(id, keySeparators) || !utf8.ValidString(id) {
 		return false
 	}
 	for _, r := range id {

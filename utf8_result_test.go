@@ -3,6 +3,8 @@ package actoviq_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	actoviq "github.com/actoviq/actoviq-go"
@@ -90,6 +92,55 @@ func TestToolResultNotUTF8(t *testing.T) {
 		}
 		if len(data) != 2 || data[0] != `{"s":"bad \ufffd end","cut":"\ufffd","ok":"é"}` || data[1] != `{"s":"nul \u0000 end"}` {
 			t.Fatalf("transcript data %q", data)
+		}
+	})
+}
+
+// A tool call whose name and id are not UTF-8 (a provider written in Go
+// may make them; JSON decoding never does) is recorded alike on every
+// store: the id is replaced by a ledger-assigned one, as any unusable id,
+// and the name is recorded as its JSON encoding reads back (each such
+// byte U+FFFD); no tool has that name, so the call is answered as
+// unknown and the run goes on. A run id that is not UTF-8 is refused
+// before anything is stored (*IDError). On main PostgreSQL refused the
+// response's write (untyped "invalid byte sequence for encoding UTF8")
+// and the run could not go on; memory and SQLite stored the bytes.
+func TestToolCallNameNotUTF8(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		rt, err := actoviq.New(st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		ok := &fixedTool{name: "ok", res: tool.Result{Content: "fine"}}
+		a := &actoviq.AgentSpec{ID: "utf8", Model: "scripted-1", Provider: scripted.New(
+			scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "c1\xff", Name: "ok\xff\xfe", Arguments: json.RawMessage(`{}`)}, {ID: "c2", Name: "ok", Arguments: json.RawMessage(`{}`)}}},
+			scripted.Turn{Text: "done"}),
+			Tools: []tool.Tool{ok}}
+		res, err := rt.Run(ctx, a, &actoviq.Input{RunID: "u2", Items: []item.Item{item.UserText("go")}})
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("run: %+v %v", res, err)
+		}
+		info, err := rt.Get(ctx, "u2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Ledger) != 2 {
+			t.Fatalf("%d ledger entries", len(info.Ledger))
+		}
+		en := info.Ledger[0]
+		if en.Tool != "ok\ufffd\ufffd" || en.CallID != "call_t1_0" || en.IdempotencyKey != "u2:call_t1_0" || en.State != store.LedgerCommitted ||
+			!strings.Contains(string(en.Result), "not found") {
+			t.Fatalf("the call with a name and id not UTF-8: tool %q, id %q, key %q, %s %s", en.Tool, en.CallID, en.IdempotencyKey, en.State, en.Result)
+		}
+		if en := info.Ledger[1]; en.CallID != "c2" || en.State != store.LedgerCommitted || string(en.Result) != `{"content":"fine"}` {
+			t.Fatalf("the next call: %+v", en)
+		}
+		_, err = rt.Run(ctx, a, &actoviq.Input{RunID: "u\xff", Items: []item.Item{item.UserText("go")}})
+		var ide *actoviq.IDError
+		if !errors.As(err, &ide) {
+			t.Fatalf("a run id not UTF-8: %v, want an *IDError", err)
 		}
 	})
 }

@@ -114,3 +114,23 @@ func ReplaceInvalidUTF8(b []byte) ([]byte, int) {
 	}
 	return out, n
 }
+
+// ValidString returns s with each byte that is not part of valid UTF-8
+// replaced by U+FFFD: the string that s encoded by AppendString (or
+// json.Marshal) decodes to. s itself is returned when it is valid UTF-8.
+func ValidString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return string(b)
+}

@@ -81,5 +81,9 @@ func TestReplaceInvalidUTF8(t *testing.T) {
 		if wantN := strings.Count(string(want), `\ufffd`); n != wantN {
 			t.Errorf("%q: %d replaced, want %d", s, n, wantN)
 		}
+		var back string
+		if err := json.Unmarshal(want, &back); err != nil || ValidString(s) != back {
+			t.Errorf("%q: ValidString %q, json reads back %q (%v)", s, ValidString(s), back, err)
+		}
 	}
 }
