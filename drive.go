@@ -211,9 +211,13 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 	// stops the drive as the loop's own stop points do: a closed runtime's
 	// ErrClosed with the run left resumable, not the store's bare context
 	// error. Deferred after the release above, so it runs while the claim
-	// is still held.
+	// is still held. Not once the drive's last write stored the run's end
+	// and gave the claim up (d.released): the run has stopped (completed,
+	// interrupted waiting for a person...), and a context error after that
+	// write (the escalation timer finish sets after it) must not end it a
+	// second time, cancelled for good.
 	defer func() {
-		if err != nil && !d.stopped && ctx.Err() != nil && isContextErr(err) {
+		if err != nil && !d.stopped && !d.released && ctx.Err() != nil && isContextErr(err) {
 			if r, serr, stop := d.stopCheck(ctx); stop {
 				res, err = r, serr
 			}

@@ -71,7 +71,10 @@ func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledg
 	b, ok := marshalResult(&r)
 	if ok {
 		// fold makes the call's transcript item from r itself, not by
-		// decoding these bytes again.
+		// decoding these bytes again; its Data from the recorded bytes,
+		// not the slice the tool returned: the tool may reuse that memory
+		// once the call is over (a buffer it encodes every result into).
+		r.Data = recordedData(b, &r)
 		d.keepResult(en.CallID, b, r)
 	} else {
 		var err error

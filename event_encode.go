@@ -1,6 +1,7 @@
 package actoviq
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 
@@ -85,6 +86,21 @@ func marshalResult(r *tool.Result) ([]byte, bool) {
 		b = append(b, `,"is_error":true`...)
 	}
 	return append(b, '}'), true
+}
+
+// recordedData returns the bytes of r.Data inside b, what marshalResult(r)
+// encoded (it copies Data as it is), capped there: the recorded copy, not
+// the memory the tool returned.
+func recordedData(b []byte, r *tool.Result) json.RawMessage {
+	n := len(r.Data)
+	if n == 0 {
+		return r.Data
+	}
+	end := len(b) - len(`}`)
+	if r.IsError {
+		end -= len(`,"is_error":true`)
+	}
+	return json.RawMessage(b[end-n : end : end])
 }
 
 // intLen is the length of v in decimal.

@@ -105,5 +105,9 @@ func FuzzMarshalResult(f *testing.F) {
 		if err := json.Unmarshal(got, &back); err != nil || back.Content != r.Content || back.IsError != r.IsError || !bytes.Equal(back.Data, r.Data) {
 			t.Fatalf("%+v decodes to %+v (%v)", r, back, err)
 		}
+		// fold's Data is the copy inside the encoded bytes, not r.Data.
+		if rd := recordedData(got, &r); !bytes.Equal(rd, r.Data) || (len(rd) > 0 && (&rd[0] == &r.Data[0] || cap(rd) != len(rd))) {
+			t.Fatalf("%+v: recorded data %q (cap %d)", r, rd, cap(rd))
+		}
 	})
 }
