@@ -13,7 +13,8 @@ import (
 )
 
 // Events are listed as they were written (the store keeps them compactly:
-// times as microseconds, the parent and trace ids shared between events),
+// times as microseconds, hex ids as bytes, sequence numbers by place, the
+// parent and trace ids shared between events),
 // whatever the ids of each event, and a listed event shares nothing with
 // the stored one.
 func TestEventsListedAsWritten(t *testing.T) {
@@ -39,7 +40,16 @@ func TestEventsListedAsWritten(t *testing.T) {
 	// More than a few chunks of the store's list, one or three at a time.
 	more := []*store.EventRecord{}
 	for i := range 21 {
-		more = append(more, &store.EventRecord{ID: fmt.Sprintf("m%d", i), TraceID: fmt.Sprint("tr", i/5), SpanID: "s", Type: "z",
+		id := fmt.Sprintf("m%d", i)
+		switch i % 4 {
+		case 0: // the engine's: 32 lowercase hex digits
+			id = fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15)
+		case 1:
+			id = fmt.Sprintf("%032X", uint64(i)*0x9e3779b97f4a7c15+0xabc) // not lowercase: kept as it is
+		case 2:
+			id = fmt.Sprintf("%031x", i) // 31 digits
+		}
+		more = append(more, &store.EventRecord{ID: id, TraceID: fmt.Sprint("tr", i/5), SpanID: "s", Type: "z",
 			Time: at.Add(time.Duration(i) * time.Millisecond), Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
 	}
 	for i := 0; i < len(more); {

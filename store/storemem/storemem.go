@@ -3,6 +3,7 @@ package storemem
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -43,16 +44,18 @@ type Store struct {
 type key struct{ tenant, id string }
 
 // event is a stored event: a [store.EventRecord] less what its run's key
-// gives (tenant, run id), held by value in the run's list. Its time is
-// kept as Unix microseconds (a stored time is UTC to the microsecond:
-// [store.Time]), and its parent run and trace ids in a pair shared with
-// the event before when they are the same (they are the run's). A stored
-// event takes 96 bytes beside its JSON, not a record of 176 and a
-// pointer: the memory store keeps every event of every run.
+// gives (tenant, run id) and its place in the run's list gives (its
+// sequence number), held by value in that list. Its time is kept as Unix
+// microseconds (a stored time is UTC to the microsecond: [store.Time]),
+// its id as the 16 bytes its 32 lowercase hex digits stand for (the
+// engine's ids; any other id is kept as it is, in the list's odd), and
+// its parent run and trace ids in a pair shared with the event before
+// when they are the same (they are the run's). A stored event takes 88
+// bytes beside its JSON, not a record of 176, a pointer and a 32-byte id:
+// the memory store keeps every event of every run.
 type event struct {
-	seq  int64
 	time int64
-	id   string
+	id   [16]byte
 	ids  *eventIDs
 	span string
 	typ  string
@@ -68,6 +71,8 @@ type eventIDs struct{ parent, trace string }
 type eventList struct {
 	chunks []*[eventChunk]event
 	n      int
+	// odd holds, by place, the ids that are not 32 lowercase hex digits.
+	odd map[int]string
 }
 
 const eventChunk = 4
@@ -83,7 +88,9 @@ func (l *eventList) len() int {
 // at returns the i-th event.
 func (l *eventList) at(i int) *event { return &l.chunks[i/eventChunk][i%eventChunk] }
 
-// add appends e (numbered, timed, its Data the store's to keep).
+// add appends e (timed, its Data the store's to keep, numbered next: a
+// run's events are numbered from 1 in the order they are stored, as the
+// run's EventSeq counts them).
 func (l *eventList) add(e *store.EventRecord) {
 	var ids *eventIDs
 	if l.n > 0 {
@@ -97,8 +104,41 @@ func (l *eventList) add(e *store.EventRecord) {
 	if l.n%eventChunk == 0 {
 		l.chunks = append(l.chunks, new([eventChunk]event))
 	}
-	*l.at(l.n) = event{seq: e.Seq, time: e.Time.UnixMicro(), id: e.ID, ids: ids, span: e.SpanID, typ: e.Type, data: e.Data}
+	ev := event{time: e.Time.UnixMicro(), ids: ids, span: e.SpanID, typ: e.Type, data: e.Data}
+	if !hexID(&ev.id, e.ID) {
+		if l.odd == nil {
+			l.odd = map[int]string{}
+		}
+		l.odd[l.n] = e.ID
+	}
+	*l.at(l.n) = ev
 	l.n++
+}
+
+// hexID decodes id into b when it is 32 lowercase hex digits, which
+// encode back to the same text.
+func hexID(b *[16]byte, id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := range len(id) {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	_, err := hex.Decode(b[:], []byte(id))
+	return err == nil
+}
+
+// record returns a copy of the i-th event that shares nothing with it.
+func (l *eventList) record(k key, i int) *store.EventRecord {
+	e := l.at(i)
+	id, odd := l.odd[i]
+	if !odd {
+		id = hex.EncodeToString(e.id[:])
+	}
+	return &store.EventRecord{Tenant: k.tenant, RunID: k.id, Seq: int64(i + 1), ID: id, ParentRunID: e.ids.parent, TraceID: e.ids.trace,
+		SpanID: e.span, Type: e.typ, Time: time.UnixMicro(e.time).UTC(), Data: cloneJSON(e.data)}
 }
 
 // eventsLocked returns the run's event list, made if it has none.
@@ -109,12 +149,6 @@ func (s *Store) eventsLocked(k key) *eventList {
 		s.events[k] = l
 	}
 	return l
-}
-
-// record returns a copy of the stored event that shares nothing with it.
-func (e *event) record(k key) *store.EventRecord {
-	return &store.EventRecord{Tenant: k.tenant, RunID: k.id, Seq: e.seq, ID: e.id, ParentRunID: e.ids.parent, TraceID: e.ids.trace,
-		SpanID: e.span, Type: e.typ, Time: time.UnixMicro(e.time).UTC(), Data: cloneJSON(e.data)}
 }
 
 type session struct {
@@ -430,18 +464,15 @@ func (s *Store) EventList(ctx context.Context, p *store.EventListParams) ([]*sto
 	var out []*store.EventRecord
 	k := key{p.Tenant, p.RunID}
 	evs := s.events[k]
-	for i := range evs.len() {
-		e := evs.at(i)
-		if e.seq <= p.AfterSeq {
-			continue
-		}
+	// The event numbered seq is the list's (seq-1)-th.
+	for i := int(max(0, min(p.AfterSeq, int64(evs.len())))); i < evs.len(); i++ {
 		if p.Limit > 0 && len(out) >= p.Limit {
 			break
 		}
-		if err := checkJSON("event", fmt.Sprintf("%s#%d", p.RunID, e.seq), e.data); err != nil {
+		if err := checkJSON("event", fmt.Sprintf("%s#%d", p.RunID, i+1), evs.at(i).data); err != nil {
 			return nil, err
 		}
-		out = append(out, e.record(k))
+		out = append(out, evs.record(k, i))
 	}
 	return out, nil
 }
