@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/internal/ledger"
@@ -252,6 +253,11 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		// reads back, every such byte U+FFFD: a store keeps text in UTF-8
 		// only. No tool has that name: the call is answered as unknown.
 		tc.Name = jsonenc.ValidString(tc.Name)
+		if strings.IndexByte(tc.Name, 0) >= 0 {
+			// A NUL, which JSON decoding does make (from \u0000), is
+			// replaced alike: PostgreSQL's text cannot hold one.
+			tc.Name = strings.ReplaceAll(tc.Name, "\x00", "\uFFFD")
+		}
 		if prev, dup := inResp[tc.ID]; dup && tc.ID != "" {
 			if compact(prev) == compact(tc.Arguments) {
 				continue // the same call twice in one response is one call

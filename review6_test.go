@@ -141,3 +141,42 @@ func TestReview6CancelAfterInterruptedWriteKeepsRunWaiting(t *testing.T) {
 		t.Fatalf("run stored %s after it stopped interrupted, want interrupted (waiting for approval); events %v", info.Status, types)
 	}
 }
+
+// A model's tool call whose name holds a NUL (JSON's \u0000 decodes to one:
+// any provider can make it) is recorded alike on every store, the NUL
+// replaced by U+FFFD: no tool has that name, the call is answered as
+// unknown and the run goes on. On main PostgreSQL refused the response's
+// write ("invalid byte sequence for encoding UTF8: 0x00", untyped) while
+// memory and SQLite stored it.
+func TestReview6ModelToolNameNUL(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		rt, err := actoviq.New(st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		var name string
+		if err := json.Unmarshal([]byte(`"pay\u0000"`), &name); err != nil {
+			t.Fatal(err)
+		}
+		pay := &payTool{name: "pay"}
+		a := agent(scripted.New(
+			scripted.Turn{ToolCalls: []scripted.ToolCall{call("c0", name, `{}`)}},
+			scripted.Turn{Text: "done"}), pay)
+		res, err := rt.Run(ctx, a, &actoviq.Input{RunID: "u1", Items: []item.Item{item.UserText("go")}})
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("run: %+v %v", res, err)
+		}
+		info, err := rt.Get(ctx, "u1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Ledger) != 1 || info.Ledger[0].Tool != "pay\uFFFD" || info.Ledger[0].State != store.LedgerCommitted {
+			t.Fatalf("ledger %+v", info.Ledger)
+		}
+		if len(pay.calls) != 0 {
+			t.Fatalf("pay ran for a call named %q", name)
+		}
+	})
+}
