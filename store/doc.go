@@ -25,7 +25,9 @@
 // alike: a bad one is an [*InvalidError] (matching [ErrInvalid]) naming
 // the field. Every JSON field must be valid JSON in UTF-8 (json.Valid
 // accepts other bytes inside strings; PostgreSQL's text refuses them, so
-// every backend does). A NUL is stored as the escape \u0000: JSON is kept
+// every backend does), and so must ids, keys, holders, tool names and
+// event types (storepg also maps the server's refusal of any other text
+// that is not UTF-8 to an [*InvalidError]). A NUL is stored as the escape \u0000: JSON is kept
 // as text, never jsonb.
 //
 // A row that cannot be decoded is reported as a [*DataError] (matching

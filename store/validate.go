@@ -16,18 +16,36 @@ import (
 
 func invalid(field, reason string) error { return &InvalidError{Field: field, Reason: reason} }
 
-func needTenant(t string) error {
-	if t == "" {
-		return invalid("Tenant", "empty")
-	}
-	return nil
-}
+func needTenant(t string) error { return need("Tenant", t) }
 
 func need(field, v string) error {
 	if v == "" {
 		return invalid(field, "empty")
 	}
+	return text(field, v)
+}
+
+// notUTF8 is why a string or JSON with bytes that are not UTF-8 is refused.
+const notUTF8 = "not UTF-8 (a store keeps text in UTF-8 only)"
+
+// text refuses a string that is not UTF-8: PostgreSQL's text refuses it,
+// so every backend does.
+func text(field, v string) error {
+	if !utf8.ValidString(v) {
+		return invalid(field, notUTF8)
+	}
 	return nil
+}
+
+// badText returns the name of the first of fields whose value is not
+// UTF-8, or "".
+func badText(fields ...[2]string) string {
+	for _, f := range fields {
+		if !utf8.ValidString(f[1]) {
+			return f[0]
+		}
+	}
+	return ""
 }
 
 func optionalJSON(field string, b json.RawMessage) error {
@@ -55,7 +73,7 @@ func badJSON(b json.RawMessage) string {
 	case !jsonenc.Valid(b):
 		return "not valid JSON"
 	case !utf8.Valid(b):
-		return "JSON with bytes that are not UTF-8 (a store keeps text in UTF-8 only)"
+		return "JSON " + notUTF8
 	}
 	return ""
 }
@@ -141,6 +159,10 @@ func (p *RunCreateParams) Validate() error {
 			return err
 		}
 	}
+	if f := badText([2]string{"Run.ParentID", r.ParentID}, [2]string{"Run.SessionID", r.SessionID},
+		[2]string{"Run.AgentID", r.AgentID}, [2]string{"Run.AgentDigest", r.AgentDigest}); f != "" {
+		return invalid(f, notUTF8)
+	}
 	return firstErr(needTenant(r.Tenant), need("Run.ID", r.ID),
 		optionalJSON("Run.Checkpoint", r.Checkpoint), optionalJSON("Run.Meta", r.Meta))
 }
@@ -219,6 +241,10 @@ func (p *RunWriteParams) Validate() error {
 		case badOptional(e.Error) != "":
 			return invalid(f(".Error"), badOptional(e.Error))
 		}
+		if b := badText([2]string{".CallID", e.CallID}, [2]string{".Tool", e.Tool}, [2]string{".Effect", e.Effect},
+			[2]string{".IdempotencyKey", e.IdempotencyKey}, [2]string{".ArgsDigest", e.ArgsDigest}, [2]string{".Holder", e.Holder}); b != "" {
+			return invalid(f(b), notUTF8)
+		}
 		if w.Event != nil {
 			if err := checkEvent(w.Event, func() string { return f(".Event") }); err != nil {
 				return err
@@ -245,6 +271,10 @@ func checkEvent(ev *EventRecord, field func() string) error {
 	case badOptional(ev.Data) != "":
 		return invalid(field()+".Data", badOptional(ev.Data))
 	}
+	if b := badText([2]string{".Type", ev.Type}, [2]string{".ID", ev.ID}, [2]string{".ParentRunID", ev.ParentRunID},
+		[2]string{".TraceID", ev.TraceID}, [2]string{".SpanID", ev.SpanID}); b != "" {
+		return invalid(field()+b, notUTF8)
+	}
 	return nil
 }
 
@@ -270,6 +300,9 @@ func (p *SessionAppendParams) Validate() error {
 		return invalid("Turn", "negative")
 	}
 	if err := items("Items", p.Items); err != nil {
+		return err
+	}
+	if err := text("RunID", p.RunID); err != nil {
 		return err
 	}
 	if p.Fence != nil {

@@ -183,6 +183,7 @@ const (
 	codeSerialization = "40001"
 	codeDeadlock      = "40P01"
 	codeDiskFull      = "53100"
+	codeNotUTF8       = "22021" // character_not_in_repertoire: invalid byte sequence for encoding UTF8
 )
 
 func sqlState(err error) string {
@@ -207,8 +208,13 @@ func mapErr(op string, err error) error {
 			return err // already typed; its message names the record
 		}
 	}
-	if sqlState(err) == codeDiskFull {
+	switch sqlState(err) {
+	case codeDiskFull:
 		return &store.FullError{Err: fmt.Errorf("storepg: %s: %w", op, err)}
+	case codeNotUTF8:
+		// Text that is not UTF-8 in a field the shared validation does not
+		// check: refused as every backend refuses it where it does.
+		return &store.InvalidError{Field: op, Reason: "text that is not UTF-8 (a store keeps text in UTF-8 only): " + err.Error()}
 	}
 	return fmt.Errorf("storepg: %s: %w", op, err)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -65,6 +66,42 @@ func testNotUTF8(t *testing.T, bb *bundle) {
 		},
 		"session item": func() error {
 			_, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", Items: []json.RawMessage{bad}})
+			return err
+		},
+		"run id": func() error {
+			_, err := bb.s.RunCreate(bb.ctx, &store.RunCreateParams{Run: newRun("t", "r\xff")})
+			return err
+		},
+		"tenant": func() error {
+			_, err := bb.s.RunCreate(bb.ctx, &store.RunCreateParams{Run: newRun("t\xff", "r3")})
+			return err
+		},
+		"agent id": func() error {
+			r := newRun("t", "r2")
+			r.AgentID = "a\xff"
+			_, err := bb.s.RunCreate(bb.ctx, &store.RunCreateParams{Run: r})
+			return err
+		},
+		"ledger tool": func() error {
+			e := entry("t", "r", "c2", 1, store.LedgerPrepared)
+			e.Tool = "pay\xff"
+			_, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Ledger: []store.LedgerWrite{{Entry: e}}})
+			return err
+		},
+		"event type": func() error {
+			_, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Events: []*store.EventRecord{{Type: "x\xff"}}})
+			return err
+		},
+		"claim holder": func() error {
+			_, err := bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: "t", Key: "k", Holder: "h\xff", TTL: time.Minute})
+			return err
+		},
+		"session id": func() error {
+			_, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s\xff", Items: []json.RawMessage{json.RawMessage(`"x"`)}})
+			return err
+		},
+		"session run id": func() error {
+			_, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", RunID: "r\xff", Items: []json.RawMessage{json.RawMessage(`"x"`)}})
 			return err
 		},
 		"once value": func() error {
