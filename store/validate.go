@@ -25,23 +25,27 @@ func need(field, v string) error {
 	return text(field, v)
 }
 
-// notUTF8 is why a string or JSON with bytes that are not UTF-8 is refused.
-const notUTF8 = "not UTF-8 (a store keeps text in UTF-8 only)"
+// notUTF8 is why a string or JSON with bytes that are not UTF-8 (or a
+// string with a NUL) is refused.
+const notUTF8 = "not UTF-8 text without NUL (a store keeps text in UTF-8 only, and PostgreSQL's text holds no NUL)"
 
-// text refuses a string that is not UTF-8: PostgreSQL's text refuses it,
-// so every backend does.
+// goodText reports whether v is UTF-8 without a NUL: what PostgreSQL's
+// text holds, so what every backend takes.
+func goodText(v string) bool { return utf8.ValidString(v) && strings.IndexByte(v, 0) < 0 }
+
+// text refuses a string that is not UTF-8 or holds a NUL.
 func text(field, v string) error {
-	if !utf8.ValidString(v) {
+	if !goodText(v) {
 		return invalid(field, notUTF8)
 	}
 	return nil
 }
 
 // badText returns the name of the first of fields whose value is not
-// UTF-8, or "".
+// UTF-8 or holds a NUL, or "".
 func badText(fields ...[2]string) string {
 	for _, f := range fields {
-		if !utf8.ValidString(f[1]) {
+		if !goodText(f[1]) {
 			return f[0]
 		}
 	}
@@ -73,7 +77,7 @@ func badJSON(b json.RawMessage) string {
 	case !jsonenc.Valid(b):
 		return "not valid JSON"
 	case !utf8.Valid(b):
-		return "JSON " + notUTF8
+		return "JSON with bytes that are not UTF-8 (a store keeps text in UTF-8 only)"
 	}
 	return ""
 }

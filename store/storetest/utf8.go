@@ -104,6 +104,16 @@ func testNotUTF8(t *testing.T, bb *bundle) {
 			_, err := bb.s.SessionAppend(bb.ctx, &store.SessionAppendParams{Tenant: "t", SessionID: "s", RunID: "r\xff", Items: []json.RawMessage{json.RawMessage(`"x"`)}})
 			return err
 		},
+		"run id with a NUL": func() error {
+			_, err := bb.s.RunCreate(bb.ctx, &store.RunCreateParams{Run: newRun("t", "r\x00")})
+			return err
+		},
+		"ledger tool with a NUL": func() error {
+			e := entry("t", "r", "c2", 1, store.LedgerPrepared)
+			e.Tool = "pay\x00"
+			_, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Ledger: []store.LedgerWrite{{Entry: e}}})
+			return err
+		},
 		"once value": func() error {
 			_, err := bb.s.OncePut(bb.ctx, &store.OncePutParams{Tenant: "t", Key: "k", Value: bad})
 			return err
