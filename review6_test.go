@@ -3,7 +3,9 @@ package actoviq_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -179,4 +181,41 @@ func TestReview6ModelToolNameNUL(t *testing.T) {
 			t.Fatalf("pay ran for a call named %q", name)
 		}
 	})
+}
+
+// An agent id or a session id with a NUL (valid UTF-8, but PostgreSQL's
+// text cannot hold one) is refused alike by every store, with an
+// *store.InvalidError before anything is stored. On main memory and SQLite
+// stored it and PostgreSQL refused it (since 732ce00 typed, "text that is
+// not UTF-8").
+func TestReview6NULInIDsRefusedAlike(t *testing.T) {
+	for _, c := range []struct{ name, agent, session string }{
+		{"agent", "a\x00", ""},
+		{"session", "a", "s\x00"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eachBackend(t, func(t *testing.T, st store.Store) {
+				ctx := context.Background()
+				rt, err := actoviq.New(st, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rt.Close()
+				pay := &payTool{name: "pay"}
+				a := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c0", "pay", `{}`)}}, scripted.Turn{Text: "done"}), pay)
+				a.ID = c.agent
+				_, err = rt.Run(ctx, a, &actoviq.Input{RunID: "u1", SessionID: c.session, Items: []item.Item{item.UserText("go")}})
+				var ie *store.InvalidError
+				if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "NUL") {
+					t.Fatalf("Run: %v, want an *store.InvalidError about the NUL", err)
+				}
+				if _, err := rt.Get(ctx, "u1"); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("the refused run: %v", err)
+				}
+				if len(pay.calls) != 0 {
+					t.Fatalf("pay ran")
+				}
+			})
+		})
+	}
 }
