@@ -320,8 +320,10 @@ var countedStatuses = []RunStatus{RunQueued, RunRunning, RunInterrupted}
 // on every write (a few rows, whatever the number of runs): a count of
 // the whole tenant (no ParentID) over statuses that are all counted (not
 // finished), with no claim filter or the idle-claim filter without
-// HolderPrefix (the runs a live claim takes out are read from the claims
-// side, as many as are being driven right now).
+// HolderPrefix (the runs a live claim takes out come from counters of the
+// runs whose claim is held, taken and not released, less those whose
+// lease expired without a release: they cost the claims expired so, not
+// the runs being driven).
 func Counted(p *RunCountParams) bool {
 	if p.ParentID != "" || len(p.Statuses) == 0 || p.Claim.HolderPrefix != "" ||
 		(p.Claim.State != ClaimAny && p.Claim.State != ClaimIdle) {

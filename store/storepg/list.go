@@ -284,8 +284,9 @@ func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.
 	if store.Counted(p) {
 		// The counters every write keeps (a few rows per status and
 		// kind), minus, for the idle-claim filter, the runs a live claim
-		// takes out, found from the claims side: one statement, one
-		// snapshot; no run is read but those being driven right now.
+		// takes out (liveCount: the held-claim counters, corrected by
+		// the held claims expired since): one statement, one snapshot;
+		// no live claim and no run is read.
 		sts := make([]string, len(p.Statuses))
 		for i, st := range p.Statuses {
 			sts[i] = string(st)

@@ -305,8 +305,8 @@ func (s *Store) listQueryFrom(p *store.RunListParams, fromClaims bool) (string, 
 // running, interrupted) of the whole tenant reads the counters that every
 // write keeps (migrations/0009_run_counts.sql): a few rows, whatever the
 // number of runs. With the idle-claim filter, the runs a live claim takes
-// out are found from the claims side (claims_live: the runs being driven
-// right now) and subtracted, in the same snapshot.
+// out (counterQueries: the held-claim counters, corrected by the held
+// claims expired since) are subtracted, in the same snapshot.
 func (s *Store) RunCount(ctx context.Context, p *store.RunCountParams) ([]store.RunCount, error) {
 	if err := validate(p); err != nil {
 		return nil, err
