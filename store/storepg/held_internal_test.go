@@ -153,3 +153,46 @@ func checkHeldCounts(t *testing.T, s *Store, step string, want map[string]int64)
 		}
 	}
 }
+
+// TestHeldCountsRaceUnfencedWrite: a write that changes a run's status
+// without its claim (raw SQL here, as an operator's unfenced write would,
+// held open) races a process taking the run's claim, which was released.
+// Whichever commits second sees the first: the counters count the run
+// under the status it ends with. With the group kept on held claims only
+// (migration 017), the taking read the status from before the write and
+// the run stayed counted as interrupted.
+func TestHeldCountsRaceUnfencedWrite(t *testing.T) {
+	s := openPlanStore(t)
+	ctx := context.Background()
+	r := &store.Run{Tenant: "t", ID: "r1", AgentID: "a", AgentDigest: "d", Status: store.RunRunning}
+	if _, err := s.RunCreate(ctx, &store.RunCreateParams{Run: r, Holder: "h:1:x", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	f := &store.Fence{Key: store.RunClaimKey("r1"), Holder: "h:1:x", Epoch: store.CreatedClaimEpoch}
+	if _, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r1", Fence: f, Release: true,
+		Run: &store.RunUpdate{ExpectedRevision: 1, Status: store.RunInterrupted, WaitKind: "approval"}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.runs SET status = 'running', wait_kind = '', revision = revision + 1
+		WHERE tenant = 't' AND id = 'r1'`)); err != nil {
+		t.Fatal(err)
+	}
+	taken := make(chan error, 1)
+	go func() {
+		_, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey("r1"), Holder: "h:2:x", TTL: time.Minute})
+		taken <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the taking runs (or waits) while the write is open
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-taken; err != nil {
+		t.Fatal(err)
+	}
+	checkHeldCounts(t, s, "after the race", map[string]int64{"running/": 1})
+}
