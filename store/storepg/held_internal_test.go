@@ -196,3 +196,38 @@ func TestHeldCountsRaceUnfencedWrite(t *testing.T) {
 	}
 	checkHeldCounts(t, s, "after the race", map[string]int64{"running/": 1})
 }
+
+// TestHeldCountsRaceFirstClaim: as TestHeldCountsRaceUnfencedWrite, for a
+// run that has no claim row yet, whose first claim is taken while the
+// write is open: the taking waits for the write and counts the run under
+// the status it ends with.
+func TestHeldCountsRaceFirstClaim(t *testing.T) {
+	s := openPlanStore(t)
+	ctx := context.Background()
+	r := &store.Run{Tenant: "t", ID: "r1", AgentID: "a", AgentDigest: "d", Status: store.RunInterrupted, WaitKind: "approval"}
+	if _, err := s.RunCreate(ctx, &store.RunCreateParams{Run: r}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.runs SET status = 'running', wait_kind = '', revision = revision + 1
+		WHERE tenant = 't' AND id = 'r1'`)); err != nil {
+		t.Fatal(err)
+	}
+	taken := make(chan error, 1)
+	go func() {
+		_, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey("r1"), Holder: "h:2:x", TTL: time.Minute})
+		taken <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the taking runs (or waits) while the write is open
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-taken; err != nil {
+		t.Fatal(err)
+	}
+	checkHeldCounts(t, s, "after the race", map[string]int64{"running/": 1})
+}
