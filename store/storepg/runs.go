@@ -155,9 +155,8 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		t := journal.Join(r.Log)
 		logText, logSum, logSeq = &t, journal.SumString(t), 1
 	}
-	// The run row, its first log row, its claim (with its run's status and
-	// wait kind, which the held-claim counters count it under: migrations
-	// 017, 018) and its first events in one statement. The claim's INSERT has no ON CONFLICT: a claim
+	// The run row, its first log row, its claim and its first events in
+	// one statement. The claim's INSERT has no ON CONFLICT: a claim
 	// already under the key fails the statement (claims_pkey), so the run
 	// is not created either.
 	create := s.q(`
@@ -167,9 +166,8 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 				RETURNING ` + runCols + `),
 			l AS (INSERT INTO {{schema}}.run_log (tenant, run_id, seq, first, n, crc, items)
 				SELECT tenant, id, 1, 0, $12, $14, $15 FROM r WHERE $15::text IS NOT NULL),
-			c AS (INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at, run_status, run_wait_kind)
-				SELECT tenant, $17::text, $18::text, ` + strconv.Itoa(store.CreatedClaimEpoch) + `, $19::timestamptz, $11, status, wait_kind
-				FROM r WHERE $18::text <> ''),
+			c AS (INSERT INTO {{schema}}.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+				SELECT tenant, $17::text, $18::text, ` + strconv.Itoa(store.CreatedClaimEpoch) + `, $19::timestamptz, $11 FROM r WHERE $18::text <> ''),
 			e AS (INSERT INTO {{schema}}.events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data)
 				SELECT r.tenant, r.id, x.ord, x.id, x.parent, x.trace, x.span, x.type, x.time, x.data
 				FROM r, unnest($21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::timestamptz[], $27::text[])

@@ -20,12 +20,10 @@
 -- exists: an INSERT that will update it) does not lock the run: the claim
 -- row's lock orders it against the run's writes, and a taking-over that
 -- locked the run while the previous holder's last write held the claim
--- row FOR SHARE would deadlock with it. A claim inserted with its run's
--- group (RunCreate's claimed create, whose run is inserted by the same
--- statement) keeps it: no read, and no second version of the claim row.
+-- row FOR SHARE would deadlock with it.
 CREATE OR REPLACE FUNCTION {{schema}}.claims_run_group() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF starts_with(NEW.key, 'run:') AND NOT (TG_OP = 'INSERT' AND NEW.run_status IS NOT NULL) THEN
+	IF starts_with(NEW.key, 'run:') THEN
 		IF TG_OP = 'INSERT' AND NOT EXISTS (SELECT 1 FROM {{schema}}.claims c WHERE c.tenant = NEW.tenant AND c.key = NEW.key) THEN
 			SELECT r.status, r.wait_kind INTO NEW.run_status, NEW.run_wait_kind FROM {{schema}}.runs r
 			WHERE r.tenant = NEW.tenant AND r.id = substr(NEW.key, 5) FOR SHARE;
