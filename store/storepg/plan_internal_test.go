@@ -678,9 +678,11 @@ func TestRunningListPlan(t *testing.T) {
 		t.Fatalf("running, with 3,000 stalled runs: %d runs, %v", len(live), err)
 	}
 	// The idle count of waiting runs reads the 3,000 claims that expired
-	// without a release (each a stalled drive), not the 20 live ones nor
-	// the 100,000 released ones, and no run: as many as are stalled, and
-	// exact.
+	// without a release (each a stalled drive), not the 100,000 released
+	// ones, and no run: as many as are stalled, and exact. (The planner
+	// may read the range of the released claims live after now, which is
+	// empty, through claims_runs, and filter out the 20 live claims on
+	// the way when it estimates them that few: 3,020 at most.)
 	totals := explain(t, s, countersCount+liveCount, "t", []string{"interrupted", "running"}, now)
 	claims, runs = 0, 0
 	totals.walk(func(n *planNode) {
@@ -692,7 +694,7 @@ func TestRunningListPlan(t *testing.T) {
 			runs += read
 		}
 	})
-	if claims > 3000 || runs > 0 {
+	if claims > 3020 || runs > 0 {
 		t.Errorf("idle count: read %.0f claims and %.0f runs, want the 3,000 stalled claims and no run\n%s", claims, runs, totals)
 	}
 	counts, err := s.RunCount(ctx, &store.RunCountParams{Tenant: "t", Statuses: []store.RunStatus{store.RunInterrupted, store.RunRunning},

@@ -144,8 +144,6 @@ func (s *Store) RunList(ctx context.Context, p *store.RunListParams) ([]*store.R
 	return out, bad
 }
 
-// listQuery is RunList's statement: one index walk per status, each cut at
-// the limit, merged in order.
 // liveFromClaims says whether a list of the runs whose claim is live,
 // without a holder prefix, starts from the claims side (store.LiveSide:
 // from the counters of runs and of held claims, then claims_held's
