@@ -13,34 +13,56 @@ import (
 	"github.com/actoviq/actoviq-go/tool"
 )
 
-// closeAtChildGet closes the runtime when the resumed parent's drive reads
-// its child to record the decisions given for the child's call: the read
-// waits for the Close to cancel it, as a shutdown at that instant would.
-type closeAtChildGet struct {
+// closeAtRead closes the runtime at one read a resumed drive makes once it
+// has stored its run running: the read of run getID (a child, read to record
+// the decisions given for its call), or a session load when session is set.
+// The read waits for the Close to cancel it, as a shutdown at that instant
+// would.
+type closeAtRead struct {
 	store.Store
+	runID   string // the resumed run: stored running arms the close
+	getID   string
+	session bool
 	rt      atomic.Pointer[actoviq.Runtime]
-	running atomic.Bool // the parent was stored running by the Resume
+	running atomic.Bool
 	closed  atomic.Bool
 }
 
-func (s *closeAtChildGet) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+func (s *closeAtRead) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	res, err := s.Store.RunWrite(ctx, p)
-	if err == nil && s.rt.Load() != nil && p.RunID == "p1" && p.Run != nil && p.Run.Status == store.RunRunning {
+	if err == nil && s.rt.Load() != nil && p.RunID == s.runID && p.Run != nil && p.Run.Status == store.RunRunning {
 		s.running.Store(true)
 	}
 	return res, err
 }
 
-func (s *closeAtChildGet) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
-	if p.ID == "p1.c1" && s.running.Load() && s.closed.CompareAndSwap(false, true) {
-		go s.rt.Load().Close()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Minute):
+// closeHere closes the runtime and waits for the read's context to end.
+func (s *closeAtRead) closeHere(ctx context.Context) error {
+	go s.rt.Load().Close()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Minute):
+		return nil
+	}
+}
+
+func (s *closeAtRead) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
+	if p.ID == s.getID && s.running.Load() && s.closed.CompareAndSwap(false, true) {
+		if err := s.closeHere(ctx); err != nil {
+			return nil, err
 		}
 	}
 	return s.Store.RunGet(ctx, p)
+}
+
+func (s *closeAtRead) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
+	if s.session && s.running.Load() && s.closed.CompareAndSwap(false, true) {
+		if err := s.closeHere(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.SessionLoad(ctx, p)
 }
 
 // A campaign run (pg/readchild, seed 6216022446404091702) saw Resume fail
@@ -50,7 +72,7 @@ func (s *closeAtChildGet) RunGet(ctx context.Context, p *store.RunGetParams) (*s
 // else in a drive.
 func TestCloseWhileRecordingChildDecisionsIsErrClosed(t *testing.T) {
 	s := newSetup(t)
-	st := &closeAtChildGet{Store: sqliteStore(t)}
+	st := &closeAtRead{Store: sqliteStore(t), runID: "p1", getID: "p1.c1"}
 	rt, err := actoviq.New(st, &actoviq.Config{LeaseTTL: time.Minute, Holder: "op"})
 	if err != nil {
 		t.Fatal(err)

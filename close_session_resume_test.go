@@ -1,56 +1,22 @@
 package actoviq_test
 
 import (
-	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/llm/scripted"
-	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/tool"
 )
-
-// closeAtSessionLoad closes the runtime when a resumed drive, already
-// stored running, loads its session to see whether another run appended:
-// the load waits for the Close to cancel it, as a shutdown at that instant
-// would.
-type closeAtSessionLoad struct {
-	store.Store
-	rt      atomic.Pointer[actoviq.Runtime]
-	running atomic.Bool
-	closed  atomic.Bool
-}
-
-func (s *closeAtSessionLoad) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
-	res, err := s.Store.RunWrite(ctx, p)
-	if err == nil && s.rt.Load() != nil && p.RunID == "rA" && p.Run != nil && p.Run.Status == store.RunRunning {
-		s.running.Store(true)
-	}
-	return res, err
-}
-
-func (s *closeAtSessionLoad) SessionLoad(ctx context.Context, p *store.SessionLoadParams) (*store.SessionState, error) {
-	if s.running.Load() && s.closed.CompareAndSwap(false, true) {
-		go s.rt.Load().Close()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Minute):
-		}
-	}
-	return s.Store.SessionLoad(ctx, p)
-}
 
 // A Close while a resumed drive loads its run's session reads as ErrClosed
 // with the run left resumable, as anywhere else in a drive, not as the
 // store's bare "context canceled" wrapped in "load session".
 func TestCloseWhileResumeLoadsSessionIsErrClosed(t *testing.T) {
 	s := newSetup(t)
-	st := &closeAtSessionLoad{Store: sqliteStore(t)}
+	st := &closeAtRead{Store: sqliteStore(t), runID: "rA", session: true}
 	rt, err := actoviq.New(st, &actoviq.Config{LeaseTTL: time.Minute, Holder: "op"})
 	if err != nil {
 		t.Fatal(err)
