@@ -1,9 +1,11 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // assignment finds "key = value", "key: value" and "key"/'key' quoted
@@ -129,6 +131,12 @@ func replaceGroup2(re *regexp.Regexp, s string) string {
 // [Redactor.IsSecretKey]; a quoted value loses its content but keeps its
 // quotes. Text is idempotent: Text(Text(s)) == Text(s).
 func (r *Redactor) Text(s string) string {
+	return r.text(s, false)
+}
+
+// text is Text; all makes it look for assignments even when no key in s
+// can be secret (the differential test compares both ways).
+func (r *Redactor) text(s string, all bool) string {
 	if s == "" || !mayHoldSecret(s) {
 		return s
 	}
@@ -143,6 +151,29 @@ func (r *Redactor) Text(s string) string {
 			return sub[1] + Placeholder + end
 		})
 	}
+	out := s
+	if all || r.mayHaveSecretKey(s) { // else no assignment in s has a secret key
+		out = r.assignments(s)
+	}
+	if hasFlag(out) {
+		out = r.flagValues(out)
+	}
+	if strings.Contains(out, "@") {
+		out = replaceGroup2(urlPassword, out)
+		out = replaceGroup2(dsnPassword, out)
+	}
+	return bearer.ReplaceAllStringFunc(out, func(m string) string {
+		sp := strings.IndexAny(m, " \t")
+		if strings.TrimLeft(m[sp:], " \t") == Placeholder {
+			return m
+		}
+		return m[:sp+1] + Placeholder
+	})
+}
+
+// assignments hides the value of every assignment in s whose key is
+// secret.
+func (r *Redactor) assignments(s string) string {
 	var b strings.Builder
 	pos := 0
 	for pos < len(s) {
@@ -163,21 +194,7 @@ func (r *Redactor) Text(s string) string {
 		pos = ve
 	}
 	b.WriteString(s[pos:])
-	out := b.String()
-	if hasFlag(out) {
-		out = r.flagValues(out)
-	}
-	if strings.Contains(out, "@") {
-		out = replaceGroup2(urlPassword, out)
-		out = replaceGroup2(dsnPassword, out)
-	}
-	return bearer.ReplaceAllStringFunc(out, func(m string) string {
-		sp := strings.IndexAny(m, " \t")
-		if strings.TrimLeft(m[sp:], " \t") == Placeholder {
-			return m
-		}
-		return m[:sp+1] + Placeholder
-	})
+	return b.String()
 }
 
 // hideValue is the redacted form of an assignment's or a flag's value v: a
@@ -268,4 +285,65 @@ func (r *Redactor) JSONText(b json.RawMessage) json.RawMessage {
 		return red
 	}
 	return out
+}
+
+// keyWords are the words of which every secret key's normalised form
+// contains one (isSecretKey: suffixWord, secretWords, defaultWords; a
+// Redactor's extra keys are checked besides).
+var keyWords = func() []string {
+	ws := append([]string{suffixWord}, defaultWords...)
+	for w := range secretWords {
+		ws = append(ws, w)
+	}
+	return ws
+}()
+
+// mayHaveSecretKey reports whether an assignment in s (the assignment
+// pattern) may have a secret key. Every key the pattern finds is a run of
+// ASCII letters, digits, '_', '.' and '-', and a key is secret only if its
+// normalised form (letters and digits, lowercased) contains one of
+// keyWords or an extra key: so when no such run of s does, no key in s is
+// secret, and looking for assignments (a backtracking regexp, the largest
+// cost of redacting an engine event's strings) would change nothing.
+func (r *Redactor) mayHaveSecretKey(s string) bool {
+	var buf [256]byte
+	t := buf[:0]
+	for i := 0; i < len(s); {
+		c, size := rune(s[i]), 1
+		if c >= utf8.RuneSelf {
+			c, size = utf8.DecodeRuneInString(s[i:])
+		}
+		i += size
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			t = append(t, byte(c))
+		case 'A' <= c && c <= 'Z':
+			t = append(t, byte(c+'a'-'A'))
+		// The pattern is case-insensitive: its [A-Za-z] also matches
+		// U+017F and U+212A, which normalise folds to s and k.
+		case c == 'ſ':
+			t = append(t, 's')
+		case c == 'K':
+			t = append(t, 'k')
+		case c == '_' || c == '.' || c == '-':
+			// inside a key, and dropped by normalise
+		default:
+			if len(t) > 0 && t[len(t)-1] != ' ' {
+				t = append(t, ' ') // no key spans it
+			}
+		}
+	}
+	for _, w := range keyWords {
+		if bytes.Contains(t, []byte(w)) {
+			return true
+		}
+	}
+	if r != nil {
+		for _, w := range r.extra {
+			if bytes.Contains(t, []byte(w)) {
+				return true
+			}
+		}
+	}
+	return false
 }
