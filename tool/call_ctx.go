@@ -56,12 +56,18 @@ func (c *callCtx) materialize() context.Context {
 	return c.real
 }
 
-// cancel ends the context, as WithTimeout's cancel function does.
+// cancel ends the context, as WithTimeout's cancel function does, except
+// after its parent ended: the parent's own cancellation ends it then, with
+// the parent's error and cause. The runner calls cancel as soon as it sees
+// the parent's Done, which closes before the parent cancels its children;
+// stopping the real context at that instant would give a tool's derived
+// contexts a bare context.Canceled instead of the parent's cause (a
+// Close's ErrClosed read as the caller's cancellation).
 func (c *callCtx) cancel() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.canceled = true
-	if c.stop != nil {
+	if c.stop != nil && c.parent.Err() == nil {
 		c.stop()
 	}
 }
@@ -96,7 +102,10 @@ func (c *callCtx) Err() error {
 	defer c.mu.Unlock()
 	switch {
 	case c.real != nil:
-		return c.real.Err()
+		if err := c.real.Err(); err != nil {
+			return err
+		}
+		return c.parent.Err() // the parent ended; its cancellation is on its way to the real context
 	case c.parent.Err() != nil:
 		return c.materialize().Err() // the parent ended: so did the real context
 	case c.canceled:
