@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storetest"
 )
 
 // TestMigrateHeldCounts makes a file with the migrations before
@@ -79,33 +80,7 @@ func TestMigrateHeldCounts(t *testing.T) {
 	}
 	checkHeldCounts(t, s, "after the migration", map[string]int64{"running/": 4, "interrupted/approval": 1, "interrupted/reconciliation": 1})
 
-	// Claims taken, renewed and released on the migrated store, and runs
-	// moving between groups while held.
-	fence := func(id string) store.Fence {
-		t.Helper()
-		c, err := s.ClaimGet(ctx, &store.ClaimGetParams{Tenant: "t", Key: store.RunClaimKey(id)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}
-	}
-	if err := s.ClaimRelease(ctx, &store.ClaimReleaseParams{Tenant: "t", Fence: fence("d1")}); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"i4", "i1", "s2"} {
-		if _, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey(id), Holder: "here:1:x", TTL: time.Minute}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f := fence("i3")
-	r, err := s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: "i3"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "i3", Fence: &f,
-		Run: &store.RunUpdate{ExpectedRevision: r.Revision, Status: store.RunRunning, Checkpoint: r.Checkpoint}}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.MoveHeldClaims(t, s, "t")
 	checkHeldCounts(t, s, "after claims taken and released", map[string]int64{"running/": 5, "interrupted/approval": 2, "interrupted/reconciliation": 1})
 }
 
