@@ -141,14 +141,21 @@ func testRunCounters(t *testing.T, bb *bundle) {
 			r := newRun(tenant, id)
 			r.Status, r.WaitKind = statuses[rng.IntN(len(statuses))], kinds[rng.IntN(len(kinds))]
 			p := &store.RunCreateParams{Run: r}
-			if rng.IntN(4) == 0 {
+			name = "create " + id + " " + string(r.Status)
+			switch rng.IntN(5) {
+			case 0:
 				p.Holder, p.TTL = "h:1:x", time.Minute
+			case 1: // its claim taken before the run exists: the run's creation counts it
+				if _, err := bb.s.ClaimAcquire(bb.ctx, &store.ClaimAcquireParams{Tenant: tenant, Key: store.RunClaimKey(id),
+					Holder: "h:2:x", TTL: time.Duration(10+rng.IntN(80)) * time.Second}); err != nil {
+					t.Fatal(err)
+				}
+				name += " over a claim taken first"
 			}
 			if _, err := bb.s.RunCreate(bb.ctx, p); err != nil {
 				t.Fatal(err)
 			}
 			ids, tenantOf[id] = append(ids, id), tenant
-			name = "create " + id + " " + string(r.Status)
 		case op >= 10: // a claim taken, renewed, released or removed
 			id := ids[rng.IntN(len(ids))]
 			name = claimOp(t, bb, rng, tenantOf[id], id)
