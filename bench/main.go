@@ -11,7 +11,13 @@
 // Every figure is a median over rounds. Within a round the measurements
 // are interleaved (their order rotates from round to round), so drift on a
 // shared machine hits all of them alike: compare the ratios, which are
-// taken within one run.
+// taken within one run. The timed figures take -samples samples per round
+// (10 by default: a median of 5 samples moved from 1.08× to 2.0× between
+// runs of one binary), and P1 is also given as the median of the paired
+// ratios and with a bootstrap interval. -p1-only runs P1 alone and prints
+// what a call writes (SQLite WAL pages, PostgreSQL WAL bytes):
+//
+//	cd bench && go run . -pg "$URL" -p1-only -rounds 10 -samples 20
 //
 // The marginal call is (a run whose model asks for N calls of a no-op
 // side-effect tool in one turn − the same run asking for none) / N. The
@@ -47,6 +53,9 @@ func main() {
 	flag.IntVar(&pgCommitLeaders, "commit-leaders", 0, "storepg.Config.CommitLeaders of our PostgreSQL store (0: the store's default)")
 	flag.StringVar(&pgDataDir, "pg-data", "", "data directory of the -pg server when it runs on this machine: the fleet pass also reports the server's CPU per call (from /proc)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench to this file")
+	p1Only := flag.Bool("p1-only", false, "run only the P1 pass: the marginal call against two floor commits, -samples per round, and what each writes")
+	walPages := flag.Bool("wal-pages", false, "with -p1-only: at the end, one SQLite run of -calls calls and the pages each of its commits wrote to the WAL, by table or index")
+	perRound := flag.Int("samples", 10, "samples of each timed figure per round (floor, call, DBOS step), side by side in time")
 	sessionOnly := flag.Bool("session-only", false, "run only the runs continuing sessions (1k and -session-items: default window, -session-window, whole session)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -80,6 +89,13 @@ func main() {
 		}
 		return
 	}
+	if *p1Only {
+		env.p1Pass(ctx, *rounds, *perRound)
+		if *walPages {
+			env.sqliteWALPages(ctx)
+		}
+		return
+	}
 	if *sessionOnly {
 		printSessions(env, env.sessionRuns(ctx, *sessN, *sessWindow, *sessRounds), *sessN)
 		return
@@ -88,7 +104,7 @@ func main() {
 	cpu := env.cpuPass(ctx, *rounds)
 	check(env.setupDBOS(ctx, *pgURL))
 	fmt.Fprintf(os.Stderr, "bench: %d interleaved rounds of %d calls...\n", *rounds, *calls)
-	med := env.timed(ctx, *rounds)
+	med := env.timed(ctx, *rounds, *perRound, true)
 	for k, v := range cpu {
 		med[k] = v
 	}
@@ -107,7 +123,7 @@ func main() {
 	sessRuns := env.sessionRuns(ctx, *sessN, *sessWindow, *sessRounds)
 	fmt.Fprintln(os.Stderr, "bench: fleet pass...")
 	fl := env.fleet(ctx, *conc, *fleetRounds, "")
-	printTable(env, med, counts, gc, mem, sess, *rounds, *calls)
+	printTable(env, med, counts, gc, mem, sess, *rounds, *perRound, *calls)
 	printJournal(env, long, sessRuns, fl, *turns, *sessN, *conc)
 }
 

@@ -22,8 +22,10 @@ import (
 const floorReps = 10
 
 // timed runs the interleaved rounds and returns the median of each figure:
-// "floor/B", "call/B" (marginal call on backend B), "dbos/B".
-func (e *env) timed(ctx context.Context, rounds int) map[string]time.Duration {
+// "floor/B", "call/B" (marginal call on backend B), "dbos/B". Each round
+// takes perRound samples of every figure. With dbos false the DBOS steps
+// are left out (the P1 pass).
+func (e *env) timed(ctx context.Context, rounds, perRound int, dbos bool) map[string]time.Duration {
 	type m struct {
 		key string
 		fn  func() (time.Duration, error)
@@ -54,7 +56,7 @@ func (e *env) timed(ctx context.Context, rounds int) map[string]time.Duration {
 		}})
 	}
 	for _, name := range []string{"sqlite", "pg"} {
-		if _, ok := e.dbos[name]; !ok {
+		if _, ok := e.dbos[name]; !ok || !dbos {
 			continue
 		}
 		ms = append(ms, m{"dbos/" + name, func() (time.Duration, error) {
@@ -76,17 +78,23 @@ func (e *env) timed(ctx context.Context, rounds int) map[string]time.Duration {
 	}
 	samples := map[string][]time.Duration{}
 	for r := range rounds {
-		for i := range ms {
-			x := ms[(i+r)%len(ms)]
-			d, err := x.fn()
-			check(err)
-			samples[x.key] = append(samples[x.key], d)
+		// perRound samples of each figure, one of each in turn, the order
+		// rotating at every turn: a figure's samples and the floor's sit
+		// side by side in time.
+		for j := range perRound {
+			for i := range ms {
+				x := ms[(i+r*perRound+j)%len(ms)]
+				d, err := x.fn()
+				check(err)
+				samples[x.key] = append(samples[x.key], d)
+			}
 		}
 	}
 	med := map[string]time.Duration{}
 	for k, v := range samples {
 		med[k] = median(v)
 	}
+	e.samples = samples
 	return med
 }
 
@@ -394,10 +402,10 @@ func (e *env) sessions(ctx context.Context, n, rounds int) map[string]sessResult
 	return out
 }
 
-func printTable(e *env, med map[string]time.Duration, c counts, gc map[string]gcResult, mem memResult, sess map[string]sessResult, rounds, calls int) {
+func printTable(e *env, med map[string]time.Duration, c counts, gc map[string]gcResult, mem memResult, sess map[string]sessResult, rounds, perRound, calls int) {
 	w := os.Stdout
 	hasPG := e.pg != nil
-	fmt.Fprintf(w, "\nactoviq-go bench: %d interleaved rounds, medians; marginal call = (run with %d calls − run with 0) / %d; fsync on.\n", rounds, calls, calls)
+	fmt.Fprintf(w, "\nactoviq-go bench: %d interleaved rounds × %d samples, medians; marginal call = (run with %d calls − run with 0) / %d; fsync on.\n", rounds, perRound, calls, calls)
 	fmt.Fprintf(w, "SQLite: WAL, synchronous=FULL (ours and DBOS's). %s. DBOS Transact Go %s.\n", e.pgNotice, dbosVersion)
 	fmt.Fprintf(w, "Shared machine: absolute figures move between runs; compare the ratios of one run.\n\n")
 	col := func(f func(name string) string) string {
@@ -415,6 +423,10 @@ func printTable(e *env, med map[string]time.Duration, c counts, gc map[string]gc
 	row("floor: one synchronous commit", func(n string) string { return us(med["floor/"+n]) })
 	row("actoviq-go: one durable side-effect call", func(n string) string { return us(med["call/"+n]) })
 	row("**P1** call / (2 × floor) (goal ≤ 1.3)", func(n string) string { return ratio(med["call/"+n], 2*med["floor/"+n]) })
+	row("P1: paired median; bootstrap 90% interval of P1", func(n string) string {
+		st := p1Of(e.samples["call/"+n], e.samples["floor/"+n])
+		return fmt.Sprintf("%.2f×; %.2f–%.2f×", st.paired, st.lo, st.hi)
+	})
 	row("DBOS "+dbosVersion+": one durable step", func(n string) string { return us(med["dbos/"+n]) })
 	row("**P2** call / DBOS step (goal ≤ 1.0 SQLite, ≤ 0.7 PG)", func(n string) string { return ratio(med["call/"+n], med["dbos/"+n]) })
 	row("client CPU per call / per floor commit (this process: engine, driver, syscalls, GC)", func(n string) string {

@@ -55,6 +55,7 @@ type env struct {
 	seq      atomic.Int64
 	pgNotice string
 	dir      string
+	samples  map[string][]time.Duration // timed's samples, by figure
 }
 
 func randHex(n int) string {
