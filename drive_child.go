@@ -776,6 +776,16 @@ func (d *drive) childFailFast(ctx context.Context) (*RunResult, error, bool) {
 			continue
 		}
 		d.fold() // the error result is part of the record
+		// This drive is cancelled, or past the run's deadline: the child
+		// ended cancelled with it (its context derives from this drive's),
+		// or failed before the stop reached this step. The caller's
+		// decision, or the deadline, ends the run (cancelled), not the
+		// child's policy (failed).
+		if d.pastDeadline() || d.cancelled(ctx) {
+			if res, err, stop := d.stopCheck(ctx); stop {
+				return res, err, true
+			}
+		}
 		d.cp.Error = &RunError{Code: CodeChildFailed, Message: fmt.Sprintf("call %s: %s (policy %s)", en.CallID, rec.Message, rec.Policy)}
 		res, err := d.end(ctx, store.RunFailed, EvRunFailed)
 		return res, err, true
