@@ -29,10 +29,14 @@ type WaitingStamper interface {
 	// or stops being interrupted or running, or changes its wait kind;
 	// when a waiting run is written; when a claim of the tenant is taken,
 	// extended or released; and when a live claim expires (judged at
-	// now). It costs a few index probes, whatever the store holds. Equal
-	// stamps mean nothing of the above happened, with one exception a
-	// caller must allow for by recomputing now and then anyway: a claim
-	// taken and released between two stamps while a longer claim of the
-	// tenant stays live.
+	// now). It costs a few index probes and counter rows, plus the claims
+	// that expired without a release (stalled drives), whatever else the
+	// store holds: not the live claims of a fleet, nor the history. Equal
+	// stamps mean nothing of the above happened, with exceptions a caller
+	// must allow for by recomputing now and then anyway: a claim taken
+	// and released between two stamps while a longer claim of the tenant
+	// stays live; a claim extended to an expiry short of the tenant's
+	// latest; a claim whose key is not a run's (store.RunClaimKey) taken
+	// or released between the tenant's earliest live and latest expiry.
 	WaitingStamp(ctx context.Context, tenant string, now time.Time) (string, error)
 }

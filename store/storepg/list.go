@@ -611,12 +611,31 @@ const listedHeld = `SELECT
 
 var _ store.WaitingStamper = (*Store)(nil)
 
-// waitingStamp is the statement of WaitingStamp: the tenant's latest claim
-// expiry and live claims (claims_live), its newest waiting run
-// (runs_waiting, read backwards) and the counters of waiting runs.
+// waitingStamp is the statement of WaitingStamp. Each part is a few index
+// probes or counter rows, except the third, which reads the claims that
+// expired without a release (as the inbox's idle count does), not the live
+// ones:
+//   - the tenant's latest claim expiry (claims_live, read backwards): moves
+//     when a claim is taken or extended past every other;
+//   - its earliest expiry after now (claims_live): moves when a live claim
+//     expires (it was at or after the earliest) or is released;
+//   - the count of run claims held and expired by now (claims_held):
+//     moves when a held claim expires, or a stalled one is taken over or
+//     released;
+//   - the counters of held run claims (held_counts, summed over slots):
+//     move when a claim of a queued, running or interrupted run is taken
+//     or released;
+//   - the newest waiting run (runs_waiting, read backwards) and the
+//     counters of waiting runs.
+//
+// It used to count the live claims, which read every claim of the fleet on
+// each tick of every live inbox.
 const waitingStamp = `SELECT concat_ws('|',
 	coalesce((SELECT max(expires_at) FROM {{schema}}.claims WHERE tenant = $1)::text, ''),
-	(SELECT count(*) FROM {{schema}}.claims WHERE tenant = $1 AND expires_at > $2),
+	coalesce((SELECT min(expires_at) FROM {{schema}}.claims WHERE tenant = $1 AND expires_at > $2)::text, ''),
+	(SELECT count(*) FROM {{schema}}.claims c WHERE c.tenant = $1 AND c.held AND c.expires_at <= $2 AND starts_with(c.key, 'run:')),
+	coalesce((SELECT string_agg(status || '/' || wait_kind || '=' || n, ',' ORDER BY status, wait_kind) FROM
+		(SELECT status, wait_kind, sum(n) AS n FROM {{schema}}.held_counts WHERE tenant = $1 GROUP BY status, wait_kind) h), ''),
 	coalesce((SELECT r.updated_at || '/' || r.id FROM {{schema}}.runs r WHERE r.tenant = $1 AND ` + waitingCond + `
 		ORDER BY r.updated_at DESC, r.id DESC LIMIT 1), ''),
 	coalesce((SELECT string_agg(status || '/' || wait_kind || '=' || n, ',' ORDER BY status, wait_kind) FROM

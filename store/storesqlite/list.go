@@ -588,12 +588,31 @@ func (s *Store) ClaimList(ctx context.Context, p *store.ClaimListParams) ([]*sto
 
 var _ store.WaitingStamper = (*Store)(nil)
 
-// waitingStamp is the statement of WaitingStamp: the tenant's latest claim
-// expiry and live claims (claims_live), its newest waiting run
-// (runs_waiting, read backwards) and the counters of waiting runs.
+// waitingStamp is the statement of WaitingStamp. Each part is a few index
+// probes or counter rows, except the third, which reads the claims that
+// expired without a release (as the inbox's idle count does), not the live
+// ones:
+//   - the tenant's latest claim expiry (claims_live, read backwards): moves
+//     when a claim is taken or extended past every other;
+//   - its earliest expiry after now (claims_live): moves when a live claim
+//     expires (it was at or after the earliest) or is released;
+//   - the count of run claims held and expired by now (claims_held):
+//     moves when a held claim expires, or a stalled one is taken over or
+//     released;
+//   - the counters of held run claims (held_counts): move when a claim of
+//     a queued, running or interrupted run is taken or released;
+//   - the newest waiting run (runs_waiting, read backwards) and the
+//     counters of waiting runs.
+//
+// It used to count the live claims, which read every claim of the fleet on
+// each tick of every live inbox.
 const waitingStamp = `SELECT
 	(SELECT expires_at FROM claims INDEXED BY claims_live WHERE tenant = ?1 ORDER BY expires_at DESC LIMIT 1),
-	(SELECT count(*) FROM claims INDEXED BY claims_live WHERE tenant = ?1 AND expires_at > ?2),
+	(SELECT expires_at FROM claims INDEXED BY claims_live WHERE tenant = ?1 AND expires_at > ?2 ORDER BY expires_at LIMIT 1),
+	(SELECT count(*) FROM claims c INDEXED BY claims_held
+		WHERE c.tenant = ?1 AND c.held = 1 AND c.expires_at <= ?2 AND substr(c.key, 1, 4) = 'run:'),
+	(SELECT group_concat(status || '/' || wait_kind || '=' || n, ',') FROM
+		(SELECT status, wait_kind, n FROM held_counts WHERE tenant = ?1 ORDER BY status, wait_kind)),
 	(SELECT r.updated_at || '/' || r.id FROM runs r INDEXED BY runs_waiting WHERE r.tenant = ?1 AND ` + waitingCond + `
 		ORDER BY r.updated_at DESC, r.id DESC LIMIT 1),
 	(SELECT group_concat(status || '/' || wait_kind || '=' || n, ',') FROM
@@ -604,11 +623,12 @@ func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) 
 	if tenant == "" {
 		return "", &store.InvalidError{Field: "tenant", Reason: "empty"}
 	}
-	var exp sql.NullInt64
-	var live int64
-	var newest, counts sql.NullString
-	if err := s.db.QueryRowContext(ctx, waitingStamp, tenant, micros(s.listNow(now))).Scan(&exp, &live, &newest, &counts); err != nil {
+	var latest, earliest sql.NullInt64
+	var stalled int64
+	var held, newest, counts sql.NullString
+	if err := s.db.QueryRowContext(ctx, waitingStamp, tenant, micros(s.listNow(now))).Scan(&latest, &earliest, &stalled, &held,
+		&newest, &counts); err != nil {
 		return "", wrap("waiting stamp", mapErr(ctx, err))
 	}
-	return fmt.Sprintf("%d|%d|%s|%s", exp.Int64, live, newest.String, counts.String), nil
+	return fmt.Sprintf("%d|%d|%d|%s|%s|%s", latest.Int64, earliest.Int64, stalled, held.String, newest.String, counts.String), nil
 }

@@ -65,6 +65,47 @@ func testWaitingStamp(t *testing.T, bb *bundle) {
 		t.Fatal(err)
 	}
 	step("a waiting run finished", true)
+
+	// Claims among others: one of a long lease stays live throughout, so
+	// the latest expiry never moves; a short one stays the earliest.
+	for _, id := range []string{"long", "short", "mid", "late"} {
+		mustCreate(t, bb, newRun("t1", id))
+	}
+	step("running runs", true)
+	if _, err := acquire1(bb, store.RunClaimKey("long"), "h:2:x", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	step("a long claim taken", true)
+	if _, err := acquire1(bb, store.RunClaimKey("short"), "h:3:x", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step("a short claim taken under the long one", true)
+	mid, err := acquire1(bb, store.RunClaimKey("mid"), "h:4:x", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step("a claim taken between the two", true)
+	bb.clock.Advance(time.Second)
+	step("time, every claim live", false)
+	if err := bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: "t1", Fence: store.Fence{Key: mid.Key, Holder: mid.Holder,
+		Epoch: mid.Epoch}}); err != nil {
+		t.Fatal(err)
+	}
+	step("a claim between the earliest and the latest released", true)
+	if _, err := acquire1(bb, store.RunClaimKey("late"), "h:5:x", 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step("another claim taken between", true)
+	bb.clock.Advance(2 * time.Minute)
+	step("the earliest live claim expired", true)
+	bb.clock.Advance(time.Second)
+	step("time, the expired claim still held", false)
+	if _, err := acquire1(bb, store.RunClaimKey("short"), "h:6:x", 10*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step("an expired claim taken over between the earliest and the latest", true)
+	bb.clock.Advance(time.Second)
+	step("time again", false)
 	if _, err := ws.WaitingStamp(bb.ctx, "", bb.clock.Now()); err == nil {
 		t.Fatal("a stamp without a tenant")
 	}
