@@ -124,8 +124,11 @@ type Config struct {
 	// [NewSealCodec] for the format, key rotation and wrong keys.
 	Codec Codec
 	// CommitTimeout bounds writes that record an outcome; they run on a
-	// context detached from the caller's cancellation. Zero means 30 s;
-	// negative is refused.
+	// context detached from the caller's cancellation. A write the store
+	// refuses for lock contention ([store.ErrBusy]: nothing was written,
+	// such as a SQLite file locked by another process past its busy
+	// timeout) is made again, with the same revisions and fence, within
+	// this budget. Zero means 30 s; negative is refused.
 	CommitTimeout time.Duration
 	// Retention removes finished runs after a while (see [Retention] for
 	// what is never removed): [Runtime.Work] sweeps by it, and

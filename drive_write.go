@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/actoviq/actoviq-go/item"
 	"github.com/actoviq/actoviq-go/store"
@@ -140,6 +142,9 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 	res, err := d.rt.store.RunWrite(wctx, p)
 	if w := d.rt.observeStore("write", began); w != nil { // a lease too short for the store (lease.go)
 		d.leaseShort(ctx, w, d.run.ID, d.run.ParentID)
+	}
+	if err != nil && errors.Is(err, store.ErrBusy) {
+		res, err = d.rt.writeAgain(wctx, p, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: write: %w", d.run.ID, err)
@@ -293,4 +298,63 @@ func waitKind(status store.RunStatus, cp *checkpoint) string {
 		return ""
 	}
 	return string(cp.Interruptions[0].Kind)
+}
+
+// A write the store refused for lock contention is made again.
+//
+// A drive's write records something that happened (a tool's result, the
+// model's answer, a call about to start, the run's end). When the store
+// answers [store.ErrBusy] (SQLite's file lock held by another process
+// past its busy timeout, a PostgreSQL serialization failure), stopping
+// the drive would leave a call whose tool returned as started, and so to
+// reconciliation, with its result lost. The store guarantees that a busy
+// write wrote nothing, so writeAgain sends the very same params again:
+// the same revisions and the same fence, which decide as they would have
+// the first time. A write that another writer overtook meanwhile fails
+// with a conflict, one made after a takeover of the claim is fenced out;
+// nothing is ever written twice, and only the store write is repeated,
+// never a tool. An error whose outcome is not known (a connection lost
+// during COMMIT) is not ErrBusy and is never sent again.
+//
+// The tries share the write's budget (Config.CommitTimeout, counted from
+// the first): a try is made only when its wait and as long a try as the
+// last one end before the budget does, so that the last answer is the
+// store's, not the budget's; the last busy error is returned when the
+// budget is spent. A try that the budget cut short all the same returns
+// its own error (a context's: its outcome is the store's to tell), with
+// the tries before it named.
+
+// busyFirstWait and busyMaxWait bound the pause between two tries of a
+// busy write; the store has waited its own busy timeout in each try.
+const (
+	busyFirstWait = 20 * time.Millisecond
+	busyMaxWait   = time.Second
+)
+
+// writeAgain makes p again after it failed with err (matching
+// store.ErrBusy), while wctx's deadline allows.
+func (rt *Runtime) writeAgain(wctx *writeCtx, p *store.RunWriteParams, err error) (*store.RunWriteResult, error) {
+	last := time.Since(wctx.deadline.Add(-rt.commitTO)) // the first try
+	tries := 1
+	for wait := busyFirstWait; ; wait = min(2*wait, busyMaxWait) {
+		if !time.Now().Add(wait + last).Before(wctx.deadline) {
+			return nil, fmt.Errorf("%w (%d tries in %v)", err, tries, rt.commitTO)
+		}
+		t := time.NewTimer(wait)
+		<-t.C
+		began := time.Now()
+		res, again := rt.store.RunWrite(wctx, p)
+		last = time.Since(began)
+		if again == nil {
+			return res, nil
+		}
+		if !errors.Is(again, store.ErrBusy) {
+			if isContextErr(again) {
+				return nil, fmt.Errorf("%w (after %d tries that met a busy store: %v)", again, tries, err)
+			}
+			return nil, again
+		}
+		err = again
+		tries++
+	}
 }

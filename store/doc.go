@@ -30,6 +30,12 @@
 // that is not UTF-8 to an [*InvalidError]). A NUL is stored as the escape \u0000: JSON is kept
 // as text, never jsonb.
 //
+// A call that lost to lock contention (SQLite's write lock held by another
+// process past the busy timeout, a PostgreSQL serialization failure) and
+// wrote nothing is a [*BusyError] (matching [ErrBusy]): the same call may
+// be made again as it is. An outcome that is not known (a connection lost
+// during COMMIT) is never reported so.
+//
 // A row that cannot be decoded is reported as a [*DataError] (matching
 // [ErrData]) naming the record; it never panics and never hides other rows.
 //

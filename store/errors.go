@@ -25,6 +25,11 @@ var (
 	ErrFull = errors.New("store: storage full")
 	// ErrInvalid: the parameters of a call are invalid.
 	ErrInvalid = errors.New("store: invalid parameters")
+	// ErrBusy: the backend could not get the locks a call needs in time
+	// (contention with another connection or process) and wrote nothing;
+	// the same call may be made again as it is, with the same revisions
+	// and fence. See [BusyError].
+	ErrBusy = errors.New("store: busy")
 )
 
 // ConflictError reports a failed compare-and-swap.
@@ -161,3 +166,26 @@ func (e *FullError) Is(target error) bool { return target == ErrFull }
 
 // Unwrap returns the backend error.
 func (e *FullError) Unwrap() error { return e.Err }
+
+// BusyError reports a call that lost to lock contention and wrote
+// nothing: SQLite's write lock held by another connection or process for
+// longer than the store's busy timeout, or a PostgreSQL transaction the
+// server aborted as a serialization failure, a deadlock victim or a lock
+// it could not get, after the store's own retries. A backend returns it
+// only where it knows that nothing of the call was stored (the
+// transaction never began, or was rolled back): an outcome that is not
+// known, such as a connection lost during COMMIT, is never a BusyError.
+// Making the same call again is therefore safe; its revisions and fence
+// decide, as the first time, whether it may commit.
+type BusyError struct {
+	// Err is the backend's error.
+	Err error
+}
+
+func (e *BusyError) Error() string { return fmt.Sprintf("store: busy, nothing written: %v", e.Err) }
+
+// Is reports whether target is [ErrBusy].
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// Unwrap returns the backend error.
+func (e *BusyError) Unwrap() error { return e.Err }

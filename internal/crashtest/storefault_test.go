@@ -357,8 +357,9 @@ func TestSQLiteOutOfSpace(t *testing.T) {
 }
 
 // TestSQLiteLockedPastBusyTimeout has another process (python3's sqlite3)
-// hold the database's write lock, past the store's busy timeout, while
-// c1's effect runs.
+// hold the database's write lock, past the store's busy timeout and past
+// the runtime's CommitTimeout (5 s: the committed write is made again
+// while the budget lasts, then given up), while c1's effect runs.
 func TestSQLiteLockedPastBusyTimeout(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {

@@ -47,7 +47,9 @@
 //
 // Transactions run at read committed. A write transaction that the server
 // aborts as a serialization failure or deadlock victim (SQLSTATE 40001,
-// 40P01) changed nothing, and is run again from the start a few times.
+// 40P01) changed nothing, and is run again from the start a few times;
+// when it still fails, or a lock could not be had (55P03), the error is a
+// [*store.BusyError] (matching [store.ErrBusy]): nothing was written.
 // A failure whose outcome is unknown (the connection broke during COMMIT) is
 // returned, never retried. A full disk (SQLSTATE 53100) is a
 // [*store.FullError].

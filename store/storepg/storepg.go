@@ -182,6 +182,7 @@ func (s *Store) q(tmpl string) string {
 const (
 	codeSerialization = "40001"
 	codeDeadlock      = "40P01"
+	codeLockNotAvail  = "55P03" // lock_not_available: a lock_timeout or NOWAIT
 	codeDiskFull      = "53100"
 	codeNotUTF8       = "22021" // character_not_in_repertoire: invalid byte sequence for encoding UTF8
 )
@@ -195,7 +196,7 @@ func sqlState(err error) string {
 }
 
 var storeErrors = []error{store.ErrConflict, store.ErrNotFound, store.ErrExists, store.ErrFenced,
-	store.ErrClaimHeld, store.ErrData, store.ErrInvalid, store.ErrFull}
+	store.ErrClaimHeld, store.ErrData, store.ErrInvalid, store.ErrFull, store.ErrBusy}
 
 // mapErr turns a driver error into the store vocabulary where one applies
 // and adds context.
@@ -211,6 +212,10 @@ func mapErr(op string, err error) error {
 	switch sqlState(err) {
 	case codeDiskFull:
 		return &store.FullError{Err: fmt.Errorf("storepg: %s: %w", op, err)}
+	case codeSerialization, codeDeadlock, codeLockNotAvail:
+		// The server aborted the transaction (after inTx's retries, for
+		// the first two): nothing of it was written.
+		return &store.BusyError{Err: fmt.Errorf("storepg: %s: %w", op, err)}
 	case codeNotUTF8:
 		// Text that is not UTF-8 in a field the shared validation does not
 		// check: refused as every backend refuses it where it does.

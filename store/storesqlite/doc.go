@@ -53,6 +53,9 @@
 //
 // A database or disk that is full yields a [*store.FullError]; the
 // transaction is rolled back and the Store works again once there is room.
+// A write that could not take the file's write lock within
+// Config.BusyTimeout yields a [*store.BusyError] (matching
+// [store.ErrBusy]): it wrote nothing, and may be made again as it is.
 // A row that does not decode (JSON that is not JSON, an unknown status, a
 // row holding several records of one write whose more column does not
 // match its checksum, see migrations/0012_event_rows.sql) yields a

@@ -298,7 +298,8 @@ func (s *Store) read(ctx context.Context, fn func(tx querier) error) error {
 }
 
 // mapErr turns driver errors into the store vocabulary: a full database
-// becomes a [*store.FullError]; an interruption caused by ctx carries the
+// becomes a [*store.FullError]; a lock not taken within the busy timeout a
+// [*store.BusyError]; an interruption caused by ctx carries the
 // context error. Errors of the store package pass unchanged.
 func mapErr(ctx context.Context, err error) error {
 	if err == nil {
@@ -317,6 +318,12 @@ func mapErr(ctx context.Context, err error) error {
 			if cerr := ctx.Err(); cerr != nil {
 				return fmt.Errorf("%w (%w)", cerr, err)
 			}
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			// The lock was not taken within the busy timeout: the
+			// statement, or BEGIN IMMEDIATE, failed, and the transaction
+			// is rolled back (a COMMIT that fails so is too: see
+			// writeOne), so nothing of it was written.
+			return &store.BusyError{Err: err}
 		}
 	}
 	if errors.Is(err, syscall.ENOSPC) {
@@ -330,7 +337,7 @@ func mapErr(ctx context.Context, err error) error {
 
 func isStoreErr(err error) bool {
 	for _, target := range []error{store.ErrConflict, store.ErrNotFound, store.ErrExists,
-		store.ErrFenced, store.ErrClaimHeld, store.ErrData, store.ErrFull, store.ErrInvalid} {
+		store.ErrFenced, store.ErrClaimHeld, store.ErrData, store.ErrFull, store.ErrInvalid, store.ErrBusy} {
 		if errors.Is(err, target) {
 			return true
 		}
