@@ -82,6 +82,13 @@ func (t *agentTool) Spec() tool.Spec { return t.spec }
 type parentCall struct {
 	d      *drive
 	callID string
+	// What the tools read of the parent run, taken by the drive before the
+	// call runs: a tool the runner gave up on goes on beside the drive,
+	// whose writes replace d.run.
+	runID    string
+	deadline time.Time
+	traceID  string
+	tree     *childInfo // the parent's own place in its tree; nil for a root
 
 	// An agent tool's call is waited for: the tool runner gives up on a
 	// call when its context ends (Close, a worker's release, the tool's
@@ -159,7 +166,8 @@ func (d *drive) childCallContext(ctx context.Context, en *store.LedgerEntry) (co
 	if t, ok := d.runner.Lookup(en.Tool); ok {
 		if _, ok := t.(parentAware); ok {
 			_, track := t.(*agentTool)
-			pc := &parentCall{d: d, callID: en.CallID, track: track, done: make(chan struct{})}
+			pc := &parentCall{d: d, callID: en.CallID, track: track, done: make(chan struct{}),
+				runID: d.run.ID, deadline: d.run.Deadline, traceID: d.cp.TraceID, tree: d.cp.Child}
 			return context.WithValue(ctx, parentKey{}, pc), pc
 		}
 	}
@@ -223,7 +231,7 @@ func (t *agentTool) Call(ctx context.Context, args json.RawMessage) (res tool.Re
 		return tool.Result{}, fmt.Errorf("actoviq: agent tool %s was called outside a run of this runtime", t.spec.Name)
 	}
 	if !pc.enter() {
-		return tool.Result{}, &childStopped{runID: ChildRunID(pc.d.run.ID, pc.callID), err: context.Cause(ctx)}
+		return tool.Result{}, &childStopped{runID: ChildRunID(pc.runID, pc.callID), err: context.Cause(ctx)}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -232,7 +240,59 @@ func (t *agentTool) Call(ctx context.Context, args json.RawMessage) (res tool.Re
 		}
 		pc.leave(res, err)
 	}()
-	return t.call(ctx, pc, args)
+	res, err = t.call(ctx, pc, args)
+	if cs := (*childStopped)(nil); errors.As(err, &cs) && deadlineEnded(ctx, cs.err) {
+		return t.timedOut(ctx, pc, cs)
+	}
+	return res, err
+}
+
+// deadlineEnded reports whether the call's context ended by a deadline
+// (the tool's timeout, the run's deadline, the caller's) and not by a
+// stop that leaves the child resumable (Close, a worker's release, a lost
+// claim).
+func deadlineEnded(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) &&
+		!errors.Is(err, ErrClosed) && !errors.Is(err, ErrReleased) && !errors.Is(err, errLostClaim)
+}
+
+// timedOut ends a call whose deadline passed while no drive of this call
+// held the child (its read, its create, its claim, a wait for another
+// holder, a retry's backoff): the child ends cancelled, as its drive's
+// stop check ends it when the deadline passes during the drive, and the
+// tool's policy applies. Without it the parent's drive stopped with a
+// bare context error, the parent left running with nobody driving it.
+func (t *agentTool) timedOut(ctx context.Context, pc *parentCall, cs *childStopped) (tool.Result, error) {
+	e := pc.d.rt
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(e.ttl, e.commitTO))
+	defer cancel()
+	why := &RunError{Code: CodeCancelled, Message: fmt.Sprintf("the agent tool's call ended (%v) before the child's drive held it", context.Cause(ctx))}
+	cerr := e.cancelOnce(cctx, cs.runID)
+	run, err := e.store.RunGet(cctx, &store.RunGetParams{Tenant: e.tenant, ID: cs.runID})
+	switch {
+	case errors.Is(err, store.ErrNotFound): // never written: nothing started
+	case err != nil:
+		return tool.Result{}, cs
+	case run.Status == store.RunCompleted: // it ended on its own meanwhile
+		if cp, err := decodeCheckpoint(run); err == nil {
+			return childResult(cp.result(run.ID, run.Status)), nil
+		}
+		return tool.Result{}, cs
+	case !run.Status.Terminal():
+		return tool.Result{}, &childStopped{runID: cs.runID, err: fmt.Errorf("%w; the child could not be cancelled: %w", cs.err, cerr)}
+	case run.Status != store.RunCancelled:
+		if cp, err := decodeCheckpoint(run); err == nil && cp.Error != nil {
+			why = cp.Error
+		}
+	}
+	cf := &ChildFailedError{RunID: cs.runID, Status: StatusCancelled, Err: why}
+	if run != nil {
+		cf.Status = statusOf(run.Status)
+	}
+	if t.o.Failure == Collect {
+		return tool.Result{IsError: true, Content: cf.Error()}, nil
+	}
+	return tool.Result{}, cf
 }
 
 func (t *agentTool) call(ctx context.Context, pc *parentCall, args json.RawMessage) (tool.Result, error) {
@@ -243,7 +303,7 @@ func (t *agentTool) call(ctx context.Context, pc *parentCall, args json.RawMessa
 		return tool.Result{Content: "invalid arguments: " + err.Error(), IsError: true}, nil
 	}
 	e, parent := pc.d.rt, pc.d
-	childID := ChildRunID(parent.run.ID, pc.callID)
+	childID := ChildRunID(pc.runID, pc.callID)
 	agent := t.inherit(parent.agent)
 	backoff := t.o.Backoff
 	for attempt := 1; ; attempt++ {
@@ -375,8 +435,8 @@ func (t *agentTool) inherit(parent *AgentSpec) *AgentSpec {
 // non-empty refused says why no child was started (a budget).
 func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec, childID, input string) (*RunResult, string, error) {
 	e, parent := pc.d.rt, pc.d
-	tree := childInfo{Root: parent.run.ID, Mode: "foreground", Tool: t.spec.Name, CallID: pc.callID, Budget: t.o.Budget, Failure: t.o.Failure}
-	if pi := parent.cp.Child; pi != nil {
+	tree := childInfo{Root: pc.runID, Mode: "foreground", Tool: t.spec.Name, CallID: pc.callID, Budget: t.o.Budget, Failure: t.o.Failure}
+	if pi := pc.tree; pi != nil {
 		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth, pi.Budget.narrow(t.o.Budget)
 	}
 	tree.Depth++
@@ -387,7 +447,7 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 			if why, err := e.budgetRefusal(ctx, &tree, childID); err != nil || why != "" {
 				return nil, why, err
 			}
-			if err := e.createChild(ctx, parent, agent, childID, input, &tree); err != nil && !errors.Is(err, store.ErrExists) {
+			if err := e.createChild(ctx, pc, agent, childID, input, &tree); err != nil && !errors.Is(err, store.ErrExists) {
 				if tree.Budget.MaxChildren > 0 {
 					e.freeChildSlot(ctx, tree.Root, tree.Budget.MaxChildren, childID)
 				}
@@ -396,15 +456,15 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 			continue
 		case err != nil:
 			return nil, "", fmt.Errorf("actoviq: child run %s: %w", childID, err)
-		case run.ParentID != parent.run.ID:
-			return nil, "", fmt.Errorf("actoviq: run %s exists and is not a child of %s", childID, parent.run.ID)
+		case run.ParentID != pc.runID:
+			return nil, "", fmt.Errorf("actoviq: run %s exists and is not a child of %s", childID, pc.runID)
 		}
 		// A run with this id under this parent that is not this call's
 		// child (a background child Spawn wrote under the id) is never
 		// taken as the call's answer: two callers would share one child.
 		if cp, err := decodeCheckpoint(run); err == nil {
 			if ci := cp.Child; ci == nil || ci.Mode == "background" || (ci.CallID != "" && ci.CallID != pc.callID) {
-				return nil, "", fmt.Errorf("actoviq: run %s exists and is not the child of call %s of %s", childID, pc.callID, parent.run.ID)
+				return nil, "", fmt.Errorf("actoviq: run %s exists and is not the child of call %s of %s", childID, pc.callID, pc.runID)
 			}
 		}
 		left, why, err := e.budgetLeft(ctx, &tree)
@@ -432,18 +492,18 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 
 // createChild writes the child run: running, deadline no later than its
 // parent's, its place in the tree in its checkpoint.
-func (rt *Runtime) createChild(ctx context.Context, parent *drive, a *AgentSpec, childID, input string, tree *childInfo) error {
+func (rt *Runtime) createChild(ctx context.Context, parent *parentCall, a *AgentSpec, childID, input string, tree *childInfo) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	cp := &checkpoint{V: 1, TraceID: parent.cp.TraceID, PolicyVersion: a.Approval.version(), Agent: recordAgent(a), Child: tree,
+	cp := &checkpoint{V: 1, TraceID: parent.traceID, PolicyVersion: a.Approval.version(), Agent: recordAgent(a), Child: tree,
 		Items: []item.Item{item.UserText(input)}}
 	head, log, err := storedForm(cp)
 	if err != nil {
 		return err
 	}
-	run := &store.Run{Tenant: rt.tenant, ID: childID, ParentID: parent.run.ID, AgentID: a.ID, AgentDigest: a.Digest(),
-		Status: store.RunRunning, Checkpoint: head, Log: log, Deadline: parent.run.Deadline}
+	run := &store.Run{Tenant: rt.tenant, ID: childID, ParentID: parent.runID, AgentID: a.ID, AgentDigest: a.Digest(),
+		Status: store.RunRunning, Checkpoint: head, Log: log, Deadline: parent.deadline}
 	if a.Limits.RunTimeout > 0 {
 		if dl := rt.clock().Add(a.Limits.RunTimeout); run.Deadline.IsZero() || dl.Before(run.Deadline) {
 			run.Deadline = dl

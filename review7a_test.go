@@ -8,13 +8,17 @@ package actoviq_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	actoviq "github.com/actoviq/actoviq-go"
 	"github.com/actoviq/actoviq-go/llm/scripted"
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storemem"
+	"github.com/actoviq/actoviq-go/tool"
 )
 
 // r7tree is root → mid → leaf, each child through a fail-fast agent tool
@@ -97,4 +101,191 @@ func TestReview7StopOfParentEndsTreeCancelled(t *testing.T) {
 			})
 		}
 	})
+}
+
+// stallChild makes the at-th store call about run prefix (its id, its
+// claim) that is bounded by a deadline less than 5 s away wait for that
+// deadline: a drive's context ending at that store call. Calls on
+// detached contexts (writes that record what happened, bounded by the
+// commit timeout) go through.
+type stallChild struct {
+	store.Store
+	prefix string
+	at     int64
+	n      atomic.Int64
+}
+
+func (s *stallChild) hit(ctx context.Context, id string) error {
+	if !strings.HasPrefix(id, s.prefix) && !strings.HasPrefix(id, "run:"+s.prefix) {
+		return nil
+	}
+	dl, ok := ctx.Deadline()
+	if !ok || time.Until(dl) > 5*time.Second || s.n.Add(1) != s.at {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *stallChild) RunGet(ctx context.Context, p *store.RunGetParams) (*store.Run, error) {
+	if err := s.hit(ctx, p.ID); err != nil {
+		return nil, err
+	}
+	return s.Store.RunGet(ctx, p)
+}
+
+func (s *stallChild) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
+	if err := s.hit(ctx, p.Run.ID); err != nil {
+		return nil, err
+	}
+	return s.Store.RunCreate(ctx, p)
+}
+
+func (s *stallChild) LedgerList(ctx context.Context, p *store.LedgerListParams) ([]*store.LedgerEntry, error) {
+	if err := s.hit(ctx, p.RunID); err != nil {
+		return nil, err
+	}
+	return s.Store.LedgerList(ctx, p)
+}
+
+func (s *stallChild) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (*store.Claim, error) {
+	if err := s.hit(ctx, p.Key); err != nil {
+		return nil, err
+	}
+	return s.Store.ClaimAcquire(ctx, p)
+}
+
+func (s *stallChild) ClaimGet(ctx context.Context, p *store.ClaimGetParams) (*store.Claim, error) {
+	if err := s.hit(ctx, p.Key); err != nil {
+		return nil, err
+	}
+	return s.Store.ClaimGet(ctx, p)
+}
+
+func (s *stallChild) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	if err := s.hit(ctx, p.RunID); err != nil {
+		return nil, err
+	}
+	return s.Store.RunWrite(ctx, p)
+}
+
+// An agent tool's timeout, or the run's deadline, that passes at any
+// store call of the child's drive (also before the drive holds the
+// child's claim: the child's read, its create, its claim) ends the tree
+// as it does once the child is being driven: the timeout by the tool's
+// policy (fail-fast: the parent fails, the child is cancelled), the
+// deadline cancelled. On main, a timeout or deadline at the child's load
+// or claim returned a bare "context deadline exceeded" from Run and left
+// the parent running without a claim (stalled), its call started.
+func TestReview7TimeoutAtEveryStoreCallOfChild(t *testing.T) {
+	for _, kind := range []string{"tool-timeout", "deadline"} {
+		t.Run(kind, func(t *testing.T) {
+			for at := int64(1); ; at++ {
+				ctx := context.Background()
+				base := storemem.New(nil)
+				st := &stallChild{Store: base, prefix: "p.c1", at: at}
+				rt, err := actoviq.New(st, &actoviq.Config{LeaseTTL: time.Minute, Holder: "A"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := newGate(0, scripted.Turn{Text: "never"})
+				child := &actoviq.AgentSpec{ID: "reader", Instructions: "read", Provider: g, Model: "scripted-1"}
+				var opts *actoviq.AgentToolOptions
+				if kind == "tool-timeout" {
+					opts = &actoviq.AgentToolOptions{Timeout: 150 * time.Millisecond}
+				}
+				parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "reader", `{"input":"look"}`)}},
+					scripted.Turn{Text: "done"}), mustAgentTool(t, child, opts))
+				if kind == "deadline" {
+					parent.Limits.RunTimeout = 150 * time.Millisecond
+				}
+				res, err := rt.Run(ctx, parent, &actoviq.Input{RunID: "p", Items: input("go").Items})
+				rt.Close()
+				stalled := st.n.Load() >= at
+				want, code := actoviq.StatusFailed, actoviq.CodeChildFailed
+				if kind == "deadline" {
+					want, code = actoviq.StatusCancelled, actoviq.CodeDeadline
+				}
+				if err != nil || res.Status != want || res.Error == nil || res.Error.Code != code {
+					t.Errorf("stalled at child store call %d: Run: %+v %v, want %s with code %s", at, res, err, want, code)
+				}
+				rt2 := newRT(t, base, "B", time.Minute)
+				if c, err := rt2.Get(ctx, "p.c1"); err == nil && c.Status != actoviq.StatusCancelled {
+					t.Errorf("stalled at child store call %d: the child is %s, want cancelled", at, c.Status)
+				}
+				if !stalled {
+					t.Logf("the child's drive made %d store calls bounded by the timeout", at-1)
+					break
+				}
+			}
+		})
+	}
+}
+
+// A read-only agent tool runs beside the other reads of its batch, which
+// commit while its child is being created: the tool reads what it needs
+// of its parent (run id, deadline, trace, place in the tree) from what
+// the drive handed it before the calls ran, not from the drive's run,
+// which the drive's writes may replace. A guard (held on main: a call's
+// commit does not replace the drive's run; the race was on the path
+// where the runner gave up on the tool, TestReview7AgentToolTimeoutAtOnce).
+func TestReview7ParallelReadChildReadsNoLiveParentState(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		rt := newRT(t, st, "A", time.Minute)
+		child := childAgent("reader", scripted.New(scripted.Turn{Text: "child answer"}), &payTool{name: "look", effect: tool.Read})
+		var calls []scripted.ToolCall
+		for i := range 4 {
+			calls = append(calls, call(fmt.Sprintf("l%d", i), "lookup", `{"amount":1}`), call(fmt.Sprintf("c%d", i), "reader", `{"input":"look"}`))
+		}
+		parent := agent(scripted.New(scripted.Turn{ToolCalls: calls}, scripted.Turn{Text: "done"}),
+			mustAgentTool(t, child, nil), &payTool{name: "lookup", effect: tool.Read})
+		res, err := rt.Run(ctx, parent, &actoviq.Input{RunID: "pr", Items: input("go").Items})
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("parent: %+v %v", res, err)
+		}
+		info, err := rt.Get(ctx, "pr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			if r := toolResults(t, info)[fmt.Sprintf("c%d", i)]; r.Content != "child answer" {
+				t.Fatalf("call c%d: %+v, want the child's answer", i, r)
+			}
+		}
+	})
+}
+
+// An agent tool whose timeout passes at once (the runner may give up
+// before the tool is entered, or the child's drive before it holds the
+// child's claim) applies its policy every time: fail-fast fails the
+// parent, collect gives the model an error result; never a bare context
+// error from Run with the parent left running. On main Run returned
+// "context deadline exceeded" (the parent stalled), and -race reported
+// the tool reading its parent's run while the parent's drive wrote it.
+func TestReview7AgentToolTimeoutAtOnce(t *testing.T) {
+	for _, policy := range []actoviq.ChildFailure{actoviq.FailFast, actoviq.Collect} {
+		t.Run(string(policy), func(t *testing.T) {
+			for i := range 20 {
+				s := newSetup(t)
+				child := &actoviq.AgentSpec{ID: "reader", Instructions: "read", Provider: scripted.New(scripted.Turn{Text: "x"}), Model: "scripted-1"}
+				parent := agent(scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "reader", `{"input":"look"}`)}},
+					scripted.Turn{Text: "done"}), mustAgentTool(t, child, &actoviq.AgentToolOptions{Timeout: time.Nanosecond, Failure: policy}))
+				ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+				res, err := s.rt.Run(ctx, parent, &actoviq.Input{RunID: "pt", Items: input("go").Items})
+				cancel()
+				switch {
+				case err != nil:
+					t.Fatalf("try %d: Run: %v, want the policy's outcome", i, err)
+				case policy == actoviq.FailFast && (res.Status != actoviq.StatusFailed || res.Error == nil || res.Error.Code != actoviq.CodeChildFailed):
+					t.Fatalf("try %d: %+v, want failed with code child_failed", i, res)
+				case policy == actoviq.Collect && res.Status != actoviq.StatusCompleted:
+					t.Fatalf("try %d: %+v, want completed (the model got an error result)", i, res)
+				}
+				if c, err := s.rt.Get(s.ctx, "pt.c1"); err == nil && c.Status != actoviq.StatusCancelled {
+					t.Fatalf("try %d: the child is %s, want cancelled", i, c.Status)
+				}
+			}
+		})
+	}
 }

@@ -210,8 +210,8 @@ func (t *spawnTool) Call(ctx context.Context, args json.RawMessage) (tool.Result
 	if err := json.Unmarshal(args, &in); err != nil {
 		return tool.Result{Content: "invalid arguments: " + err.Error(), IsError: true}, nil
 	}
-	id := ChildRunID(pc.d.run.ID, pc.callID)
-	_, err := pc.d.rt.Spawn(ctx, pc.d.run.ID, t.child, &Input{RunID: id, Items: []item.Item{item.UserText(in.Input)}}, t.opts)
+	id := ChildRunID(pc.runID, pc.callID)
+	_, err := pc.d.rt.Spawn(ctx, pc.runID, t.child, &Input{RunID: id, Items: []item.Item{item.UserText(in.Input)}}, t.opts)
 	if err != nil && !errors.Is(err, ErrRunExists) {
 		return tool.Result{}, err
 	}
@@ -247,7 +247,7 @@ func (t *childResultTool) Call(ctx context.Context, args json.RawMessage) (tool.
 	}
 	e := pc.d.rt
 	run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: in.RunID})
-	if errors.Is(err, store.ErrNotFound) || err == nil && run.ParentID != pc.d.run.ID {
+	if errors.Is(err, store.ErrNotFound) || err == nil && run.ParentID != pc.runID {
 		return tool.Result{Content: "no child run " + in.RunID + " of this run", IsError: true}, nil
 	}
 	if err != nil {
