@@ -180,6 +180,12 @@ func TestQueryPlans(t *testing.T) {
 			After: &store.RunCursor{At: base.Add(50000 * time.Second), ID: "f00050000"}}, []string{"runs_by_created"}, 51},
 		{"stalled", store.RunListParams{Tenant: "t", Status: store.RunRunning, Claim: store.ClaimFilter{State: store.ClaimIdle},
 			Limit: 51, Now: now}, []string{"runs_by_status", "runs_waiting", "runs_active"}, 51},
+		{"stalled, this host's claims aside", store.RunListParams{Tenant: "t", Status: store.RunRunning,
+			Claim: store.ClaimFilter{State: store.ClaimIdle, HolderPrefix: "host:"}, Limit: 51, Now: now},
+			[]string{"runs_by_status", "runs_waiting", "runs_active"}, 51},
+		{"runs list --status interrupted, this host's claims aside", store.RunListParams{Tenant: "t", Status: store.RunInterrupted,
+			Claim: store.ClaimFilter{State: store.ClaimIdle, HolderPrefix: "host:"}, Summary: true, Limit: 51, Now: now},
+			[]string{"runs_by_status"}, 51},
 		{"running", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunRunning, store.RunInterrupted},
 			Claim: store.ClaimFilter{State: store.ClaimLive}, Limit: 51, Now: now},
 			[]string{"runs_by_status", "runs_waiting"}, 600},
@@ -192,7 +198,22 @@ func TestQueryPlans(t *testing.T) {
 		{"children", store.RunListParams{Tenant: "t", ParentID: "f00000009", Limit: 51}, []string{"runs_by_parent"}, 51},
 	} {
 		q, args := s.listQuery(&c.p)
-		checkPG(t, c.name, explain(t, s, q, args...), c.index, c.max)
+		p := explain(t, s, q, args...)
+		checkPG(t, c.name, p, c.index, c.max)
+		if c.p.Claim.State != store.ClaimIdle {
+			continue
+		}
+		// An idle filter probes each run's claim by key: not the 5,003
+		// live claims, read or hashed or materialized.
+		var claims float64
+		p.walk(func(n *planNode) {
+			if n.Relation == "claims" {
+				claims += (n.ActualRows + n.RemovedFilter + n.RemovedRecheck) * max(n.ActualLoops, 1)
+			}
+		})
+		if claims > c.max {
+			t.Errorf("%s: read %.0f claims, want at most %.0f\n%s", c.name, claims, c.max, p)
+		}
 	}
 	// The inbox's totals read the counters, and of runs only those a live
 	// claim takes out (none here).
