@@ -159,6 +159,13 @@ func (e *env) printWritten(ctx context.Context) {
 			call = append(call, float64((l2-l1)-(l3-l2))/n)
 		}
 		fmt.Fprintf(w, "PostgreSQL WAL bytes: per floor commit %.0f; per call %.0f\n", medianF(floor), medianF(call))
+		// The WAL of one more run, for pg_waldump.
+		var from, to string
+		check(e.pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&from))
+		_, err := e.run(ctx, b, e.calls)
+		check(err)
+		check(e.pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&to))
+		fmt.Fprintf(w, "PostgreSQL: one run of %d calls wrote its WAL from %s to %s (pg_waldump -s %s -e %s)\n", e.calls, from, to, from, to)
 	}
 }
 
