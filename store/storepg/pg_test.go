@@ -394,3 +394,33 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatalf("error does not say why: %v", err)
 	}
 }
+
+// TestOpenWithoutParallelQuery: Open's connections run without parallel
+// query unless the URL sets max_parallel_workers_per_gather.
+func TestOpenWithoutParallelQuery(t *testing.T) {
+	schema := newSchema(t)
+	show := func(url string) string {
+		t.Helper()
+		s, err := storepg.Open(ctx, url, &storepg.Config{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var v string
+		if err := s.Pool().QueryRow(ctx, `SHOW max_parallel_workers_per_gather`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := show(testURL(t)); v != "0" {
+		t.Errorf("max_parallel_workers_per_gather = %s, want 0", v)
+	}
+	url := testURL(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	if v := show(url + sep + "max_parallel_workers_per_gather=3"); v != "3" {
+		t.Errorf("max_parallel_workers_per_gather = %s with the URL's 3", v)
+	}
+}

@@ -95,7 +95,9 @@ var _ store.Store = (*Store)(nil)
 // Open connects to the database at url (a PostgreSQL URL or DSN, as
 // pgxpool.ParseConfig accepts), applies pending migrations to the
 // configured schema and returns a store that owns its pool: [Store.Close]
-// closes it.
+// closes it. Its connections run without parallel query
+// (max_parallel_workers_per_gather = 0) unless the URL sets
+// max_parallel_workers_per_gather; [New] leaves the caller's pool as it is.
 func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	c := configOrDefault(cfg)
 	if err := c.validate(); err != nil {
@@ -107,6 +109,9 @@ func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	}
 	if c.MaxConns > 0 {
 		pc.MaxConns = c.MaxConns
+	}
+	if _, set := pc.ConnConfig.RuntimeParams[parallelParam]; !set {
+		pc.ConnConfig.RuntimeParams[parallelParam] = "0"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -120,6 +125,15 @@ func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	s.ownsPool = true
 	return s, nil
 }
+
+// parallelParam is the setting [Open] turns off on its connections unless
+// the URL sets it: every statement of the store reads a page, a few
+// counters or a batch, and with a million finished runs the planner's
+// estimates (claims held and expired, released and live: it cannot know
+// they are few) put some of them over the parallel threshold. The inbox's
+// idle count then took 220-460 ms, starting two workers to read 18
+// buffers, against 1-10 ms without (docs/operations.md).
+const parallelParam = "max_parallel_workers_per_gather"
 
 // New returns a store on a pool the caller owns, after applying pending
 // migrations to the configured schema. [Store.Close] does not close the
