@@ -286,22 +286,6 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 	callCtx := newCallCtx(ctx, timeout, call.Key, attempt)
 	defer callCtx.cancel()
 
-	// The deadline's timer is armed before the tool's goroutine starts,
-	// so that nothing is left between the go statement and this
-	// goroutine's wait (select). Starting a goroutine wakes an idle core's
-	// thread to look for work; the less this goroutine does before it
-	// waits, the sooner the tool's goroutine runs here and that thread
-	// finds nothing. Measured, not derived: BenchmarkCallCPU, 12 of 13
-	// alternated pairs lower, medians 42.2 -> 38.4 us CPU per call at
-	// load 10-12 and 41.3 -> 38.5 at load 7-8 (context switches per call
-	// 0.81 -> 0.77). The timer fires at the same moment either way
-	// (callCtx.deadline is fixed when the call starts).
-	var expired <-chan time.Time
-	if !callCtx.deadline.IsZero() {
-		t := getTimer(time.Until(callCtx.deadline))
-		defer putTimer(t)
-		expired = t.C
-	}
 	// Buffered, so a tool that finishes after we gave up does not block.
 	done := make(chan outcome, 1)
 	go func() {
@@ -316,6 +300,12 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 	}()
 
 	name := e.spec.Name
+	var expired <-chan time.Time
+	if !callCtx.deadline.IsZero() {
+		t := getTimer(time.Until(callCtx.deadline))
+		defer putTimer(t)
+		expired = t.C
+	}
 	var o outcome
 	ended := false
 	select {
