@@ -77,22 +77,24 @@ func quartiles(ds []time.Duration) [2]time.Duration {
 // writes, and prints the P1 table.
 func (e *env) p1Pass(ctx context.Context, rounds, perRound int) {
 	fmt.Fprintf(os.Stderr, "bench: P1: %d rounds × %d samples of %d calls...\n", rounds, perRound, e.calls)
+	cpu := e.cpuPass(ctx, rounds)
 	e.timed(ctx, rounds, perRound, false)
 	c := e.count(ctx)
 	w := os.Stdout
 	fmt.Fprintf(w, "\nP1: %d rounds × %d samples; marginal call = (run with %d calls − run with 0) / %d; floor = mean of %d bare commits; fsync on.\n",
 		rounds, perRound, e.calls, e.calls, floorReps)
 	fmt.Fprintf(w, "SQLite: WAL, synchronous=FULL. %s.\n\n", e.pgNotice)
-	fmt.Fprintln(w, "| backend | samples | floor (IQR) | call (IQR) | P1 = call / (2 × floor) | paired median | bootstrap 90% | writes / commits / rows per call |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| backend | samples | floor (IQR) | call (IQR) | P1 = call / (2 × floor) | paired median | bootstrap 90% | writes / commits / rows per call | client CPU per call / per floor commit |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, b := range e.backs {
 		if b.floor == nil {
 			continue
 		}
 		st := p1Of(e.samples["call/"+b.name], e.samples["floor/"+b.name])
-		fmt.Fprintf(w, "| %s | %d | %s (%s–%s) | %s (%s–%s) | **%.2f×** | %.2f× | %.2f–%.2f× | %.1f / %.1f / %.1f |\n",
+		fmt.Fprintf(w, "| %s | %d | %s (%s–%s) | %s (%s–%s) | **%.2f×** | %.2f× | %.2f–%.2f× | %.1f / %.1f / %.1f | %s / %s |\n",
 			b.name, st.n, us(st.floor), us(st.floorIQR[0]), us(st.floorIQR[1]), us(st.call), us(st.callIQR[0]), us(st.callIQR[1]),
-			st.ratio, st.paired, st.lo, st.hi, c.writesPerCall[b.name], c.commitsPerCall[b.name], c.rowsPerCall[b.name])
+			st.ratio, st.paired, st.lo, st.hi, c.writesPerCall[b.name], c.commitsPerCall[b.name], c.rowsPerCall[b.name],
+			us(cpu["cpu/"+b.name]), us(cpu["cpufloor/"+b.name]))
 	}
 	e.printWritten(ctx)
 }
@@ -159,13 +161,15 @@ func (e *env) printWritten(ctx context.Context) {
 			call = append(call, float64((l2-l1)-(l3-l2))/n)
 		}
 		fmt.Fprintf(w, "PostgreSQL WAL bytes: per floor commit %.0f; per call %.0f\n", medianF(floor), medianF(call))
-		// The WAL of one more run, for pg_waldump.
+		// The WAL of ten more runs, for pg_waldump.
 		var from, to string
 		check(e.pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&from))
-		_, err := e.run(ctx, b, e.calls)
-		check(err)
+		for range 10 {
+			_, err := e.run(ctx, b, e.calls)
+			check(err)
+		}
 		check(e.pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&to))
-		fmt.Fprintf(w, "PostgreSQL: one run of %d calls wrote its WAL from %s to %s (pg_waldump -s %s -e %s)\n", e.calls, from, to, from, to)
+		fmt.Fprintf(w, "PostgreSQL: ten runs of %d calls wrote their WAL from %s to %s (pg_waldump -s %s -e %s)\n", e.calls, from, to, from, to)
 	}
 }
 

@@ -340,3 +340,58 @@ func TestTransitionPages(t *testing.T) {
 		t.Fatalf("a write of two transitions put %.2f pages in the WAL on average, want at most 4.6", perWrite)
 	}
 }
+
+// TestTransitionsNumberedInInsert: a write of two transitions and nothing
+// else (a call's committed record carried with the next call's started
+// one) numbers its records inside their INSERTs, one after the other,
+// after the run's last record (here the last of a response's row of four),
+// and a failed CAS of its second record leaves nothing of the first.
+func TestTransitionsNumberedInInsert(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "n.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := newRunR(t, s)
+	res, err := s.RunWrite(ctx, responseWrite(run.Revision, 3)) // seq 1..4
+	if err != nil {
+		t.Fatal(err)
+	}
+	move := func(e *store.LedgerEntry, st store.LedgerState, expected int64) store.LedgerWrite {
+		next := *e
+		next.State = st
+		return store.LedgerWrite{Entry: &next, ExpectedRevision: expected, Event: &store.EventRecord{Type: "tool." + string(st)}}
+	}
+	w, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Ledger: []store.LedgerWrite{move(res.Ledger[0], store.LedgerStarted, 1)}})
+	if err != nil || w.Events[0].Seq != 5 {
+		t.Fatalf("c0 started: %+v, %v; want seq 5", w, err)
+	}
+	c0 := w.Ledger[0]
+	w, err = s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{move(c0, store.LedgerCommitted, 2), move(res.Ledger[1], store.LedgerStarted, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Events) != 2 || w.Events[0].Seq != 6 || w.Events[1].Seq != 7 || w.Ledger[0].Revision != 3 || w.Ledger[1].Revision != 2 {
+		t.Fatalf("two transitions: events %+v, entries %+v; want seq 6 and 7, revisions 3 and 2", w.Events, w.Ledger)
+	}
+	// The second record's CAS fails: nothing of the write is kept.
+	_, err = s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r",
+		Ledger: []store.LedgerWrite{move(res.Ledger[2], store.LedgerStarted, 1), move(res.Ledger[1], store.LedgerCommitted, 1)}})
+	if !isConflict(err, 1, 2) {
+		t.Fatalf("a stale second record: %v, want a conflict (actual 2)", err)
+	}
+	evs, err := s.EventList(ctx, &store.EventListParams{Tenant: "t", RunID: "r"})
+	if err != nil || len(evs) != 7 {
+		t.Fatalf("events: %d, %v; want 7", len(evs), err)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d numbered %d", i, ev.Seq)
+		}
+	}
+	if e, err := s.LedgerGet(ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "c2"}); err != nil || e.Revision != 1 {
+		t.Fatalf("c2 after the failed write: %+v, %v; want revision 1", e, err)
+	}
+}

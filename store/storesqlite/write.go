@@ -58,10 +58,12 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 		n := int64(len(p.Events) + nLedgerEvents)
 		var lastSeq int64 // the run's largest event seq before this write
-		// One ledger transition with its event and nothing else (the hot
-		// path): its number is taken inside its INSERT, one statement fewer.
-		oneRecord := n == 1 && p.Run == nil && len(p.Events) == 0
-		if n > 0 && !oneRecord {
+		// Ledger transitions, each with its event, and nothing else (the
+		// hot path: a call's started write, alone or carrying the call
+		// before's committed record): each record takes its number inside
+		// its INSERT, after the one before it, one statement fewer.
+		inInsert := folded == nil && n > 0 && int(n) == len(p.Ledger) && p.Run == nil && len(p.Events) == 0
+		if n > 0 && !inInsert {
 			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE tenant = ? AND run_id = ?`,
 				p.Tenant, p.RunID).Scan(&lastSeq); err != nil {
 				return err
@@ -150,7 +152,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 					)
 					if w.Event != nil {
 						next := int64(0)
-						if !oneRecord {
+						if !inInsert {
 							seq++
 							next = seq
 						}
