@@ -100,7 +100,7 @@ type Limits struct {
 	// in the ledger entry's Error under "output".
 	MaxToolOutput int
 	// MaxMalformedCalls bounds the tool calls per run whose arguments are
-	// not a JSON object; 0 means 3. Each one is recorded, never executed,
+	// not a JSON object, or not UTF-8; 0 means 3. Each one is recorded, never executed,
 	// and answered with an error result so the model can correct itself;
 	// one more ends the run failed with code model_behavior.
 	MaxMalformedCalls int

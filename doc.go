@@ -37,8 +37,10 @@
 // consecutive reads runs in parallel, so a read never overtakes an
 // earlier write. A tool result larger than [Limits].MaxToolOutput (1 MiB)
 // is truncated with a note the model sees. A tool call whose arguments
-// are not a JSON object is recorded, never run, and answered with an
-// error result ([Limits].MaxMalformedCalls bounds them); any other invalid
+// are not a JSON object, or hold bytes that are not UTF-8, is recorded,
+// never run, and answered with an error result ([Limits].MaxMalformedCalls
+// bounds them); such bytes in a raw item or structured output are
+// recorded as U+FFFD ([ModelResponseData].NotUTF8); any other invalid
 // response ends the run failed with code model_behavior
 // ([ErrModelBehavior]). A run ends completed, failed or cancelled, or stops
 // "interrupted" with [Interruption]s that carry their evidence:

@@ -231,6 +231,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	inResp := make(map[string]json.RawMessage, len(resp.Items))
 	items := make([]item.Item, 0, len(resp.Items))
 	var calls []*store.LedgerEntry
+	notUTF8 := 0 // bytes replaced in items' raw JSON (rawToUTF8)
 	if len(d.rawArgs) == 0 && len(resp.Items) > 8 {
 		d.rawArgs = make(map[string]json.RawMessage, len(resp.Items)) // sized once, not grown call by call
 	}
@@ -240,10 +241,13 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		// The response's JSON is validated here, where it enters, once: a
 		// valid tool call's arguments are a JSON object.
 		invalid := it.Validate()
-		if invalid != nil && !malformedCall(it) {
+		if invalid == nil && argsNotUTF8(it) {
+			invalid = errArgsNotUTF8 // recorded as malformed: drive_malformed.go
+		} else if invalid != nil && !malformedCall(it) {
 			return d.refuse(ctx, resp, fmt.Sprintf("%v: response item %d: %v; nothing was executed", ErrModelBehavior, i, invalid))
 		}
 		if it.Type != item.TypeToolCall {
+			notUTF8 += rawToUTF8(&it)
 			items = append(items, it)
 			continue
 		}
@@ -275,10 +279,10 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 		}
 		inResp[providerID] = tc.Arguments
 		assigned[tc.ID] = true
-		if invalid != nil { // malformedCall: arguments that are not a JSON object
+		if invalid != nil { // malformedCall or argsNotUTF8: arguments that are not a JSON object, or not UTF-8
 			// Recorded, never executed; the model sees an error result.
 			if d.cp.Malformed++; d.cp.Malformed > d.limits.MaxMalformedCalls {
-				return d.refuse(ctx, resp, fmt.Sprintf("%v: tool call %d has arguments that are not a JSON object, and the run already had %d such calls (Limits.MaxMalformedCalls); nothing was executed",
+				return d.refuse(ctx, resp, fmt.Sprintf("%v: tool call %d has arguments that are not a JSON object (or not UTF-8), and the run already had %d such calls (Limits.MaxMalformedCalls); nothing was executed",
 					ErrModelBehavior, i, d.limits.MaxMalformedCalls))
 			}
 			en, persisted := d.malformedEntry(turn, len(calls), tc, d.effectOf(tc.Name))
@@ -315,7 +319,7 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	d.cp.Usage = d.cp.Usage.Add(resp.Usage)
 	// The items are stored once, in the run's log: the event says where.
 	respData := &ModelResponseData{Turn: turn, ResponseID: resp.ID, StopReason: resp.StopReason, Usage: resp.Usage,
-		ItemsAt: &LogRange{From: len(d.cp.Items) - d.cp.logFrom - len(items), Count: len(items)}}
+		ItemsAt: &LogRange{From: len(d.cp.Items) - d.cp.logFrom - len(items), Count: len(items)}, NotUTF8: notUTF8}
 	if len(calls) == 0 {
 		d.cp.Output = items
 		if err := d.appendSession(ctx); err != nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/actoviq/actoviq-go/internal/jsonenc"
 	"github.com/actoviq/actoviq-go/item"
@@ -28,6 +30,43 @@ func malformedCall(it item.Item) bool {
 	return probe.Validate() == nil && !isJSONObject(it.ToolCall.Arguments)
 }
 
+// argsNotUTF8 reports a tool call that is valid, but whose arguments
+// hold bytes that are not UTF-8 inside a string (JSON decoding never
+// makes them; a provider written in Go may hand them over). A store keeps
+// text in UTF-8 only, and running the call with those bytes replaced
+// would run arguments the model did not give: such a call is malformed
+// too, recorded and answered, never run.
+func argsNotUTF8(it item.Item) bool {
+	return it.Type == item.TypeToolCall && it.ToolCall != nil && !utf8.Valid(it.ToolCall.Arguments)
+}
+
+// rawToUTF8 replaces each byte that is not UTF-8 in the raw JSON of a
+// response item that is not a tool call (a raw item's value, structured
+// output: valid JSON, whose strings may hold such bytes when a provider
+// written in Go made them) by the escape \ufffd, as encoding a text
+// replaces its own; a store keeps text in UTF-8 only. Nothing runs from
+// these items. It changes the item (a copy) only, and returns how many bytes it
+// replaced (ModelResponseData.NotUTF8).
+func rawToUTF8(it *item.Item) int {
+	n := 0
+	if len(it.Structured) > 0 {
+		var k int
+		it.Structured, k = jsonenc.ReplaceInvalidUTF8(it.Structured)
+		n += k
+	}
+	if it.Raw != nil && !utf8.Valid(it.Raw.Value) {
+		r := *it.Raw
+		var k int
+		r.Value, k = jsonenc.ReplaceInvalidUTF8(r.Value)
+		it.Raw = &r
+		n += k
+	}
+	return n
+}
+
+// errArgsNotUTF8 marks a call argsNotUTF8 reports, in commitResponse.
+var errArgsNotUTF8 = errors.New("tool call arguments are not UTF-8")
+
 func isJSONObject(b json.RawMessage) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) > 0 && b[0] == '{' && jsonenc.Valid(b)
@@ -37,12 +76,17 @@ func isJSONObject(b json.RawMessage) bool {
 const maxEvidenceText = 4096
 
 // argsEvidence is how the ledger keeps arguments that are not a JSON
-// object: JSON values redacted as usual, anything else as a JSON string
-// of the (redacted, bounded) text.
+// object, or not UTF-8: JSON values redacted as usual, each byte that is
+// not UTF-8 replaced by U+FFFD (the kind says how many), anything else as
+// a JSON string of the (redacted, bounded) text.
 func (d *drive) argsEvidence(raw json.RawMessage) (json.RawMessage, string) {
 	if jsonenc.Valid(raw) {
 		kind := "a JSON " + jsonKind(raw)
-		return d.redactJSON(raw), kind
+		fixed, n := jsonenc.ReplaceInvalidUTF8(raw)
+		if n > 0 {
+			kind += fmt.Sprintf(" with %d bytes that are not UTF-8", n)
+		}
+		return d.redactJSON(fixed), kind
 	}
 	return mustJSON(truncateUTF8(d.rt.redactor.Text(string(raw)), maxEvidenceText)), "text that is not JSON"
 }
@@ -63,14 +107,20 @@ func jsonKind(raw json.RawMessage) string {
 	return "number"
 }
 
-// malformedEntry records a call whose arguments are not a JSON object. It
-// is never executed: its entry is created committed with an error result
-// the model sees, so it can correct itself. The transcript gets the call
-// with empty arguments, which every provider accepts back.
+// malformedEntry records a call whose arguments are not a JSON object, or
+// not UTF-8 (argsNotUTF8). It is never executed: its entry is created
+// committed with an error result the model sees, so it can correct
+// itself. The transcript gets the call with empty arguments, which every
+// provider accepts back.
 func (d *drive) malformedEntry(turn, index int, tc item.ToolCall, effect tool.Effect) (*store.LedgerEntry, item.Item) {
 	raw := tc.Arguments
 	args, kind := d.argsEvidence(raw)
 	msg := fmt.Sprintf("The arguments of this call were %s, not a JSON object, so the call was not run. Call the tool again with a JSON object as its arguments.", kind)
+	reason := "the arguments are not a JSON object"
+	if isJSONObject(raw) { // not UTF-8
+		msg = fmt.Sprintf("The arguments of this call were %s (each shown here as U+FFFD), so the call was not run. Call the tool again with arguments in UTF-8.", kind)
+		reason = "the arguments are not UTF-8"
+	}
 	r := tool.Result{Content: msg, IsError: true}
 	tc.Arguments = json.RawMessage(`{}`)
 	it := item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant, ToolCall: &tc}
@@ -79,7 +129,7 @@ func (d *drive) malformedEntry(turn, index int, tc item.ToolCall, effect tool.Ef
 		Tool: tc.Name, Effect: effect.String(), State: store.LedgerCommitted, IdempotencyKey: idempotencyKey(d.rt.tenant, d.run.ID, tc.ID),
 		ArgsDigest: argsDigest(raw), Args: args, Result: mustJSON(r), CommittedAt: now,
 		Error:      mustJSON(map[string]string{"code": "malformed_arguments", "message": fmt.Sprintf("arguments were %s", kind)}),
-		Resolution: &store.DecisionRecord{Kind: "not-run", By: "runtime", At: now, Reason: "the arguments are not a JSON object"},
+		Resolution: &store.DecisionRecord{Kind: "not-run", By: "runtime", At: now, Reason: reason},
 	}, it
 }
 

@@ -124,6 +124,12 @@ type ModelResponseData struct {
 	// ItemsAt is where the run's log holds Items. Events stored before
 	// the log existed have Items and no ItemsAt.
 	ItemsAt *LogRange `json:"items_at,omitempty"`
+	// NotUTF8 counts the bytes that were not UTF-8 in the raw JSON of the
+	// response's items other than tool calls (a raw item's value,
+	// structured output), each recorded as U+FFFD: a store keeps text in
+	// UTF-8 only. (A tool call whose arguments hold such bytes is not
+	// run: its ledger entry says so.)
+	NotUTF8 int `json:"not_utf8,omitempty"`
 }
 
 // LogRange is a range of a run's log (store.Run.Log): Count items from
