@@ -34,11 +34,13 @@ func (b *busyCounter) RunWrite(ctx context.Context, p *store.RunWriteParams) (*s
 }
 
 // lockingTool is a side effect that, as it returns, has another handle
-// of the SQLite file take the write lock and keep it for hold: the
-// committed write of its result meets a busy file.
+// of the SQLite file take the write lock and keep it for hold, or, when
+// until is set, until it reports true (at most 30 s): the committed write
+// of its result meets a busy file.
 type lockingTool struct {
 	db    *sql.DB // the other handle
 	hold  time.Duration
+	until func() bool
 	calls atomic.Int64
 	wg    sync.WaitGroup
 	err   error
@@ -58,8 +60,14 @@ func (l *lockingTool) Call(ctx context.Context, _ json.RawMessage) (tool.Result,
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		time.Sleep(l.hold)
-		_ = tx.Rollback()
+		defer tx.Rollback()
+		if l.until == nil {
+			time.Sleep(l.hold)
+			return
+		}
+		for end := time.Now().Add(30 * time.Second); !l.until() && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}()
 	return tool.Result{Content: "paid"}, nil
 }
@@ -84,14 +92,15 @@ func openBusyPair(t *testing.T) (*busyCounter, *sql.DB) {
 
 // A call's committed write that meets the SQLite file locked by another
 // handle for longer than the store's busy timeout (50 ms here; the lock
-// is held 600 ms) is made again, with the same revision and fence, until
-// the lock is free: the result is recorded, the call is committed and
+// is held until the store refused two tries) is made again, with the same
+// revision and fence, until the lock is free: the result is recorded, the call is committed and
 // the run completes. The tool ran once. On main the busy write stopped
 // the drive and left the call started: the run went to reconciliation
 // with the tool's result lost.
 func TestBusyFileKeepsKnownResult(t *testing.T) {
 	st, other := openBusyPair(t)
-	pay := &lockingTool{db: other, hold: 600 * time.Millisecond}
+	pay := &lockingTool{db: other}
+	pay.until = func() bool { return st.busy.Load() >= 2 }
 	rt, err := actoviq.New(st, &actoviq.Config{CommitTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +121,8 @@ func TestBusyFileKeepsKnownResult(t *testing.T) {
 	if n := pay.calls.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times", n)
 	}
-	if st.busy.Load() == 0 {
-		t.Fatal("no write met the busy file: the test did not test anything")
+	if st.busy.Load() < 2 {
+		t.Fatalf("%d writes met the busy file, want 2", st.busy.Load())
 	}
 	info, err := rt.Get(context.Background(), "b1")
 	if err != nil {
@@ -132,8 +141,8 @@ func TestBusyFileKeepsKnownResult(t *testing.T) {
 // tool again.
 func TestBusyFilePastCommitBudget(t *testing.T) {
 	st, other := openBusyPair(t)
-	pay := &lockingTool{db: other, hold: 1500 * time.Millisecond}
-	rt, err := actoviq.New(st, &actoviq.Config{CommitTimeout: 300 * time.Millisecond, LeaseTTL: 300 * time.Millisecond})
+	pay := &lockingTool{db: other, hold: 2500 * time.Millisecond}
+	rt, err := actoviq.New(st, &actoviq.Config{CommitTimeout: time.Second, LeaseTTL: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +156,10 @@ func TestBusyFilePastCommitBudget(t *testing.T) {
 	if !errors.Is(err, store.ErrBusy) {
 		t.Fatalf("run: %v, want an error matching store.ErrBusy", err)
 	}
-	if st.busy.Load() < 2 {
-		t.Fatalf("%d busy tries: the write was not made again", st.busy.Load())
-	}
+	// How many tries fit the budget depends on the machine's load (a try
+	// waits the 50 ms busy timeout, and more on a loaded machine);
+	// TestBusyFileKeepsKnownResult shows that a write is made again.
+	t.Logf("%d busy tries in the budget", st.busy.Load())
 	// The drive's release met the locked file too: its lease expires.
 	time.Sleep(400 * time.Millisecond)
 	res, err := rt.Resume(context.Background(), a, "b2", nil)
