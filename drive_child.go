@@ -440,6 +440,7 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 		tree.Root, tree.Depth, tree.Budget = pi.Root, pi.Depth, pi.Budget.narrow(t.o.Budget)
 	}
 	tree.Depth++
+	takeovers := 0
 	for {
 		run, err := e.store.RunGet(ctx, &store.RunGetParams{Tenant: e.tenant, ID: childID})
 		switch {
@@ -478,9 +479,18 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 		// child's events too; each carries the child's run id and its parent's.
 		res, err := e.driveChildRun(withBudget(ctx, left), agent, childID, parent.sinks[len(e.sinks):])
 		var held *RunHeldError
-		if errors.As(err, &held) {
+		lost := ctx.Err() == nil && (errors.Is(err, errLostClaim) || errors.Is(err, store.ErrFenced))
+		if errors.As(err, &held) || lost && takeovers < maxChildTakeovers {
 			// Another drive holds the child (a worker adopted it when this
-			// parent's process died, or it is still stopping): wait for it.
+			// parent's process died, or it is still stopping), or took it
+			// over from this call's drive (whose lease expired: a worker
+			// adopted it, another process resumed it): wait for it, then
+			// go on from where it left the child. This drive holds its
+			// own claim still; stopping it for the child's would leave it
+			// running with nobody driving it.
+			if lost {
+				takeovers++
+			}
 			if err := e.waitUnheld(ctx, childID); err != nil {
 				return nil, "", err
 			}
@@ -489,6 +499,10 @@ func (t *agentTool) drive(ctx context.Context, pc *parentCall, agent *AgentSpec,
 		return res, "", err
 	}
 }
+
+// maxChildTakeovers bounds how often one call waits for a child that
+// another drive took over from it.
+const maxChildTakeovers = 5
 
 // createChild writes the child run: running, deadline no later than its
 // parent's, its place in the tree in its checkpoint.

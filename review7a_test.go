@@ -8,6 +8,7 @@ package actoviq_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -288,4 +289,69 @@ func TestReview7AgentToolTimeoutAtOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dropRenew loses the renewals of one claim (a network that drops them)
+// while drop is set.
+type dropRenew struct {
+	store.Store
+	key  string
+	drop atomic.Bool
+}
+
+func (s *dropRenew) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*store.Claim, error) {
+	if s.drop.Load() && p.Fence.Key == s.key {
+		return nil, errors.New("network down")
+	}
+	return s.Store.ClaimRenew(ctx, p)
+}
+
+// A foreground child whose lease expired and that another process took
+// over (and completed) stops its own drive (lost claim); its parent, whose
+// claim is live, waits for the new holder and goes on with the child's
+// outcome, and so does the root. On main the lost claim of the leaf stopped
+// the whole tree: Run returned "lost the run's claim run:p.r1.m1", and the
+// root and the middle run were left running with nobody driving them
+// (stalled) although their claims were live.
+func TestReview7ChildTakenOverParentGoesOn(t *testing.T) {
+	eachBackend(t, func(t *testing.T, base store.Store) {
+		ctx := context.Background()
+		st := &dropRenew{Store: base, key: store.RunClaimKey("p.r1.m1")}
+		g := newGate(0, scripted.Turn{Text: "leaf answer A"})
+		rtA := newRT(t, st, "A", 600*time.Millisecond)
+		out := make(chan driveOut, 1)
+		go func() {
+			res, err := rtA.Run(ctx, r7tree(t, g, nil), &actoviq.Input{RunID: "p", Items: input("go").Items})
+			out <- driveOut{res, err}
+		}()
+		<-g.entered
+		st.drop.Store(true)
+		rtB := newRT(t, base, "B", time.Minute)
+		for { // the leaf's lease expires
+			c, err := base.ClaimGet(ctx, &store.ClaimGetParams{Tenant: store.DefaultTenant, Key: store.RunClaimKey("p.r1.m1")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.ExpiresAt.After(time.Now()) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		leaf := &actoviq.AgentSpec{ID: "leaf", Instructions: "leaf", Provider: scripted.New(scripted.Turn{Text: "leaf answer B"}), Model: "scripted-1"}
+		if res, err := rtB.Resume(ctx, leaf, "p.r1.m1", nil); err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("B resumes the leaf: %+v %v", res, err)
+		}
+		st.drop.Store(false) // A's next renewal is fenced out: its leaf drive stops
+		d := <-out
+		if d.err != nil || d.res.Status != actoviq.StatusCompleted {
+			t.Fatalf("the root after its leaf was taken over: %+v %v, want completed", d.res, d.err)
+		}
+		info, err := rtB.Get(ctx, "p.r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := toolResults(t, info)["m1"]; r.Content != "leaf answer B" {
+			t.Fatalf("the middle run's result for its leaf: %+v, want the answer of the leaf's new holder", r)
+		}
+	})
 }
