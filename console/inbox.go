@@ -158,7 +158,17 @@ func (c *Console) inbox(ctx context.Context, f inboxFilter) (*Inbox, error) {
 	}
 	out.Kinds, out.Agents, out.Tools = sorted(kinds), sorted(agents), sorted(tools)
 	if page.Next != "" || f.after != "" {
-		out.Cut = fmt.Sprintf("this page shows %d runs; %d runs wait in all", len(page.Runs), page.Total)
+		// Under a kind filter the pages hold that kind only: the count
+		// is of that kind (the inbox's total beside it), not the whole
+		// inbox's, which read as if every waiting run matched.
+		all := fmt.Sprintf("%d runs wait in all", page.Total)
+		if n, ok := page.Totals[f.kind]; ok && f.kind != actoviq.InboxKindResume {
+			all = fmt.Sprintf("%d runs wait for %s (%d in the inbox)", n, f.kind, page.Total)
+		}
+		if f.agent != "" {
+			all += ", counted over every agent"
+		}
+		out.Cut = fmt.Sprintf("this page shows %d runs; %s", len(page.Runs), all)
 		if page.Next != "" {
 			out.Cut += "; more on the next page"
 		}

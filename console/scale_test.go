@@ -171,6 +171,11 @@ func checkInboxScale(t *testing.T, st store.Store) {
 	if rec.Runs != 700 || rec.Items[0].RunID != scaletest.WaitingID(2) || rec.Next == "" {
 		t.Fatalf("reconciliations: %d runs, first %s", rec.Runs, rec.Items[0].RunID)
 	}
+	// Its cut counts that kind, not the whole inbox (it said "10010 runs
+	// wait in all" over pages of reconciliations only).
+	if want := "this page shows 700 runs; 5000 runs wait for reconciliation (10010 in the inbox); more on the next page"; rec.Cut != want {
+		t.Fatalf("reconciliations: cut %q, want %q", rec.Cut, want)
+	}
 	// A cursor the console did not hand out is refused.
 	if r := f.call("GET", "/api/v1/inbox?after=%21%21", tokenAnon, ""); r.status != 400 {
 		t.Fatalf("bad cursor: %d %s", r.status, r.body)
