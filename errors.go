@@ -158,7 +158,19 @@ func (e *RunError) Is(target error) bool {
 
 // ErrClosed: the runtime was closed ([Runtime.Close]). A run it was driving
 // was not ended: it stays resumable by another runtime.
-var ErrClosed = errors.New("actoviq: runtime closed")
+// It matches [tool.ErrDriveStopped]: a tool reading it as its context's
+// cause leaves work it started elsewhere running for the next drive.
+var ErrClosed error = &driveStopped{"actoviq: runtime closed"}
+
+// driveStopped is the cause of a drive's stop that is no decision about
+// the run (Close, a worker's release, a lost claim): the run goes on
+// later, so it matches tool.ErrDriveStopped for the tools.
+type driveStopped struct{ msg string }
+
+func (e *driveStopped) Error() string { return e.msg }
+
+// Is makes the stop tool.ErrDriveStopped for the tools.
+func (e *driveStopped) Is(target error) bool { return target == tool.ErrDriveStopped }
 
 // ClosedError reports a run whose drive [Runtime.Close] stopped, or that a
 // closed runtime did not drive. The run was not ended. It matches
@@ -179,11 +191,11 @@ func (e *ClosedError) Error() string {
 }
 
 // Is reports whether target is [ErrClosed].
-func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
+func (e *ClosedError) Is(target error) bool { return target == ErrClosed || target == tool.ErrDriveStopped }
 
 // errLostClaim is the cause a drive is cancelled with when its heartbeat
 // finds that another holder took the run's claim over.
-var errLostClaim = errors.New("actoviq: lost the run's claim")
+var errLostClaim error = &driveStopped{"actoviq: lost the run's claim"}
 
 // RunFinishedError reports a run that already ended (completed, failed or
 // cancelled) when it was asked to take a decision that needs it to go on.
@@ -352,4 +364,5 @@ func (e *RunHeldError) Unwrap() error { return e.Claim }
 // period after shutdown has passed: the run goes back to the queue at its
 // next step (status queued), for another worker. It is not a cancellation
 // of the run.
-var ErrReleased = errors.New("actoviq: run released by its worker")
+// It matches [tool.ErrDriveStopped], as [ErrClosed] does.
+var ErrReleased error = &driveStopped{"actoviq: run released by its worker"}

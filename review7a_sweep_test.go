@@ -239,3 +239,71 @@ func r7stopAt(t *testing.T, base store.Store, kind string, at int64) (hit bool) 
 	}
 	return hit
 }
+
+// A worker's shutdown with no grace (every drive released at once) at each
+// store call of a tree it drives: the drive is handed back (or ends), no
+// run of the tree ends cancelled or failed, and a later drive completes
+// the tree, never paying twice.
+func TestReview7ReleaseAtEveryStoreCallOfTree(t *testing.T) {
+	for at := int64(1); ; at++ {
+		if !r7releaseAt(t, storemem.New(nil), at) {
+			t.Logf("the worker's drive of the tree made %d store calls", at-1)
+			break
+		}
+	}
+}
+
+func r7releaseAt(t *testing.T, base store.Store, at int64) (hit bool) {
+	t.Helper()
+	ctx := context.Background()
+	pay := &payTool{name: "pay"}
+	client := newRT(t, base, "C", time.Minute)
+	if _, err := client.Enqueue(ctx, r7payTree(t, pay), &actoviq.Input{RunID: "s", Items: input("go").Items}); err != nil {
+		t.Fatal(err)
+	}
+	st := &atCall{Store: base, at: at}
+	w, err := actoviq.New(st, &actoviq.Config{LeaseTTL: time.Minute, Holder: "W"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Register(r7payTree(t, pay)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, drain := context.WithCancel(ctx)
+	defer drain()
+	st.hook = drain
+	type drove struct {
+		res *actoviq.RunResult
+		err error
+	}
+	drives := make(chan drove, 4)
+	worked := make(chan error, 1)
+	go func() {
+		worked <- w.Work(wctx, &actoviq.WorkOptions{PollInterval: 5 * time.Millisecond, Grace: -1, EscalateEvery: -1,
+			OnDrive: func(_ string, res *actoviq.RunResult, err error) { drives <- drove{res, err} }})
+	}()
+	var d drove
+	select {
+	case d = <-drives:
+	case err := <-worked:
+		t.Logf("release at store call %d: the worker stopped before it drove the run (%v)", at, err)
+		return true
+	}
+	hit = st.n.Load() >= at
+	drain()
+	<-worked
+	where := fmt.Sprintf("release at store call %d (drive: %+v %v)", at, d.res, d.err)
+	for _, id := range r7tree3 {
+		if info, err := client.Get(ctx, id); err == nil && (info.Status == actoviq.StatusCancelled || info.Status == actoviq.StatusFailed) {
+			t.Errorf("%s: run %s ended %s", where, id, info.Status)
+		}
+	}
+	if r := finishTree(t, base, pay); r.Status != actoviq.StatusCompleted {
+		t.Errorf("%s: the tree ended %s %+v", where, r.Status, r.Error)
+	}
+	if n := pay.count(); n > 1 {
+		t.Errorf("%s: paid %d times", where, n)
+	}
+	return hit
+}

@@ -355,3 +355,21 @@ func TestReview7ChildTakenOverParentGoesOn(t *testing.T) {
 		}
 	})
 }
+
+// The stops that are no decision about the run match tool.ErrDriveStopped
+// (a tool leaves work it started elsewhere running); a cancellation does
+// not.
+func TestReview7DriveStoppedCauses(t *testing.T) {
+	for _, err := range []error{actoviq.ErrClosed, actoviq.ErrReleased, &actoviq.ClosedError{RunID: "r"}} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(err)
+		if !tool.DriveStopped(ctx) || !errors.Is(err, tool.ErrDriveStopped) {
+			t.Errorf("%v does not read as a stopped drive", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if tool.DriveStopped(ctx) || tool.DriveStopped(context.Background()) {
+		t.Error("a cancellation (or no end) reads as a stopped drive")
+	}
+}

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +37,24 @@ var (
 	// whether its effect happened. Every [*Error] with OutcomeUnknown set
 	// matches it too.
 	ErrOutcomeUnknown = errors.New("tool: outcome unknown")
+
+	// ErrDriveStopped is matched by the cause ([context.Cause]) of a
+	// call's context when the run's drive stopped without anyone deciding
+	// about the run: its process shuts down (actoviq's Runtime.Close), its
+	// worker released it, or another process took the run over. The run
+	// goes on later, from the call's ledger entry and the handles it
+	// recorded: a tool leaves work it started elsewhere running (a task,
+	// a job) for that drive to take up, instead of cancelling it. A
+	// cancellation that is a decision (Runtime.Cancel, the caller's
+	// context) has a cause that does not match it. See [DriveStopped].
+	ErrDriveStopped = errors.New("tool: the run's drive stopped; the run goes on later")
 )
+
+// DriveStopped reports whether ctx ended because the run's drive stopped
+// without a decision about the run ([ErrDriveStopped]).
+func DriveStopped(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrDriveStopped)
+}
 
 var kindSentinels = map[Kind]error{
 	KindNotFound:         ErrNotFound,

@@ -202,7 +202,10 @@
 // (expired past its TTL, lost) and a deadline that passes while it works
 // are unknown outcomes whose error names the task id, for the probe or a
 // person. A call whose context is cancelled (its run was cancelled) sends
-// tasks/cancel once and records that on the handle. After a crash,
+// tasks/cancel once and records that on the handle; a call whose drive
+// stopped without a decision ([tool.DriveStopped]: the runtime closed, a
+// worker released the run) leaves the task running for the run's next
+// drive, which polls it. After a crash,
 // [Tool.Resume] polls the stored task id and never calls the tool again.
 // [Source.TaskStatus] and [Source.CancelTask] (`actoviq mcp task`, `actoviq
 // mcp cancel-task`) let an operator look at a task and cancel it.

@@ -248,8 +248,14 @@ func (t *Tool) followTask(ctx context.Context, th TaskHandle, hintMs int64) (too
 // taskEnded is what a call whose context ended while its task was being
 // polled returns. A cancelled call (the run was cancelled) cancels the
 // task with tasks/cancel and records that; a call past its deadline leaves
-// the task running. Both are unknown outcomes with the task id.
+// the task running, and so does a call whose drive stopped without a
+// decision (tool.DriveStopped: the process shuts down, its worker released
+// the run), whose next drive polls the task. All are unknown outcomes with
+// the task id.
 func (t *Tool) taskEnded(ctx context.Context, th TaskHandle) error {
+	if tool.DriveStopped(ctx) {
+		return t.unknownf(context.Cause(ctx), "the run's drive stopped while task %s was working; the task was left running, and the run's next drive polls it", th.TaskID)
+	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
 		return t.unknownf(ctx.Err(), "the call's deadline passed while task %s was working; it may still complete on the server", th.TaskID)
 	}
