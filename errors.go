@@ -191,7 +191,9 @@ func (e *ClosedError) Error() string {
 }
 
 // Is reports whether target is [ErrClosed].
-func (e *ClosedError) Is(target error) bool { return target == ErrClosed || target == tool.ErrDriveStopped }
+func (e *ClosedError) Is(target error) bool {
+	return target == ErrClosed || target == tool.ErrDriveStopped
+}
 
 // errLostClaim is the cause a drive is cancelled with when its heartbeat
 // finds that another holder took the run's claim over.
