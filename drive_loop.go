@@ -336,13 +336,14 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 	writes := make([]store.LedgerWrite, 0, len(calls))
 	events := []*store.EventRecord{d.event(EvModelResponse, "", respData)}
 	d.cp.Pending = slices.Grow(d.cp.Pending, len(calls))
+	at := d.rt.clock() // the calls' events are written at once: one moment
 	for _, en := range calls {
 		d.cp.Pending = append(d.cp.Pending, en.CallID)
 		ev := EvToolPrepared
 		if en.State == store.LedgerCommitted { // a malformed call, answered at once
 			ev = EvToolSkipped
 		}
-		writes = append(writes, store.LedgerWrite{Entry: en, Event: d.entryEvent(ev, en)})
+		writes = append(writes, store.LedgerWrite{Entry: en, Event: d.entryEvent(ev, en, at)})
 	}
 	return nil, d.saveRun(ctx, store.RunRunning, writes, events...)
 }

@@ -49,8 +49,9 @@ func (d *drive) event(typ, callID string, data any) *store.EventRecord {
 // is stored. Every value of its data comes from that entry, which was
 // redacted on its way to the store (arguments with the transcript item,
 // error and decisions by redactEntry), so the data is encoded once and
-// not walked by the redactor a second time.
-func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.EventRecord {
+// not walked by the redactor a second time. The event is timed at, or
+// now when at is zero.
+func (d *drive) entryEvent(typ string, en *store.LedgerEntry, at time.Time) *store.EventRecord {
 	data := entryDataValue(en)
 	b, ok := marshalToolCallData(&data)
 	if !ok {
@@ -60,8 +61,11 @@ func (d *drive) entryEvent(typ string, en *store.LedgerEntry) *store.EventRecord
 			b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
 		}
 	}
+	if at.IsZero() {
+		at = d.rt.clock()
+	}
 	return &store.EventRecord{ID: d.rt.newID(), ParentRunID: d.run.ParentID, TraceID: d.cp.TraceID,
-		SpanID: d.spans.of(d.run.ID, en.CallID), Type: typ, Time: d.rt.clock(), Data: b}
+		SpanID: d.spans.of(d.run.ID, en.CallID), Type: typ, Time: at, Data: b}
 }
 
 // spanCache keeps the span id of each call of a drive's run: every
@@ -136,9 +140,13 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 	// The write's entries, events and JSON were built for it and are not
 	// changed after it (an entry is changed in a copy: cloneEntry): they
 	// are handed over, so the memory store keeps them as they are.
-	wctx := handingOver(d.uncancelled(ctx), d.rt.commitTO, p)
-	defer wctx.cancel()
 	began := d.rt.clock()
+	now := began // the write's deadline is from the wall clock
+	if !d.rt.wallClock {
+		now = time.Now()
+	}
+	wctx := handingOver(d.uncancelled(ctx), now, d.rt.commitTO, p)
+	defer wctx.cancel()
 	res, err := d.rt.store.RunWrite(wctx, p)
 	if w := d.rt.observeStore("write", began); w != nil { // a lease too short for the store (lease.go)
 		d.leaseShort(ctx, w, d.run.ID, d.run.ParentID)

@@ -21,12 +21,15 @@ func (rt *Runtime) Holder() string { return rt.holder }
 // many goroutines; several runtimes, in one process or many, may share one
 // store: claims keep two drives of one run apart.
 type Runtime struct {
-	store     store.Store
-	tenant    string
-	holder    string
-	instance  string // random per runtime: see driveHolder
-	ttl       time.Duration
-	clock     func() time.Time
+	store    store.Store
+	tenant   string
+	holder   string
+	instance string // random per runtime: see driveHolder
+	ttl      time.Duration
+	clock    func() time.Time
+	// wallClock is set when clock is time.Now (Config.Clock nil): one
+	// reading then serves both the runtime's times and a deadline.
+	wallClock bool
 	newID     func() string
 	sinks     []EventSink
 	redactor  *redact.Redactor
@@ -67,7 +70,8 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 	if c.LeaseTTL == 0 {
 		c.LeaseTTL = 30 * time.Second
 	}
-	if c.Clock == nil {
+	wallClock := c.Clock == nil
+	if wallClock {
 		c.Clock = time.Now
 	}
 	if c.NewID == nil {
@@ -83,7 +87,7 @@ func New(s store.Store, cfg *Config) (*Runtime, error) {
 		c.SessionWindow = DefaultSessionWindow
 	}
 	return &Runtime{
-		store: s, tenant: c.Tenant, holder: c.Holder, instance: randomID()[:12], ttl: c.LeaseTTL, clock: c.Clock, newID: c.NewID,
+		store: s, tenant: c.Tenant, holder: c.Holder, instance: randomID()[:12], ttl: c.LeaseTTL, clock: c.Clock, wallClock: wallClock, newID: c.NewID,
 		sinks: append([]EventSink(nil), c.Sinks...), redactor: redact.New(c.RedactKeys...), commitTO: c.CommitTimeout,
 		codec: c.Codec, args: &argMemory{}, retention: c.Retention, approvers: c.Approvers, window: c.SessionWindow,
 		cancels: map[string]context.CancelCauseFunc{},

@@ -37,10 +37,11 @@ func newWriteCtx(ctx context.Context, timeout time.Duration) (context.Context, c
 
 // handingOver is newWriteCtx for a write that hands p's values over to
 // the store (internal/handoff), over a parent already without the
-// caller's cancellation (drive.uncancelled). Its cancel method must be
-// called when the write is done.
-func handingOver(uncancelled context.Context, timeout time.Duration, p any) *writeCtx {
-	return &writeCtx{parent: uncancelled, deadline: time.Now().Add(timeout), handoff: p}
+// caller's cancellation (drive.uncancelled), its deadline timeout after
+// now (a reading of the wall clock the caller took). Its cancel method
+// must be called when the write is done.
+func handingOver(uncancelled context.Context, now time.Time, timeout time.Duration, p any) *writeCtx {
+	return &writeCtx{parent: uncancelled, deadline: now.Add(timeout), handoff: p}
 }
 
 // materialize makes the real context; c.mu is held.
