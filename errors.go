@@ -190,7 +190,7 @@ func (e *ClosedError) Error() string {
 	return fmt.Sprintf("actoviq: runtime closed: run %s was not ended and stays resumable (Runtime.Resume)", e.RunID)
 }
 
-// Is reports whether target is [ErrClosed].
+// Is reports whether target is [ErrClosed] or [tool.ErrDriveStopped].
 func (e *ClosedError) Is(target error) bool {
 	return target == ErrClosed || target == tool.ErrDriveStopped
 }
