@@ -16,9 +16,13 @@ import (
 )
 
 // dumpEvents returns every events row of db as text, in key order.
-func dumpEvents(t *testing.T, db *sql.DB) []string {
+func dumpEvents(t *testing.T, db *sql.DB) []string { return dumpTable(t, db, "events") }
+
+// dumpTable returns every row of a table keyed by (tenant, run_id, seq)
+// as text, in key order.
+func dumpTable(t *testing.T, db *sql.DB, table string) []string {
 	t.Helper()
-	rows, err := db.Query(`SELECT * FROM events ORDER BY tenant, run_id, seq`)
+	rows, err := db.Query(`SELECT * FROM ` + table + ` ORDER BY tenant, run_id, seq`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +57,13 @@ func dumpEvents(t *testing.T, db *sql.DB) []string {
 }
 
 // eventsSQL returns the events table's CREATE statement.
-func eventsSQL(t *testing.T, db *sql.DB) string {
+func eventsSQL(t *testing.T, db *sql.DB) string { return tableSQL(t, db, "events") }
+
+// tableSQL returns a table's CREATE statement.
+func tableSQL(t *testing.T, db *sql.DB, table string) string {
 	t.Helper()
 	var q string
-	if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'events'`).Scan(&q); err != nil {
+	if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&q); err != nil {
 		t.Fatal(err)
 	}
 	return q
@@ -393,5 +400,82 @@ func TestTransitionsNumberedInInsert(t *testing.T) {
 	}
 	if e, err := s.LedgerGet(ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "c2"}); err != nil || e.Revision != 1 {
 		t.Fatalf("c2 after the failed write: %+v, %v; want revision 1", e, err)
+	}
+}
+
+// TestMigrateRunLogRowid writes a run's log the way this package does
+// (five writes appending items) into a file made with the
+// migrations before run_log_rowid, opens it with this package, and checks
+// that every row is kept as it was, that the run reads back with the same
+// log, that the table is now a rowid table whose key (tenant, run_id, seq)
+// is still unique, and that a write after the migration appends to the
+// log.
+func TestMigrateRunLogRowid(t *testing.T) {
+	ctx := context.Background()
+	srcPath := filepath.Join(t.TempDir(), "src.db")
+	src, err := Open(srcPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendItems := func(s *Store, rev int64, turn int) int64 {
+		t.Helper()
+		r, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Run: &store.RunUpdate{ExpectedRevision: rev,
+			Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`), Append: []json.RawMessage{
+				json.RawMessage(fmt.Sprintf(`{"type":"message","turn":%d,"text":%q}`, turn, strings.Repeat("x", 300*turn))),
+				json.RawMessage(fmt.Sprintf(`{"type":"tool_result","turn":%d}`, turn))}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Run.Revision
+	}
+	rev := newRunR(t, src).Revision
+	for turn := 1; turn <= 5; turn++ {
+		rev = appendItems(src, rev, turn)
+	}
+	want, err := src.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: "r"})
+	if err != nil || len(want.Log) != 10 {
+		t.Fatalf("the run's log: %d items, %v; want 10", len(want.Log), err)
+	}
+	src.Close()
+
+	path, db, exec := fileBefore(t, func(m migration) bool { return strings.HasSuffix(m.Name, "_run_log_rowid") })
+	db.SetMaxOpenConns(1) // ATTACH is the connection's
+	exec(`ATTACH DATABASE ? AS src`, srcPath)
+	for _, table := range []string{"runs", "claims", "run_log", "events"} {
+		exec(`INSERT INTO ` + table + ` SELECT * FROM src.` + table)
+	}
+	exec(`DETACH DATABASE src`)
+	if q := tableSQL(t, db, "run_log"); !strings.Contains(q, "WITHOUT ROWID") {
+		t.Fatalf("before the migration, run_log is not WITHOUT ROWID: %s", q)
+	}
+	before := dumpTable(t, db, "run_log")
+	if len(before) == 0 {
+		t.Fatal("no run_log rows before the migration")
+	}
+	db.Close()
+
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if q := tableSQL(t, s.db, "run_log"); strings.Contains(q, "WITHOUT ROWID") || !strings.Contains(q, "PRIMARY KEY (tenant, run_id, seq)") {
+		t.Fatalf("after the migration: %s", q)
+	}
+	if after := dumpTable(t, s.db, "run_log"); !reflect.DeepEqual(after, before) {
+		t.Fatalf("rows changed by the migration:\nbefore %q\nafter  %q", before, after)
+	}
+	got, err := s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: "r"})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("RunGet after the migration (%v):\n%+v\nwant\n%+v", err, got, want)
+	}
+	if _, err := s.db.Exec(`INSERT INTO run_log (tenant, run_id, seq, first, n, crc, items) VALUES ('t', 'r', 3, 0, 0, 0, '')`); err == nil ||
+		!strings.Contains(err.Error(), "UNIQUE") {
+		t.Fatalf("a second row keyed (t, r, 3): %v, want a UNIQUE constraint error", err)
+	}
+	appendItems(s, got.Revision, 6)
+	got, err = s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: "r"})
+	if err != nil || len(got.Log) != 12 || !reflect.DeepEqual(got.Log[:10], want.Log) || !strings.Contains(string(got.Log[10]), `"turn":6`) {
+		t.Fatalf("the log after a write on the migrated store: %d items, %v", len(got.Log), err)
 	}
 }
