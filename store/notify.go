@@ -27,16 +27,19 @@ type QueueNotifier interface {
 type WaitingStamper interface {
 	// WaitingStamp returns a short value that changes when a run becomes
 	// or stops being interrupted or running, or changes its wait kind;
-	// when a waiting run is written; when a claim of the tenant is taken,
-	// extended or released; and when a live claim expires (judged at
-	// now). It costs a few index probes and counter rows, plus the claims
-	// that expired without a release (stalled drives), whatever else the
-	// store holds: not the live claims of a fleet, nor the history. Equal
-	// stamps mean nothing of the above happened, with exceptions a caller
-	// must allow for by recomputing now and then anyway: a claim taken
-	// and released between two stamps while a longer claim of the tenant
-	// stays live; a claim extended to an expiry short of the tenant's
-	// latest; a claim whose key is not a run's (store.RunClaimKey) taken
-	// or released between the tenant's earliest live and latest expiry.
+	// when a waiting run's row is written; when a claim of the tenant is
+	// taken, extended or released; and when a live claim expires (judged
+	// at now). A write of a waiting run's ledger alone (a Decide) is seen
+	// through the run's claim, which the writer takes and releases: a
+	// run's claim released moves the stamp, also when it was taken since
+	// the last stamp and longer claims stay live. It costs a few index
+	// probes and counter rows, plus the claims that expired without a
+	// release (stalled drives), whatever else the store holds: not the
+	// live claims of a fleet, nor the history. Equal stamps mean nothing
+	// of the above happened, with exceptions a caller must allow for by
+	// recomputing now and then anyway: a claim extended to an expiry
+	// short of the tenant's latest; a claim whose key is not a run's
+	// (store.RunClaimKey) taken or released between the tenant's earliest
+	// live and latest expiry.
 	WaitingStamp(ctx context.Context, tenant string, now time.Time) (string, error)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sort"
@@ -1262,6 +1263,12 @@ func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) 
 	}
 	var maxExp time.Time
 	live := 0
+	// held sums a hash of each claim's holder, epoch and liveness: a claim
+	// taken (a new epoch) and released (not live) between two stamps
+	// changes it, as does one released and another taken, while longer
+	// claims stay live and the live count is the same (a Decide writes the
+	// ledger of a waiting run, not the run).
+	var held uint64
 	for k, c := range s.claims {
 		if k.tenant != tenant {
 			continue
@@ -1269,6 +1276,9 @@ func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) 
 		if c.ExpiresAt.After(maxExp) {
 			maxExp = c.ExpiresAt
 		}
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s\x00%s\x00%d\x00%t", c.Key, c.Holder, c.Epoch, c.ExpiresAt.After(now))
+		held += h.Sum64()
 		if c.ExpiresAt.After(now) {
 			live++
 		}
@@ -1285,7 +1295,7 @@ func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) 
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%d|", maxExp.UnixNano(), live)
+	fmt.Fprintf(&b, "%d|%d|%x|", maxExp.UnixNano(), live, held)
 	if newest != nil {
 		fmt.Fprintf(&b, "%d/%s", newest.UpdatedAt.UnixNano(), newest.ID)
 	}

@@ -630,6 +630,12 @@ var _ store.WaitingStamper = (*Store)(nil)
 //   - the counters of held run claims (held_counts, summed over slots):
 //     move when a claim of a queued, running or interrupted run is taken
 //     or released;
+//   - the latest release of a run claim (claims_held, read backwards: a
+//     release sets the claim's expiry to its time): moves on every
+//     release of a live run claim, so a claim taken and released between
+//     two stamps (a Decide, which writes the ledger of a waiting run and
+//     not its row), or one released and another taken in the same group,
+//     changes the stamp while longer claims stay live;
 //   - the newest waiting run (runs_waiting, read backwards) and the
 //     counters of waiting runs.
 //
@@ -641,6 +647,7 @@ const waitingStamp = `SELECT concat_ws('|',
 	(SELECT count(*) FROM {{schema}}.claims c WHERE c.tenant = $1 AND c.held AND c.expires_at <= $2 AND starts_with(c.key, 'run:')),
 	coalesce((SELECT string_agg(status || '/' || wait_kind || '=' || n, ',' ORDER BY status, wait_kind) FROM
 		(SELECT status, wait_kind, sum(n) AS n FROM {{schema}}.held_counts WHERE tenant = $1 GROUP BY status, wait_kind) h), ''),
+	coalesce((SELECT max(c.expires_at) FROM {{schema}}.claims c WHERE c.tenant = $1 AND NOT c.held AND starts_with(c.key, 'run:'))::text, ''),
 	coalesce((SELECT r.updated_at || '/' || r.id FROM {{schema}}.runs r WHERE r.tenant = $1 AND ` + waitingCond + `
 		ORDER BY r.updated_at DESC, r.id DESC LIMIT 1), ''),
 	coalesce((SELECT string_agg(status || '/' || wait_kind || '=' || n, ',' ORDER BY status, wait_kind) FROM

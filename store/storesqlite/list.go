@@ -601,6 +601,12 @@ var _ store.WaitingStamper = (*Store)(nil)
 //     released;
 //   - the counters of held run claims (held_counts): move when a claim of
 //     a queued, running or interrupted run is taken or released;
+//   - the latest release of a run claim (claims_held, read backwards: a
+//     release sets the claim's expiry to its time): moves on every
+//     release of a live run claim, so a claim taken and released between
+//     two stamps (a Decide, which writes the ledger of a waiting run and
+//     not its row), or one released and another taken in the same group,
+//     changes the stamp while longer claims stay live;
 //   - the newest waiting run (runs_waiting, read backwards) and the
 //     counters of waiting runs.
 //
@@ -613,6 +619,8 @@ const waitingStamp = `SELECT
 		WHERE c.tenant = ?1 AND c.held = 1 AND c.expires_at <= ?2 AND substr(c.key, 1, 4) = 'run:'),
 	(SELECT group_concat(status || '/' || wait_kind || '=' || n, ',') FROM
 		(SELECT status, wait_kind, n FROM held_counts WHERE tenant = ?1 ORDER BY status, wait_kind)),
+	(SELECT c.expires_at FROM claims c INDEXED BY claims_held
+		WHERE c.tenant = ?1 AND c.held = 0 AND substr(c.key, 1, 4) = 'run:' ORDER BY c.expires_at DESC LIMIT 1),
 	(SELECT r.updated_at || '/' || r.id FROM runs r INDEXED BY runs_waiting WHERE r.tenant = ?1 AND ` + waitingCond + `
 		ORDER BY r.updated_at DESC, r.id DESC LIMIT 1),
 	(SELECT group_concat(status || '/' || wait_kind || '=' || n, ',') FROM
@@ -623,12 +631,13 @@ func (s *Store) WaitingStamp(ctx context.Context, tenant string, now time.Time) 
 	if tenant == "" {
 		return "", &store.InvalidError{Field: "tenant", Reason: "empty"}
 	}
-	var latest, earliest sql.NullInt64
+	var latest, earliest, released sql.NullInt64
 	var stalled int64
 	var held, newest, counts sql.NullString
 	if err := s.db.QueryRowContext(ctx, waitingStamp, tenant, micros(s.listNow(now))).Scan(&latest, &earliest, &stalled, &held,
-		&newest, &counts); err != nil {
+		&released, &newest, &counts); err != nil {
 		return "", wrap("waiting stamp", mapErr(ctx, err))
 	}
-	return fmt.Sprintf("%d|%d|%d|%s|%s|%s", latest.Int64, earliest.Int64, stalled, held.String, newest.String, counts.String), nil
+	return fmt.Sprintf("%d|%d|%d|%s|%d|%s|%s", latest.Int64, earliest.Int64, stalled, held.String, released.Int64, newest.String,
+		counts.String), nil
 }

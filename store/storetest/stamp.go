@@ -106,6 +106,46 @@ func testWaitingStamp(t *testing.T, bb *bundle) {
 	step("an expired claim taken over between the earliest and the latest", true)
 	bb.clock.Advance(time.Second)
 	step("time again", false)
+
+	// A Decide on a waiting run writes its ledger, not its row, under the
+	// run's claim, taken and released: the inbox shows the decision, and
+	// the stamp must move although every count and expiry is as before
+	// (longer claims stay live). The same for one claim released and
+	// another taken in the same group. Both kept the stamp equal before
+	// the latest release was part of it (and before fb05264).
+	for _, id := range []string{"decided", "pa", "pb"} {
+		r := newRun("t1", id)
+		r.Status, r.WaitKind = store.RunInterrupted, "approval"
+		mustCreate(t, bb, r)
+	}
+	pa, err := acquire1(bb, store.RunClaimKey("pa"), "h:7:x", 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step("waiting runs, one claimed", true)
+	bb.clock.Advance(time.Second)
+	step("time, with them", false)
+	dc, err := acquire1(bb, store.RunClaimKey("decided"), "h:8:x", 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: "t1", Fence: store.Fence{Key: dc.Key, Holder: dc.Holder,
+		Epoch: dc.Epoch}}); err != nil {
+		t.Fatal(err)
+	}
+	step("a waiting run's claim taken and released between two stamps (a Decide)", true)
+	bb.clock.Advance(time.Second)
+	step("time after the Decide", false)
+	if err := bb.s.ClaimRelease(bb.ctx, &store.ClaimReleaseParams{Tenant: "t1", Fence: store.Fence{Key: pa.Key, Holder: pa.Holder,
+		Epoch: pa.Epoch}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire1(bb, store.RunClaimKey("pb"), "h:9:x", 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	step("a waiting run's claim released and another's taken between two stamps", true)
+	bb.clock.Advance(time.Second)
+	step("time after the swap", false)
 	if _, err := ws.WaitingStamp(bb.ctx, "", bb.clock.Now()); err == nil {
 		t.Fatal("a stamp without a tenant")
 	}
