@@ -40,6 +40,8 @@ type WaitingStamper interface {
 	// recomputing now and then anyway: a claim extended to an expiry
 	// short of the tenant's latest; a claim whose key is not a run's
 	// (store.RunClaimKey) taken or released between the tenant's earliest
-	// live and latest expiry.
+	// live and latest expiry; a waiting run's row written, its status and
+	// wait kind unchanged, at a time (the writer's clock) not after the
+	// newest waiting run's last write.
 	WaitingStamp(ctx context.Context, tenant string, now time.Time) (string, error)
 }

@@ -98,6 +98,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClaimListDue", testClaimListDue},
 		{"RunCounters", testRunCounters},
 		{"WaitingStamp", testWaitingStamp},
+		{"WaitingStampRandom", testWaitingStampRandom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
