@@ -33,7 +33,11 @@ func (d *drive) emitSafe(ctx context.Context, ev Event) {
 }
 
 // recordSinkPanics stores the recovered sink panics as events, under the
-// drive's fence, and emits them. A sink that panics on those is skipped and
+// drive's fence, and emits them. After the drive's last write, which gave
+// the claim up (a holder that released its claim writes nothing more under
+// it), fence is nil: those events, and nothing else, are appended
+// unfenced, as an operator's unfenced write is; they change no state, and
+// the run's revision is not theirs to check. A sink that panics on those is skipped and
 // not recorded again, so a sink that always panics cannot loop. The caller
 // holds d.mu.
 func (d *drive) recordSinkPanics(ctx context.Context, fence *store.Fence) {

@@ -164,7 +164,14 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 		d.ledger[en.CallID] = en
 	}
 	d.emitStored(ctx, res.Events)
-	d.recordSinkPanics(wctx, p.Fence)
+	fence := p.Fence
+	if p.Release {
+		// The claim is given up: a fenced write would be fenced out. The
+		// record of a sink's panic on this write's events is the one
+		// write made after it (drive_sinks.go).
+		fence = nil
+	}
+	d.recordSinkPanics(wctx, fence)
 	return res, nil
 }
 

@@ -10,8 +10,8 @@
 //
 // A worker that drives a run holds a [Claim] with an epoch (a fencing token).
 // Writes made on its behalf carry a [Fence]; when another holder has taken the
-// claim over since, the write changes nothing and returns a [*FencedError]
-// (matching [ErrFenced]).
+// claim over since, or the worker released it, the write changes nothing and
+// returns a [*FencedError] (matching [ErrFenced]).
 //
 // A write carries its own change, not the run's history. A run's state is
 // a small checkpoint, replaced by each run write, and a log of items that

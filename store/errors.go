@@ -63,9 +63,17 @@ type FencedError struct {
 	CurrentHolder string
 	// CurrentEpoch is the claim's epoch now; higher than Epoch after a takeover.
 	CurrentEpoch int64
+	// Released: the claim still has the fence's holder and epoch, but
+	// that holder released it (Store.ClaimRelease, RunWriteParams.Release)
+	// and nobody took it since. A holder that gave its claim up writes
+	// nothing more under it.
+	Released bool
 }
 
 func (e *FencedError) Error() string {
+	if e.Released {
+		return fmt.Sprintf("store: claim %s: fenced out: holder %s released it at epoch %d", e.Key, e.Holder, e.Epoch)
+	}
 	return fmt.Sprintf("store: claim %s: fenced out: holder %s epoch %d, current holder %s epoch %d",
 		e.Key, e.Holder, e.Epoch, e.CurrentHolder, e.CurrentEpoch)
 }

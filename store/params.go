@@ -36,7 +36,9 @@ type ClaimGetParams struct {
 }
 
 // ClaimReleaseParams gives a claim up; the epoch is kept so the next holder
-// gets a larger one.
+// gets a larger one. From then on the holder writes nothing under it (see
+// [Fence]). Releasing a claim its holder released already changes nothing
+// and succeeds, so a release whose outcome was not known may be made again.
 type ClaimReleaseParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string
@@ -52,7 +54,9 @@ type ClaimReleaseParams struct {
 	Remove bool
 }
 
-// ClaimRenewParams extends a claim (heartbeat) if the fence still holds.
+// ClaimRenewParams extends a claim (heartbeat) if the fence still holds
+// (see [Fence]): an expired claim nobody took is extended, a released one
+// is not revived ([*FencedError] with Released).
 type ClaimRenewParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string
@@ -301,7 +305,9 @@ type LedgerWrite struct {
 
 // RunWriteParams is one atomic write to a run: an optional run update,
 // ledger writes and events. Either all of it commits or none of it does.
-// When Fence is set, the claim must still be held with that epoch.
+// When Fence is set, the claim must still be held by the fence's holder
+// with that epoch (see [Fence]): not taken over, and not released by that
+// holder; otherwise the write is a [*FencedError] and changes nothing.
 type RunWriteParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string
@@ -362,8 +368,9 @@ type RunWriteResult struct {
 
 // SessionAppendParams appends items to a session journal if its revision is
 // still ExpectedRevision (0 for a new session). When Fence is set, the claim
-// must still be held with that epoch (the run's claim, so that a worker that
-// lost its run cannot write the run's session either).
+// must still be held with that epoch, as for [RunWriteParams] (the run's
+// claim, so that a worker that lost its run cannot write the run's session
+// either).
 type SessionAppendParams struct {
 	// Tenant scopes the operation; every key includes it.
 	Tenant string

@@ -296,7 +296,13 @@ type Claim struct {
 }
 
 // Fence names the claim a write is made under. The write succeeds only if
-// the claim still has this holder and epoch.
+// the claim still has this holder and epoch, and that holder has not
+// released it: a holder that gave its claim up ([Store.ClaimRelease],
+// [RunWriteParams.Release]) writes nothing more under it, and a takeover
+// gives the claim a larger epoch. Expiry alone does not fence: until
+// another holder takes the claim, no write under a newer epoch can exist,
+// and a holder whose heartbeat came late has given nothing up (its renew
+// extends the claim again).
 type Fence struct {
 	// Key is the claim's key.
 	Key string

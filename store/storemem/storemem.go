@@ -30,12 +30,16 @@ type Config struct {
 type Store struct {
 	clock store.Clock
 
-	mu       sync.Mutex
-	closed   bool
-	runs     map[key]*store.Run
-	ledger   map[key]map[string]*store.LedgerEntry // run key → call id → entry
-	events   map[key]*eventList
-	claims   map[key]*store.Claim
+	mu     sync.Mutex
+	closed bool
+	runs   map[key]*store.Run
+	ledger map[key]map[string]*store.LedgerEntry // run key → call id → entry
+	events map[key]*eventList
+	claims map[key]*store.Claim
+	// released holds the claims their holder gave up (ClaimRelease, a
+	// run write's Release) and nobody took since: a write fenced by one
+	// is fenced out (store.FencedError.Released).
+	released map[key]bool
 	sessions map[key]*session
 	once     map[key]*store.OnceRecord
 	// watch holds, per tenant, the channel closed at the next queued run.
@@ -167,6 +171,7 @@ func New(cfg *Config) *Store {
 		ledger:   map[key]map[string]*store.LedgerEntry{},
 		events:   map[key]*eventList{},
 		claims:   map[key]*store.Claim{},
+		released: map[key]bool{},
 		sessions: map[key]*session{},
 		once:     map[key]*store.OnceRecord{},
 		watch:    map[string]chan struct{}{},
@@ -379,6 +384,7 @@ func (s *Store) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (
 	c.Holder = p.Holder
 	c.ExpiresAt = store.Time(now.Add(p.TTL))
 	c.HeartbeatAt = now
+	delete(s.released, k)
 	cc := *c
 	return &cc, nil
 }
@@ -400,8 +406,19 @@ func (s *Store) ClaimGet(ctx context.Context, p *store.ClaimGetParams) (*store.C
 	return &cc, nil
 }
 
-// fenceLocked checks a fence; s.mu is held.
+// fenceLocked checks a fence: the claim has its holder and epoch, and
+// was not released since; s.mu is held.
 func (s *Store) fenceLocked(tenant string, f store.Fence) (*store.Claim, error) {
+	c, err := s.ownedLocked(tenant, f)
+	if err == nil && s.released[key{tenant, f.Key}] {
+		return nil, &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch, CurrentHolder: c.Holder, CurrentEpoch: c.Epoch, Released: true}
+	}
+	return c, err
+}
+
+// ownedLocked is fenceLocked for a release: a claim its holder released
+// already passes; s.mu is held.
+func (s *Store) ownedLocked(tenant string, f store.Fence) (*store.Claim, error) {
 	c, ok := s.claims[key{tenant, f.Key}]
 	if !ok {
 		return nil, &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch}
@@ -421,15 +438,21 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 		return err
 	}
 	defer s.mu.Unlock()
-	c, err := s.fenceLocked(p.Tenant, p.Fence)
+	c, err := s.ownedLocked(p.Tenant, p.Fence)
 	if err != nil {
 		return err
 	}
+	k := key{p.Tenant, p.Fence.Key}
 	if p.Remove {
-		delete(s.claims, key{p.Tenant, p.Fence.Key})
+		delete(s.claims, k)
+		delete(s.released, k)
 		return nil
 	}
+	if s.released[k] {
+		return nil // released already: nothing changes
+	}
 	c.ExpiresAt = s.clock.Now()
+	s.released[k] = true
 	return nil
 }
 
@@ -618,6 +641,7 @@ func (s *Store) RunClaimNext(ctx context.Context, p *store.RunClaimNextParams) (
 	c.Holder = p.Holder
 	c.ExpiresAt = store.Time(now.Add(p.TTL))
 	c.HeartbeatAt = now
+	delete(s.released, ck)
 	r.Status = store.RunRunning
 	r.WaitKind = ""
 	r.Revision++
@@ -683,6 +707,7 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 	if p.Holder != "" {
 		s.claims[ck] = &store.Claim{Tenant: ck.tenant, Key: ck.id, Holder: p.Holder, Epoch: store.CreatedClaimEpoch,
 			ExpiresAt: store.Time(now.Add(p.TTL)), HeartbeatAt: now}
+		delete(s.released, ck)
 	}
 	for _, ev := range p.Events {
 		e := cloneEvent(ev)
@@ -931,6 +956,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 			}
 			if pruned[id] && store.RunOwnsClaim(ck.id, id) {
 				delete(s.claims, ck)
+				delete(s.released, ck)
 			}
 		}
 	}
@@ -1034,6 +1060,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	res := newResult(len(p.Ledger), nev)
 	if p.Release {
 		claim.ExpiresAt = now // as ClaimRelease
+		s.released[key{p.Tenant, p.Fence.Key}] = true
 	}
 	if u := p.Run; u != nil {
 		run.Status = u.Status

@@ -115,31 +115,36 @@ func (s *Store) ClaimGet(ctx context.Context, p *store.ClaimGetParams) (*store.C
 }
 
 // fenced builds the FencedError for f after a fenced statement matched no
-// row, reading the claim's current holder and epoch.
+// row, reading the claim's current holder and epoch, and whether f's
+// holder released it.
 func (s *Store) fenced(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, tenant string, f store.Fence) error {
 	fe := &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch}
-	cur, err := s.claimGet(ctx, q, tenant, f.Key)
+	var held bool
+	err := q.QueryRow(ctx, s.q(`SELECT holder, epoch, held FROM {{schema}}.claims WHERE tenant = $1 AND key = $2`), tenant, f.Key).
+		Scan(&fe.CurrentHolder, &fe.CurrentEpoch, &held)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
 		return mapErr("read claim "+f.Key, err)
 	default:
-		fe.CurrentHolder, fe.CurrentEpoch = cur.Holder, cur.Epoch
+		fe.Released = !held && fe.CurrentHolder == f.Holder && fe.CurrentEpoch == f.Epoch
 	}
 	return fe
 }
 
 // ClaimRelease implements [store.Store]: the claim expires now and keeps its
-// epoch, so the next holder gets a larger one.
+// epoch, so the next holder gets a larger one. A claim its holder released
+// already is left as it is.
 func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) error {
 	if err := store.Check(p); err != nil {
 		return err
 	}
 	now := s.clock.Now()
 	var tag int64
-	q := `UPDATE {{schema}}.claims SET expires_at = $5, held = false WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
+	q := `UPDATE {{schema}}.claims SET expires_at = CASE WHEN held THEN $5 ELSE expires_at END, held = false
+		WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
 	args := []any{p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, now}
 	if p.Remove {
 		q = `DELETE FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4`
@@ -168,7 +173,7 @@ func (s *Store) ClaimRenew(ctx context.Context, p *store.ClaimRenewParams) (*sto
 	var c *store.Claim
 	err := retryable(ctx, func() (err error) {
 		c, err = scanClaim(s.pool.QueryRow(ctx, s.q(`UPDATE {{schema}}.claims SET expires_at = $5, heartbeat_at = $6, held = true
-			WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4
+			WHERE tenant = $1 AND key = $2 AND holder = $3 AND epoch = $4 AND held
 			RETURNING `+claimCols),
 			p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, store.Time(now.Add(p.TTL)), now))
 		return err

@@ -28,7 +28,8 @@
 // [*store.ConflictError] also when the other writer is another process. A
 // fenced [Store.RunWrite] holds a share lock on the claim row for the whole
 // transaction: a takeover waits for it, so a fenced write never commits after
-// a takeover committed. Claims are leases with an epoch (a fencing token);
+// a takeover committed, nor after the holder's own release (the row's held
+// flag; migration 019). Claims are leases with an epoch (a fencing token);
 // expiry is decided with the configured clock's time, passed as a
 // parameter, never the server's now().
 //

@@ -408,12 +408,13 @@ func runWriteErr(p *store.RunWriteParams, err error) error {
 		return &store.NotFoundError{Kind: "run", ID: p.RunID}
 	case codeFenced:
 		var d struct {
-			Holder *string `json:"holder"`
-			Epoch  *int64  `json:"epoch"`
+			Holder   *string `json:"holder"`
+			Epoch    *int64  `json:"epoch"`
+			Released bool    `json:"released"`
 		}
 		_ = json.Unmarshal([]byte(pe.Detail), &d)
 		f := p.Fence
-		fe := &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch}
+		fe := &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch, Released: d.Released}
 		if d.Holder != nil {
 			fe.CurrentHolder = *d.Holder
 		}

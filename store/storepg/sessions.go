@@ -85,10 +85,12 @@ func (s *Store) SessionAppend(ctx context.Context, p *store.SessionAppendParams)
 		err = s.inTx(ctx, "append to session "+p.SessionID, func(tx pgx.Tx) error {
 			var holder string
 			var epoch int64
-			err := tx.QueryRow(ctx, s.q(`SELECT holder, epoch FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 FOR SHARE`),
-				p.Tenant, p.Fence.Key).Scan(&holder, &epoch)
-			if errors.Is(err, pgx.ErrNoRows) || (err == nil && (holder != p.Fence.Holder || epoch != p.Fence.Epoch)) {
-				return &store.FencedError{Key: p.Fence.Key, Holder: p.Fence.Holder, Epoch: p.Fence.Epoch, CurrentHolder: holder, CurrentEpoch: epoch}
+			var held bool
+			err := tx.QueryRow(ctx, s.q(`SELECT holder, epoch, held FROM {{schema}}.claims WHERE tenant = $1 AND key = $2 FOR SHARE`),
+				p.Tenant, p.Fence.Key).Scan(&holder, &epoch, &held)
+			if errors.Is(err, pgx.ErrNoRows) || (err == nil && (holder != p.Fence.Holder || epoch != p.Fence.Epoch || !held)) {
+				return &store.FencedError{Key: p.Fence.Key, Holder: p.Fence.Holder, Epoch: p.Fence.Epoch, CurrentHolder: holder, CurrentEpoch: epoch,
+					Released: err == nil && holder == p.Fence.Holder && epoch == p.Fence.Epoch}
 			}
 			if err != nil {
 				return err

@@ -63,23 +63,51 @@ func claimAcquire(ctx context.Context, tx querier, now time.Time, tenant, key, h
 }
 
 // checkFence returns the current claim if f still holds inside tx, and a
-// [*store.FencedError] otherwise (also when the claim does not exist).
-// Expiry alone does not fence: until another holder takes the claim, no
-// write under a newer epoch can exist.
+// [*store.FencedError] otherwise: the claim does not exist, another holder
+// or epoch has it, or its holder released it (held = 0). Expiry alone does
+// not fence: until another holder takes the claim, no write under a newer
+// epoch can exist, and a holder whose heartbeat was late has not given
+// anything up.
 func checkFence(ctx context.Context, tx querier, tenant string, f *store.Fence) (*store.Claim, error) {
-	cur, err := getClaim(ctx, tx, tenant, f.Key)
+	cur, held, err := ownedClaim(ctx, tx, tenant, f)
+	if err == nil && !held {
+		return nil, &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch, CurrentHolder: cur.Holder, CurrentEpoch: cur.Epoch, Released: true}
+	}
+	return cur, err
+}
+
+// ownedClaim is checkFence for a release: it returns the claim when it
+// has f's holder and epoch, held or released already.
+func ownedClaim(ctx context.Context, tx querier, tenant string, f *store.Fence) (*store.Claim, bool, error) {
+	var (
+		cur  *store.Claim
+		held bool
+	)
+	_, err := queryOne(one(tx.QueryContext(ctx, `SELECT `+claimColumns+`, held FROM claims WHERE tenant = ? AND key = ?`, tenant, f.Key)),
+		func(sc scanner) (err error) {
+			cur, err = scanClaim(heldScanner{sc, &held})
+			return err
+		})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if cur == nil || cur.Holder != f.Holder || cur.Epoch != f.Epoch {
 		fe := &store.FencedError{Key: f.Key, Holder: f.Holder, Epoch: f.Epoch}
 		if cur != nil {
 			fe.CurrentHolder, fe.CurrentEpoch = cur.Holder, cur.Epoch
 		}
-		return nil, fe
+		return nil, false, fe
 	}
-	return cur, nil
+	return cur, held, nil
 }
+
+// heldScanner scans a claim row followed by its held column.
+type heldScanner struct {
+	sc   scanner
+	held *bool
+}
+
+func (h heldScanner) Scan(dest ...any) error { return h.sc.Scan(append(dest, h.held)...) }
 
 // ClaimAcquire implements [store.Store].
 func (s *Store) ClaimAcquire(ctx context.Context, p *store.ClaimAcquireParams) (*store.Claim, error) {
@@ -121,14 +149,18 @@ func (s *Store) ClaimRelease(ctx context.Context, p *store.ClaimReleaseParams) e
 		return err
 	}
 	err := s.write(ctx, func(tx querier) error {
-		if _, err := checkFence(ctx, tx, p.Tenant, &p.Fence); err != nil {
+		_, held, err := ownedClaim(ctx, tx, p.Tenant, &p.Fence)
+		if err != nil {
 			return err
+		}
+		if !held && !p.Remove {
+			return nil // released already: nothing changes
 		}
 		if p.Remove {
 			_, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE tenant = ? AND key = ?`, p.Tenant, p.Fence.Key)
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?), held = 0 WHERE tenant = ? AND key = ?`,
+		_, err = tx.ExecContext(ctx, `UPDATE claims SET expires_at = MIN(expires_at, ?), held = 0 WHERE tenant = ? AND key = ?`,
 			micros(s.now()), p.Tenant, p.Fence.Key)
 		return err
 	})

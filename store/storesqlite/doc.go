@@ -17,10 +17,11 @@
 // Any number of Stores, in one process or many, may open the same file.
 // Every write transaction begins with BEGIN IMMEDIATE (the DSN sets
 // _txlock=immediate), which takes SQLite's single write lock before the
-// first statement. Every check a write depends on (the fence's holder and
-// epoch, the run's and each ledger entry's revision, a session's revision)
-// is made inside that same transaction, by conditional UPDATE ... WHERE
-// revision = ? with a row count check, or by a read under the lock.
+// first statement. Every check a write depends on (the fence's holder,
+// epoch and held flag, the run's and each ledger entry's revision, a
+// session's revision) is made inside that same transaction, by
+// conditional UPDATE ... WHERE revision = ? with a row count check, or by
+// a read under the lock.
 // A stale writer therefore gets a [*store.ConflictError] or
 // [*store.FencedError] and changes nothing, also across processes: there
 // is no last-writer-wins path. Writers in different processes wait up to

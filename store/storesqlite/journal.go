@@ -243,7 +243,7 @@ func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store
 	cond := ""
 	var fKey, fHolder, fEpoch any
 	if fence != nil {
-		cond = ` AND EXISTS (SELECT 1 FROM claims WHERE tenant = ?1 AND key = ?6 AND holder = ?7 AND epoch = ?8)`
+		cond = ` AND EXISTS (SELECT 1 FROM claims WHERE tenant = ?1 AND key = ?6 AND holder = ?7 AND epoch = ?8 AND held = 1)`
 		fKey, fHolder, fEpoch = fence.Key, fence.Holder, fence.Epoch
 	}
 	args := []any{e.Tenant, e.RunID, e.CallID, seq, w.ExpectedRevision, fKey, fHolder, fEpoch, now,

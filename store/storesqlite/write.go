@@ -232,7 +232,7 @@ func fenceCond(tenant string, f *store.Fence) (string, []any) {
 	if f == nil {
 		return "", nil
 	}
-	return ` AND EXISTS (SELECT 1 FROM claims WHERE tenant = ? AND key = ? AND holder = ? AND epoch = ?)`,
+	return ` AND EXISTS (SELECT 1 FROM claims WHERE tenant = ? AND key = ? AND holder = ? AND epoch = ? AND held = 1)`,
 		[]any{tenant, f.Key, f.Holder, f.Epoch}
 }
 

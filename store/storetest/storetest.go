@@ -75,6 +75,7 @@ func Run(t *testing.T, b Backend) {
 		{"Fencing", testFencing},
 		{"RunCreateClaimed", testRunCreateClaimed},
 		{"RunWriteRelease", testRunWriteRelease},
+		{"FenceAfterRelease", testFenceAfterRelease},
 		{"RunClaimNext", testRunClaimNext},
 		{"RunClaimNextAgents", testRunClaimNextAgents},
 		{"RunClaimNextStale", testRunClaimNextStale},
