@@ -100,6 +100,7 @@ func Run(t *testing.T, b Backend) {
 		{"RunCounters", testRunCounters},
 		{"WaitingStamp", testWaitingStamp},
 		{"WaitingStampRandom", testWaitingStampRandom},
+		{"IdleFilterEdges", testIdleFilterEdges},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
