@@ -44,6 +44,7 @@ var layers = map[string]int{
 	"internal/ledger":                   6,
 	"internal/scaletest":                6,  // seeds large stores in SQL (tests and scripts/bench-scale)
 	"internal/scaletest/benchscale":     10, // scripts/bench-scale's program
+	"internal/scaletest/seed":           10, // a command that fills a store with a history copied from a run it holds
 	"internal/redact":                   0,  // the one redactor: every package that hides a secret uses it; imports no module package
 	"internal/handoff":                  -1, // the mark of a store write whose values the engine hands over (storemem keeps them uncopied); imports no module package
 	"internal/jsonenc":                  -1, // JSON strings as encoding/json writes them, for the hand-written encoders of the hot path (item's too), and json.Valid in one pass; imports no module package
