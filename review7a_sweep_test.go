@@ -110,7 +110,8 @@ var r7tree3 = []string{"s", "s.r1", "s.r1.m1"}
 // status.
 func finishTree(t *testing.T, st store.Store, pay *payTool) *actoviq.RunResult {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // fail, not hang
+	defer cancel()
 	rt := newRT(t, st, "B", time.Minute)
 	var res *actoviq.RunResult
 	var ds []actoviq.Decision

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,7 +75,7 @@ func TestReview7StopOfParentEndsTreeCancelled(t *testing.T) {
 				case "cancel-other-process":
 					cerr = newRT(t, st, "B", time.Minute).Cancel(ctx, id)
 				}
-				d := <-out
+				d := r7wait(t, out)
 				code := actoviq.CodeCancelled
 				if kind == "deadline" {
 					code = actoviq.CodeDeadline
@@ -342,7 +343,7 @@ func TestReview7ChildTakenOverParentGoesOn(t *testing.T) {
 			t.Fatalf("B resumes the leaf: %+v %v", res, err)
 		}
 		st.drop.Store(false) // A's next renewal is fenced out: its leaf drive stops
-		d := <-out
+		d := r7wait(t, out)
 		if d.err != nil || d.res.Status != actoviq.StatusCompleted {
 			t.Fatalf("the root after its leaf was taken over: %+v %v, want completed", d.res, d.err)
 		}
@@ -371,5 +372,21 @@ func TestReview7DriveStoppedCauses(t *testing.T) {
 	cancel()
 	if tool.DriveStopped(ctx) || tool.DriveStopped(context.Background()) {
 		t.Error("a cancellation (or no end) reads as a stopped drive")
+	}
+}
+
+// r7wait waits for a drive's outcome, at most two minutes: a drive that
+// does not stop fails the test with every goroutine's stack, instead of
+// the package's timeout.
+func r7wait(t *testing.T, out <-chan driveOut) driveOut {
+	t.Helper()
+	select {
+	case d := <-out:
+		return d
+	case <-time.After(2 * time.Minute):
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+		t.Fatalf("the drive did not stop in two minutes; goroutines:\n%s", b.String())
+		return driveOut{}
 	}
 }
