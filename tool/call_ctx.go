@@ -72,6 +72,23 @@ func (c *callCtx) cancel() {
 	}
 }
 
+// ended returns the context's error once the runner ended it (cancel,
+// expire) or its parent ended; nil otherwise, also past a deadline the
+// runner's timer has not yet acted on. It reads no clock.
+func (c *callCtx) ended() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.real != nil && c.real.Err() != nil:
+		return c.real.Err()
+	case c.parent.Err() != nil:
+		return c.parent.Err()
+	case c.canceled:
+		return context.Canceled
+	}
+	return nil
+}
+
 // expire ends the context at its deadline (the runner's timer fired):
 // the real context, made now if it was not, is past its deadline.
 func (c *callCtx) expire() {

@@ -267,9 +267,10 @@ func ctxKind(err error) Kind {
 }
 
 type outcome struct {
-	res      Result
-	err      error
-	panicked any
+	res        Result
+	err        error
+	panicked   any
+	notStarted error // the call's context had ended before the tool was called
 }
 
 func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.RawMessage) (Result, error) {
@@ -296,6 +297,13 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 			}
 			done <- o
 		}()
+		if err := callCtx.ended(); err != nil {
+			// Scheduled after the runner gave up on the call (its deadline
+			// passed, its parent ended): the tool is not started with its
+			// context already ended (SPEC §2).
+			o.notStarted = err
+			return
+		}
 		o.res, o.err = e.tool.Call(callCtx, args)
 	}()
 
@@ -337,6 +345,8 @@ func giveUp(done chan outcome) (o outcome, ended bool) {
 // outcome turns what the tool returned into Run's result or error.
 func (r *Runner) outcome(name string, callCtx context.Context, o outcome) (Result, error) {
 	switch {
+	case o.notStarted != nil:
+		return Result{}, &Error{Kind: ctxKind(o.notStarted), Tool: name, Err: o.notStarted}
 	case o.panicked != nil:
 		return Result{}, &Error{Kind: KindExecution, Tool: name, Started: true, OutcomeUnknown: true,
 			Err: fmt.Errorf("panic: %v", o.panicked)}
