@@ -34,7 +34,7 @@ func (c *endsOnDone) Err() error {
 
 // A tool whose goroutine is scheduled after the runner gave up on the call
 // (its parent ended, its deadline passed) is not started with its context
-// already ended (SPEC §2). With one P the tool's goroutine cannot run before
+// already ended (docs/design.md#effects-and-keys). With one P the tool's goroutine cannot run before
 // invoke gives up; without the check in its goroutine the tool was called.
 func TestToolNotStartedAfterTheRunnerGaveUp(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

@@ -300,7 +300,7 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 		if err := callCtx.ended(); err != nil {
 			// Scheduled after the runner gave up on the call (its deadline
 			// passed, its parent ended): the tool is not started with its
-			// context already ended (SPEC §2).
+			// context already ended (docs/design.md#effects-and-keys).
 			o.notStarted = err
 			return
 		}
