@@ -314,3 +314,30 @@ func TestAgentServedWhileWorking(t *testing.T) {
 		t.Fatalf("served after the worker stopped: %v %+v", err, c)
 	}
 }
+
+// The escalation loop that read a run while it was driven moves its timer
+// a recheck later; when the drive stopped meanwhile and set the timer of
+// its new wait, the loop reads the run again and keeps that timer. It used
+// to leave the timer a minute out, and the console's test of the escalated
+// inbox waited for it in vain (a CI rehearsal, 1 run in 6 under -race).
+func TestEscalationRecheckKeepsTheTimerOfAStoppedDrive(t *testing.T) {
+	s := newApprovalsSetup(t, "r1")
+	timer := func() time.Time {
+		t.Helper()
+		c, err := s.st.ClaimGet(s.ctx, &store.ClaimGetParams{Tenant: s.rt.Tenant(), Key: store.EscalationKey("r1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ExpiresAt
+	}
+	want := timer()
+	if d := want.Sub(s.clock.Now()); d < 29*time.Minute {
+		t.Fatalf("the stopped drive's timer is due in %v, want escalate_after (30m)", d)
+	}
+	if err := actoviq.RescheduleAfterStaleRead(s.ctx, s.rt, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := timer(); !got.Equal(want) {
+		t.Fatalf("timer after the loop's recheck of a run it read driven: due %v, want %v (the stopped drive's)", got, want)
+	}
+}

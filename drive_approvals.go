@@ -438,10 +438,11 @@ func (rt *Runtime) escalateRun(ctx context.Context, runID string, t *store.Claim
 }
 
 // rescheduleEscalation moves the timer of loaded drive d to its next
-// approval wait due, or removes timer t when none is left. A removal is
-// checked by reading the run again: when it changed meanwhile (a drive
-// stopped again with a new wait, and set its timer before the removal),
-// the timer is set again from what it holds now.
+// approval wait due, or removes timer t when none is left. A removal, or
+// a recheck of a run found driven, is checked by reading the run again:
+// when it changed meanwhile (a drive stopped again with a new wait, and
+// set its timer before the removal or the recheck), the timer is set again
+// from what it holds now.
 func (rt *Runtime) rescheduleEscalation(ctx context.Context, d *drive, t *store.Claim) error {
 	if d.run.Status == store.RunInterrupted {
 		if at := d.nextEscalation(ctx); !at.IsZero() {
@@ -453,10 +454,14 @@ func (rt *Runtime) rescheduleEscalation(ctx context.Context, d *drive, t *store.
 	}
 	if d.run.Status == store.RunRunning || d.run.Status == store.RunQueued {
 		// Driven or about to be: it sets its own timer when it stops
-		// waiting again; this one is checked again later.
-		return rt.setEscalation(ctx, d.run.ID, rt.clock().Add(escalationRecheck))
-	}
-	if err := rt.dropEscalation(ctx, t); err != nil || d.run.Status.Terminal() {
+		// waiting again; this one is checked again later. The drive may
+		// have stopped and set its timer after d was read, and this would
+		// move that timer a recheck later: read the run again, as for a
+		// removal below.
+		if err := rt.setEscalation(ctx, d.run.ID, rt.clock().Add(escalationRecheck)); err != nil {
+			return err
+		}
+	} else if err := rt.dropEscalation(ctx, t); err != nil || d.run.Status.Terminal() {
 		return err
 	}
 	again := rt.bareDrive()
