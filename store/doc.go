@@ -34,7 +34,12 @@
 // process past the busy timeout, a PostgreSQL serialization failure) and
 // wrote nothing is a [*BusyError] (matching [ErrBusy]): the same call may
 // be made again as it is. An outcome that is not known (a connection lost
-// during COMMIT) is never reported so.
+// during COMMIT) is never reported so. This is the contract of the
+// [Store] methods, each its own transaction. The OnceTx functions of
+// storesqlite and storepg run in the caller's transaction instead: their
+// documentation says what each error means for it (storesqlite never
+// returns a BusyError once fn ran; PostgreSQL aborts the transaction at
+// any error, which is then rolled back and made again whole).
 //
 // A row that cannot be decoded is reported as a [*DataError] (matching
 // [ErrData]) naming the record; it never panics and never hides other rows.

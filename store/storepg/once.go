@@ -75,7 +75,11 @@ func (s *Store) OncePut(ctx context.Context, p *store.OncePutParams) (*store.Onc
 // effect performed by fn (an HTTP call, an e-mail) is not covered; for
 // those use an idempotency key the target system dedupes on.
 //
-// If fn (or OnceTx) returns an error, the caller must roll tx back. Use
+// If fn (or OnceTx) returns an error, the caller must roll tx back:
+// PostgreSQL aborts a transaction at its first error. A [*store.BusyError]
+// from OnceTx (a serialization failure, a deadlock, a lock not available)
+// then means that nothing of tx is written: make the whole transaction
+// again (a new tx, OnceTx again), never OnceTx again in tx. Use
 // read committed (PostgreSQL's default): under repeatable read or
 // serializable, a caller that waited for a concurrent winner fails with a
 // serialization error instead of reading the winner's value.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -86,6 +88,25 @@ func insertOnce(ctx context.Context, tx querier, r *store.OnceRecord) error {
 // inserted meanwhile by a transaction that did not hold the write lock
 // (an [*store.ExistsError]), means the caller must roll back.
 //
+// Errors and what to do:
+//   - before fn ran (ran=false): a [*store.BusyError] (the record could not
+//     be read for lock contention) means that nothing of OnceTx's was done
+//     and fn did not run: OnceTx may be called again, in tx, or tx rolled
+//     back and made again.
+//   - after fn ran (ran=true), the record could not be inserted: a
+//     [*NotRecordedError], never a [*store.BusyError], since calling again
+//     in tx would run fn a second time there. Roll tx back; when its Busy
+//     is set (another connection held the write lock past the busy
+//     timeout, or committed since tx's snapshot was taken), making the
+//     whole transaction again (a new tx, OnceTx again, fn again in it) may
+//     succeed. A record that exists already is one of these too, wrapping
+//     the [*store.ExistsError].
+//
+// A transaction begun on [Store.DB] with default options takes the write
+// lock at its BEGIN (BEGIN IMMEDIATE), and then none of this happens: only
+// a deferred transaction (a read-only BeginTx, a handle of the caller's
+// own) can lose the lock to another writer after fn ran.
+//
 // tx must belong to the database of a Store opened by this package (the
 // once_records table must exist). The record's time is the wall clock.
 func OnceTx(ctx context.Context, tx *sql.Tx, tenant, key string, fn func(tx *sql.Tx) (json.RawMessage, error)) (json.RawMessage, bool, error) {
@@ -117,7 +138,42 @@ func OnceTx(ctx context.Context, tx *sql.Tx, tenant, key string, fn func(tx *sql
 	}
 	r := &store.OnceRecord{Tenant: tenant, Key: key, Value: cloneJSON(v), CreatedAt: store.Clock(nil).Now()}
 	if err := insertOnce(ctx, tx, r); err != nil {
-		return nil, true, wrap("once "+key, mapErr(ctx, err))
+		err = mapErr(ctx, err)
+		nr := &NotRecordedError{Key: key, Err: err}
+		var be *store.BusyError
+		if errors.As(err, &be) {
+			nr.Busy, nr.Err = true, be.Err
+		}
+		return nil, true, nr
 	}
 	return r.Value, true, nil
 }
+
+// NotRecordedError is [OnceTx]'s error when fn ran in the caller's
+// transaction but its record could not be inserted there: the transaction
+// holds fn's effect without its record and must be rolled back, never
+// committed. It never matches [store.ErrBusy] (calling OnceTx again in the
+// same transaction would run fn a second time).
+type NotRecordedError struct {
+	// Key is the once key.
+	Key string
+	// Busy reports lock contention: another connection held the file's
+	// write lock past the busy timeout, or committed after the
+	// transaction's snapshot was taken (SQLITE_BUSY_SNAPSHOT). The whole
+	// transaction, made again, may succeed.
+	Busy bool
+	// Err is the cause: SQLite's error when Busy, else the insert's error
+	// (an [*store.ExistsError] when a record was inserted meanwhile).
+	Err error
+}
+
+func (e *NotRecordedError) Error() string {
+	why := "roll the transaction back"
+	if e.Busy {
+		why = "roll the transaction back and make it again"
+	}
+	return fmt.Sprintf("storesqlite: once %s: fn ran but its record was not inserted (%v): %s", e.Key, e.Err, why)
+}
+
+// Unwrap returns the cause.
+func (e *NotRecordedError) Unwrap() error { return e.Err }
