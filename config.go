@@ -129,6 +129,20 @@ type Config struct {
 	// such as a SQLite file locked by another process past its busy
 	// timeout) is made again, with the same revisions and fence, within
 	// this budget. Zero means 30 s; negative is refused.
+	//
+	// When the drive is told to stop meanwhile ([Runtime.Close], the
+	// caller's cancellation, [Runtime.Cancel], a worker's release), the
+	// retries of a write that records what a tool did (its result, that
+	// its outcome is unknown, that it never ran) go on within this budget:
+	// that result exists nowhere else, and a call whose result is lost goes
+	// to reconciliation. So do those of the write that records a
+	// cancellation. The retries of any other write (the model's answer, a
+	// call about to start) stop at once, between two tries, and the drive
+	// stops as the cause says: a call not recorded started never runs.
+	// A [Runtime.Close] may therefore wait up to this budget (plus one try
+	// of the store) for a result to be recorded: keep it below the time a
+	// shutdown allows the process (a process killed before the write leaves
+	// the call started, for reconciliation, as a crash does).
 	CommitTimeout time.Duration
 	// Retention removes finished runs after a while (see [Retention] for
 	// what is never removed): [Runtime.Work] sweeps by it, and

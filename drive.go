@@ -3,6 +3,7 @@ package actoviq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -216,11 +217,18 @@ func (rt *Runtime) claimAndDrive(ctx context.Context, d *drive, startEvent strin
 	// interrupted waiting for a person...), and a context error after that
 	// write (the escalation timer finish sets after it) must not end it a
 	// second time, cancelled for good.
+	//
+	// A write that records a tool's outcome keeps its retries of a busy
+	// store through a Close (drive_write.go): when its budget is spent all
+	// the same, the error says both, the runtime closed and the store busy.
 	defer func() {
 		if err != nil && !d.stopped && !d.released && ctx.Err() != nil && isContextErr(err) {
 			if r, serr, stop := d.stopCheck(ctx); stop {
 				res, err = r, serr
 			}
+		}
+		if err != nil && ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrClosed) && !errors.Is(err, ErrClosed) && errors.Is(err, store.ErrBusy) {
+			err = fmt.Errorf("%w; %w", &ClosedError{RunID: d.run.ID, Driven: true}, err)
 		}
 	}()
 	// From here the drive's last write (finish) gives the claim up.

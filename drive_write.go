@@ -152,7 +152,7 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 		d.leaseShort(ctx, w, d.run.ID, d.run.ParentID)
 	}
 	if err != nil && errors.Is(err, store.ErrBusy) {
-		res, err = d.rt.writeAgain(wctx, p, err)
+		res, err = d.rt.writeAgain(wctx, p, err, d.retryStop(ctx, p))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: write: %w", d.run.ID, err)
@@ -338,6 +338,20 @@ func waitKind(status store.RunStatus, cp *checkpoint) string {
 // budget is spent. A try that the budget cut short all the same returns
 // its own error (a context's: its outcome is the store's to tell), with
 // the tries before it named.
+//
+// Which writes keep their retries when the drive is told to stop
+// (retryStop): a write that moves a started (or unknown) call on records
+// what a tool did, or that it never ran, and exists nowhere else; it is
+// made again within its budget whatever happens to the drive meanwhile
+// (Close waits for it). So is the write that records a cancellation, made
+// once the drive's context was cancelled: it is how the run ends. Any
+// other write (the model's answer, a call about to start, an event) stops
+// its retries as soon as the drive's context ends (Close, a cancellation,
+// a worker's release, a lost claim), between two tries: losing it loses
+// nothing that happened outside the engine (a call not recorded started
+// never runs), and the drive stops as the cause says (ErrClosed, the run
+// ended cancelled). A try in flight is never cut short: its outcome is
+// the store's to tell.
 
 // busyFirstWait and busyMaxWait bound the pause between two tries of a
 // busy write; the store has waited its own busy timeout in each try.
@@ -346,17 +360,47 @@ const (
 	busyMaxWait   = time.Second
 )
 
+// retryStop returns the context whose end stops the retries of p, a
+// write refused as busy, before its budget is spent, or nil when p keeps
+// its whole budget: p records a tool's outcome (it moves a call that
+// started on), or the cancellation of the drive (ctx was cancelled before
+// p was made). mu is held.
+func (d *drive) retryStop(ctx context.Context, p *store.RunWriteParams) context.Context {
+	for _, w := range p.Ledger {
+		if en := d.ledger[w.Entry.CallID]; en != nil && (en.State == store.LedgerStarted || en.State == store.LedgerUnknown) {
+			return nil
+		}
+	}
+	if ctx.Err() != nil && d.cancelled(ctx) {
+		return nil
+	}
+	return ctx
+}
+
 // writeAgain makes p again after it failed with err (matching
-// store.ErrBusy), while wctx's deadline allows.
-func (rt *Runtime) writeAgain(wctx *writeCtx, p *store.RunWriteParams, err error) (*store.RunWriteResult, error) {
+// store.ErrBusy), while wctx's deadline allows and stop (nil: never) has
+// not ended.
+func (rt *Runtime) writeAgain(wctx *writeCtx, p *store.RunWriteParams, err error, stop context.Context) (*store.RunWriteResult, error) {
 	last := time.Since(wctx.deadline.Add(-rt.commitTO)) // the first try
 	tries := 1
+	var stopped <-chan struct{}
+	if stop != nil {
+		stopped = stop.Done()
+	}
 	for wait := busyFirstWait; ; wait = min(2*wait, busyMaxWait) {
+		if stop != nil && stop.Err() != nil {
+			return nil, busyStopped(stop, err, tries)
+		}
 		if !time.Now().Add(wait + last).Before(wctx.deadline) {
 			return nil, fmt.Errorf("%w (%d tries in %v)", err, tries, rt.commitTO)
 		}
 		t := time.NewTimer(wait)
-		<-t.C
+		select {
+		case <-t.C:
+		case <-stopped:
+			t.Stop()
+			return nil, busyStopped(stop, err, tries)
+		}
 		began := time.Now()
 		res, again := rt.store.RunWrite(wctx, p)
 		last = time.Since(began)
@@ -372,4 +416,11 @@ func (rt *Runtime) writeAgain(wctx *writeCtx, p *store.RunWriteParams, err error
 		err = again
 		tries++
 	}
+}
+
+// busyStopped is the error of a busy write whose retries the drive's
+// stop ended: it matches the context's error (the drive stops as its
+// cause says) and store.ErrBusy.
+func busyStopped(stop context.Context, err error, tries int) error {
+	return fmt.Errorf("%w: not made again after %d tries that met a busy store (%w)", stop.Err(), tries, err)
 }

@@ -140,6 +140,19 @@ func (rt *Runtime) Store() store.Store { return rt.store }
 // (running) and continues where it stopped. The calls driving those runs
 // return an error matching [ErrClosed]; later Run and Resume calls on this
 // runtime do too. Close does not close the store given to [New].
+//
+// Close returns once every drive has stopped: promptly, after the store
+// call each one has in flight, with one exception. A tool's result (or
+// the record that its outcome is unknown, or that it never ran) is
+// written before the drive stops, and when the store refuses that write
+// as busy ([store.ErrBusy]: a SQLite file locked by another process), it
+// is made again within Config.CommitTimeout: Close waits for it, since
+// that result exists nowhere else. If the budget is spent all the same,
+// the call is left started (reconciliation, as after a crash) and the
+// drive's error matches both [ErrClosed] and [store.ErrBusy]. Any other
+// write refused as busy (the model's answer, a call about to start) is
+// not made again once Close is called: the call never ran, and runs when
+// the run is resumed.
 func (rt *Runtime) Close() error {
 	rt.mu.Lock()
 	rt.closed = true
