@@ -65,7 +65,7 @@ var layers = map[string]int{
 // each library has one home.
 var thirdParty = map[string][]string{
 	"modernc.org/sqlite":                       {"store/storesqlite"},
-	"github.com/jackc/pgx/v5":                  {"store/storepg"},
+	"github.com/jackc/pgx/v5":                  {"store/storepg", "internal/scaletest"}, // scaletest: PGPool, the one query helper of the seeding tools and tests
 	"github.com/modelcontextprotocol/go-sdk":   {"tool/mcptool"},
 	"golang.org/x/oauth2":                      {"tool/mcptool"}, // the MCP SDK's OAuth token types
 	"github.com/spf13/cobra":                   {"internal/cli"},

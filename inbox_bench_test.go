@@ -82,10 +82,7 @@ func BenchmarkInboxLiveClaimsElsewhere(b *testing.B) {
 				_, _ = st.Pool().Exec(context.Background(), `DROP SCHEMA `+quoted+` CASCADE`)
 				st.Close()
 			})
-			exec := func(ctx context.Context, q string, args ...any) error {
-				_, err := st.Pool().Exec(ctx, q, args...)
-				return err
-			}
+			exec := scaletest.PGPool{Pool: st.Pool()}.Exec
 			if err := scaletest.PostgreSQL(ctx, exec, quoted, s); err != nil {
 				b.Fatal(err)
 			}

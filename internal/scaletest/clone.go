@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Clone says how to copy one finished run, written by the real code (a
@@ -162,6 +165,30 @@ func ClonePostgreSQL(ctx context.Context, db PGQuery, quoted string, c Clone) er
 		}
 	}
 	return nil
+}
+
+// PGPool is the PGQuery of a pool (a storepg store's Pool()); its Exec
+// method is an [Exec] for PostgreSQL.
+type PGPool struct{ Pool *pgxpool.Pool }
+
+// Exec runs q.
+func (p PGPool) Exec(ctx context.Context, q string, args ...any) error {
+	_, err := p.Pool.Exec(ctx, q, args...)
+	return err
+}
+
+// Columns implements [PGQuery].
+func (p PGPool) Columns(ctx context.Context, schema, table string) ([][2]string, error) {
+	rows, err := p.Pool.Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
+		WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`, schema, table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]string, error) {
+		var c [2]string
+		err := row.Scan(&c[0], &c[1])
+		return c, err
+	})
 }
 
 // PGQuery is what ClonePostgreSQL needs of a connection.

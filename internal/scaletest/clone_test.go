@@ -21,32 +21,6 @@ import (
 	"github.com/actoviq/actoviq-go/tool"
 )
 
-// pgq is what ClonePostgreSQL needs, on a store's pool.
-type pgq struct{ st *storepg.Store }
-
-func (p pgq) Exec(ctx context.Context, q string, args ...any) error {
-	_, err := p.st.Pool().Exec(ctx, q, args...)
-	return err
-}
-
-func (p pgq) Columns(ctx context.Context, schema, table string) ([][2]string, error) {
-	rows, err := p.st.Pool().Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`, schema, table)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out [][2]string
-	for rows.Next() {
-		var c [2]string
-		if err := rows.Scan(&c[0], &c[1]); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 // TestClone: a finished run written by the runtime, copied, reads back
 // through the runtime as the same run (its transcript, ledger, events and
 // released claim), under the copy's id and times; copies past History
@@ -80,7 +54,7 @@ func TestClone(t *testing.T) {
 				st.Close()
 			})
 			return st, func(c scaletest.Clone) error {
-				return scaletest.ClonePostgreSQL(ctx, pgq{st}, `"`+st.Schema()+`"`, c)
+				return scaletest.ClonePostgreSQL(ctx, scaletest.PGPool{Pool: st.Pool()}, `"`+st.Schema()+`"`, c)
 			}
 		},
 	}

@@ -59,10 +59,7 @@ func openPG(ctx context.Context, url, schema string) (*backend, error) {
 		return nil, err
 	}
 	quoted := `"` + schema + `"`
-	exec := func(ctx context.Context, q string, args ...any) error {
-		_, err := st.Pool().Exec(ctx, q, args...)
-		return err
-	}
+	exec := scaletest.PGPool{Pool: st.Pool()}.Exec
 	return &backend{name: "pg", st: st, seed: func(ctx context.Context, s scaletest.Spec) error {
 		return scaletest.PostgreSQL(ctx, exec, quoted, s)
 	}, close: func() {

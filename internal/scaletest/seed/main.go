@@ -37,31 +37,6 @@ var (
 	tenant   = flag.String("tenant", "default", "tenant")
 )
 
-type pgq struct{ st *storepg.Store }
-
-func (p pgq) Exec(ctx context.Context, q string, args ...any) error {
-	_, err := p.st.Pool().Exec(ctx, q, args...)
-	return err
-}
-
-func (p pgq) Columns(ctx context.Context, schema, table string) ([][2]string, error) {
-	rows, err := p.st.Pool().Query(ctx, `SELECT column_name, data_type FROM information_schema.columns
-		WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`, schema, table)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out [][2]string
-	for rows.Next() {
-		var c [2]string
-		if err := rows.Scan(&c[0], &c[1]); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
 func main() {
 	flag.Parse()
 	ctx := context.Background()
@@ -110,12 +85,11 @@ func main() {
 		}
 		st = s
 		quoted := `"` + schema + `"`
-		if err := scaletest.ClonePostgreSQL(ctx, pgq{s}, quoted, c); err != nil {
+		if err := scaletest.ClonePostgreSQL(ctx, scaletest.PGPool{Pool: s.Pool()}, quoted, c); err != nil {
 			fail(err)
 		}
 		fmt.Printf("cloned %d runs (%d with history) in %.0f s\n", *n, *history, time.Since(t0).Seconds())
-		exec := func(ctx context.Context, q string, args ...any) error { return pgq{s}.Exec(ctx, q, args...) }
-		if err := scaletest.PostgreSQL(ctx, exec, quoted, spec); err != nil {
+		if err := scaletest.PostgreSQL(ctx, scaletest.PGPool{Pool: s.Pool()}.Exec, quoted, spec); err != nil {
 			fail(err)
 		}
 	default:
