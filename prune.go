@@ -93,23 +93,28 @@ type PruneParams struct {
 	// Unpaced runs the batches back to back, without the pause and at
 	// size Batch: for a store nobody else writes to.
 	Unpaced bool
-	// DryRun removes nothing: it walks every batch that would be removed
-	// and reports the full counts, with the ids of the first
-	// [MaxDryRunIDs] runs (memory stays bounded).
+	// DryRun removes nothing: it reads the first [MaxDryRunIDs] runs that
+	// would be removed, oldest first, in batches of Batch, and reports
+	// them with their counts; More says that more would go. It costs what
+	// the first batches of the prune cost, whatever the store holds: it
+	// used to walk every batch to count every run (108 s on PostgreSQL with
+	// 1,000,000 finished runs).
 	DryRun bool
 	// Sinks receive the runs.pruned event of each batch, after
 	// [Config.Sinks].
 	Sinks []EventSink
 }
 
-// MaxDryRunIDs is the most run ids a dry run reports
-// (PruneResult.RunIDs); its counts cover every run.
+// MaxDryRunIDs is the most runs a dry run reads and reports
+// (PruneResult.RunIDs); when more would go, it says so (PruneResult.More)
+// without counting them.
 const MaxDryRunIDs = 1000
 
 // PruneResult counts what [Runtime.Prune] removed (or, for a dry run,
 // would remove).
 type PruneResult struct {
-	// Runs, LedgerEntries and Events count the rows removed.
+	// Runs, LedgerEntries and Events count the rows removed (for a dry
+	// run, those of RunIDs).
 	Runs int64 `json:"runs"`
 	// LedgerEntries counts the ledger entries removed with the runs.
 	LedgerEntries int64 `json:"ledger_entries"`
@@ -119,8 +124,9 @@ type PruneResult struct {
 	Batches int `json:"batches"`
 	// DryRun says nothing was removed.
 	DryRun bool `json:"dry_run,omitempty"`
-	// More, for a dry run, says that RunIDs holds only the first
-	// [MaxDryRunIDs] of the Runs that would be removed.
+	// More, for a dry run, says that more runs than RunIDs (the first
+	// [MaxDryRunIDs]) would be removed: the dry run stopped there, and its
+	// counts are of RunIDs only.
 	More bool `json:"more,omitempty"`
 	// RunIDs are the runs a dry run would remove, oldest first, at most
 	// [MaxDryRunIDs] (not filled by a prune).
@@ -178,6 +184,9 @@ func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, err
 	var after *store.RunCursor // each batch starts after the previous one: no walk over what it removed
 	var fixed time.Duration    // a batch's fixed cost: the time of the last batch of a few runs
 	for {
+		if p.DryRun {
+			batch = min(maxBatch, MaxDryRunIDs-len(res.RunIDs))
+		}
 		t0 := time.Now()
 		b, err := rt.store.RunPrune(ctx, &store.RunPruneParams{Tenant: rt.tenant, FinishedBefore: p.FinishedBefore,
 			Limit: batch, Sessions: p.Sessions, DryRun: p.DryRun, After: after})
@@ -193,9 +202,11 @@ func (rt *Runtime) Prune(ctx context.Context, p *PruneParams) (*PruneResult, err
 			rt.emitPruned(ctx, p, b)
 		}
 		if p.DryRun {
-			keep := min(len(b.RunIDs), MaxDryRunIDs-len(res.RunIDs))
-			res.RunIDs = append(res.RunIDs, b.RunIDs[:keep]...)
-			res.More = res.More || keep < len(b.RunIDs)
+			res.RunIDs = append(res.RunIDs, b.RunIDs...)
+			if b.More && len(res.RunIDs) >= MaxDryRunIDs {
+				res.More = true
+				return res, nil
+			}
 		}
 		if !b.More || len(b.RunIDs) == 0 {
 			return res, nil

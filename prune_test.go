@@ -98,11 +98,12 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-// TestPruneDryRunCountsAll: a dry run walks every batch and counts every
-// run it would remove, with the ids of the first MaxDryRunIDs only; a
-// paced prune (batches sized by BatchTime, a pause after each) then
-// removes exactly that many.
-func TestPruneDryRunCountsAll(t *testing.T) {
+// TestPruneDryRunStopsAtMaxDryRunIDs: a dry run reads the first
+// MaxDryRunIDs runs it would remove, oldest first, in batches of Batch,
+// says that more would go, and reads no further batch (it used to count
+// every run: 108 s with 1,000,000 on PostgreSQL); a paced prune (batches
+// sized by BatchTime, a pause after each) then removes them all.
+func TestPruneDryRunStopsAtMaxDryRunIDs(t *testing.T) {
 	ctx := context.Background()
 	st := storemem.New(nil)
 	rt, err := actoviq.New(st, nil)
@@ -123,7 +124,8 @@ func TestPruneDryRunCountsAll(t *testing.T) {
 	}
 	cut := time.Now().Add(time.Hour)
 	dry, err := rt.Prune(ctx, &actoviq.PruneParams{FinishedBefore: cut, Batch: 100, DryRun: true})
-	if err != nil || dry.Runs != n || len(dry.RunIDs) != actoviq.MaxDryRunIDs || !dry.More || dry.Batches < n/100 {
+	if err != nil || dry.Runs != actoviq.MaxDryRunIDs || len(dry.RunIDs) != actoviq.MaxDryRunIDs || !dry.More ||
+		dry.Batches != actoviq.MaxDryRunIDs/100 {
 		t.Fatalf("dry run: runs %d, %d ids, more %v, %d batches, %v", dry.Runs, len(dry.RunIDs), dry.More, dry.Batches, err)
 	}
 	if dry.RunIDs[0] != "r00000" || dry.RunIDs[actoviq.MaxDryRunIDs-1] != fmt.Sprintf("r%05d", actoviq.MaxDryRunIDs-1) {

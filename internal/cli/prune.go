@@ -53,7 +53,8 @@ func (e *env) runsPruneCmd() *cobra.Command {
 			"not finished, or a child whose parent is not; a run whose claim is live; and, without --sessions, a\n" +
 			"run of a session still in use (one with a run that is not finished or is younger than the cut-off).\n" +
 			"Session journals are never removed.\n\n" +
-			"--dry-run removes nothing: it counts every run that would go and lists the first " + strconv.Itoa(actoviq.MaxDryRunIDs) + ".\n" +
+			"--dry-run removes nothing: it lists the runs that would go, up to the first " + strconv.Itoa(actoviq.MaxDryRunIDs) + ", and says\n" +
+			"when there are more (it stops there, so that it costs the same however many runs the store holds).\n" +
 			"--json prints {\"schema\":1,...}.\n" +
 			"A worker removes finished runs by itself with Config.Retention (actoviq worker --keep-finished).",
 		Example: "  actoviq runs prune --finished-before 720h --dry-run\n  actoviq runs prune --finished-before 30d --store postgres://user@db/actoviq",
@@ -88,13 +89,18 @@ func (e *env) runsPruneCmd() *cobra.Command {
 			case jsonOut:
 				werr = writeJSON(e, pruneJSON{Schema: jsonSchema, FinishedBefore: cut.UTC(), PruneResult: res})
 			case dryRun:
-				fmt.Fprintf(e.stdout, "dry run: would remove %d runs finished before %s (%d ledger entries, %d events)\n",
-					res.Runs, cut.UTC().Format(time.RFC3339), res.LedgerEntries, res.Events)
+				runs, of := strconv.FormatInt(res.Runs, 10), ""
+				if res.More {
+					runs, of = "more than "+runs, " in the first "+strconv.FormatInt(res.Runs, 10)
+				}
+				fmt.Fprintf(e.stdout, "dry run: would remove %s runs finished before %s (%d ledger entries, %d events%s)\n",
+					runs, cut.UTC().Format(time.RFC3339), res.LedgerEntries, res.Events, of)
 				for _, id := range res.RunIDs {
 					fmt.Fprintln(e.stdout, "  "+id)
 				}
 				if res.More {
-					fmt.Fprintf(e.stdout, "and %d more (the first %d are listed)\n", res.Runs-int64(len(res.RunIDs)), len(res.RunIDs))
+					fmt.Fprintf(e.stdout, "the dry run stops after the first %d runs; actoviq runs prune without --dry-run removes them all\n",
+						len(res.RunIDs))
 				}
 			default:
 				fmt.Fprintf(e.stdout, "removed %d runs finished before %s (%d ledger entries, %d events) in %d batches\n",
@@ -108,7 +114,7 @@ func (e *env) runsPruneCmd() *cobra.Command {
 	}
 	c.register(cmd)
 	cmd.Flags().StringVar(&before, "finished-before", "", "remove runs finished longer ago than this (such as 720h or 30d)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "remove nothing; count what would go and list the first runs")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "remove nothing; list the first runs that would go")
 	cmd.Flags().BoolVar(&sessions, "sessions", false, "also remove finished runs of sessions still in use")
 	cmd.Flags().IntVar(&batch, "batch", 500, "the most runs per batch (one transaction)")
 	cmd.Flags().DurationVar(&batchTime, "batch-time", 20*time.Millisecond, "how long one batch may hold the store (sizes the batches)")
