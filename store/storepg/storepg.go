@@ -96,8 +96,8 @@ var _ store.Store = (*Store)(nil)
 // pgxpool.ParseConfig accepts), applies pending migrations to the
 // configured schema and returns a store that owns its pool: [Store.Close]
 // closes it. Its connections run without parallel query
-// (max_parallel_workers_per_gather = 0) unless the URL sets
-// max_parallel_workers_per_gather; [New] leaves the caller's pool as it is.
+// (max_parallel_workers_per_gather = 0) and without JIT compilation (jit =
+// off) unless the URL sets them; [New] leaves the caller's pool as it is.
 func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	c := configOrDefault(cfg)
 	if err := c.validate(); err != nil {
@@ -112,6 +112,9 @@ func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	}
 	if _, set := pc.ConnConfig.RuntimeParams[parallelParam]; !set {
 		pc.ConnConfig.RuntimeParams[parallelParam] = "0"
+	}
+	if _, set := pc.ConnConfig.RuntimeParams[jitParam]; !set {
+		pc.ConnConfig.RuntimeParams[jitParam] = "off"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -134,6 +137,14 @@ func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 // idle count then took 220-460 ms, starting two workers to read 18
 // buffers, against 1-10 ms without (docs/operations.md).
 const parallelParam = "max_parallel_workers_per_gather"
+
+// jitParam is the other setting [Open] turns off unless the URL sets it,
+// for the same reason: a plan whose cost the planner overestimates is
+// JIT-compiled, which costs hundreds of milliseconds for a statement that
+// reads a few pages. The inbox's idle count in a generic plan (which does
+// not know the time, so it costs every released claim as maybe live) took
+// 540 ms to compile and read 5 buffers, in a store of 300,000 runs.
+const jitParam = "jit"
 
 // New returns a store on a pool the caller owns, after applying pending
 // migrations to the configured schema. [Store.Close] does not close the
