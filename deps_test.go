@@ -47,6 +47,7 @@ var layers = map[string]int{
 	"internal/scaletest/seed":           10, // a command that fills a store with a history copied from a run it holds
 	"internal/redact":                   0,  // the one redactor: every package that hides a secret uses it; imports no module package
 	"internal/handoff":                  -1, // the mark of a store write whose values the engine hands over (storemem keeps them uncopied); imports no module package
+	"internal/toolrun":                  -1, // the engine's worker runs a call's tool on its own goroutine (tool.Runner asks the context for it); imports no module package
 	"internal/jsonenc":                  -1, // JSON strings as encoding/json writes them, for the hand-written encoders of the hot path (item's too), and json.Valid in one pass; imports no module package
 	"":                                  8,  // root package actoviq
 	"otelsink":                          9,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/actoviq/actoviq-go/internal/ledger"
+	"github.com/actoviq/actoviq-go/internal/toolrun"
 	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/tool"
 )
@@ -101,8 +102,12 @@ func (d *drive) commitResult(ctx context.Context, en *store.LedgerEntry, ev ledg
 }
 
 // runCall takes one prepared call through policy, start, invocation and
-// commit. It returns an interruption when the call cannot finish now.
-func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interruption, error) {
+// commit. It returns an interruption when the call cannot finish now. On
+// a batch's worker (w set) the tool of a call that starts no child run
+// runs on the calling goroutine (drive_batch.go); runCall returns
+// toolrun.ErrTakenOver, having touched nothing of the drive's since the
+// tool began, when the drive took the call over meanwhile.
+func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry, w *batchWorker) (*Interruption, error) {
 	if ctx.Err() != nil || d.pastDeadline() {
 		return nil, nil // not started; stays prepared
 	}
@@ -167,12 +172,20 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry) (*Interrupti
 	}
 	en = d.entry(en.CallID)
 	tctx, cancel := d.withinDeadline(ctx)
-	defer cancel()
 	tctx, pc := d.childCallContext(tctx, en) // an agent tool's parent
 	tctx = d.withRecorder(tctx, en)          // tool.RecordHandle (drive_handle.go)
+	if w != nil && pc == nil {
+		// What the drive needs to take the call over (w.mu is held).
+		w.en, w.cancel = en, cancel
+		tctx = toolrun.With(tctx, w)
+	}
 	call.Key, call.Attempt, call.Approved = en.IdempotencyKey, en.Attempt, true
 	res, err := d.runner.Run(tctx, call)
+	if err == toolrun.ErrTakenOver {
+		return nil, err // the drive records the call, and ends its context
+	}
 	res, err = pc.outcome(res, err) // an agent tool's child: its own outcome, never "unknown"
+	cancel()
 	return d.recordOutcome(ctx, en, res, err)
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/actoviq/actoviq-go/internal/toolrun"
 )
 
 // callCtx is the context a tool runs in: its parent's values plus the
@@ -142,6 +144,8 @@ func (c *callCtx) Value(key any) any {
 		return c.key
 	case keyAttempt:
 		return c.attempt
+	case toolrun.Key:
+		return nil // the engine's, for the runner that runs this call; never a runner the tool uses
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/actoviq/actoviq-go/internal/toolrun"
 )
 
 // DefaultTimeout bounds a call whose spec and runner set no timeout.
@@ -287,16 +289,15 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 	callCtx := newCallCtx(ctx, timeout, call.Key, attempt)
 	defer callCtx.cancel()
 
+	if h := toolrun.From(ctx); h != nil {
+		return r.invokeHere(h, e, callCtx, args)
+	}
+
 	// Buffered, so a tool that finishes after we gave up does not block.
 	done := make(chan outcome, 1)
 	go func() {
 		var o outcome
-		defer func() {
-			if p := recover(); p != nil {
-				o = outcome{panicked: p}
-			}
-			done <- o
-		}()
+		defer func() { done <- o }() // also when the tool ends the goroutine
 		if err := callCtx.ended(); err != nil {
 			// Scheduled after the runner gave up on the call (its deadline
 			// passed, its parent ended): the tool is not started with its
@@ -304,7 +305,7 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 			o.notStarted = err
 			return
 		}
-		o.res, o.err = e.tool.Call(callCtx, args)
+		callTool(&o, e.tool, callCtx, args)
 	}()
 
 	name := e.spec.Name
@@ -331,6 +332,57 @@ func (r *Runner) invoke(ctx context.Context, e *entry, call *Call, args json.Raw
 	return r.outcome(name, callCtx, o)
 }
 
+// callTool calls the tool into o, recovering a panic. A tool that ends
+// its goroutine (runtime.Goexit: a test's t.FailNow) has not returned
+// either: its outcome is unknown, as a panic's is. On a goroutine of its
+// own the outcome is still delivered (invoke's deferred send); on the
+// engine's worker the goroutine ends and the worker reports it
+// (drive_batch.go).
+func callTool(o *outcome, t Tool, ctx context.Context, args json.RawMessage) {
+	returned := false
+	defer func() {
+		if p := recover(); p != nil {
+			*o = outcome{panicked: p}
+		} else if !returned {
+			*o = outcome{panicked: errGoexit}
+		}
+	}()
+	o.res, o.err = t.Call(ctx, args)
+	returned = true
+}
+
+// errGoexit is the "panic" of a tool that ended its goroutine.
+var errGoexit = errors.New("the tool ended its goroutine (runtime.Goexit) before it returned")
+
+// invokeHere runs the tool on the calling goroutine, for the engine's
+// worker (internal/toolrun): h lets the call go while the tool runs, and
+// whoever takes it over then ends it with end, the error the goroutine
+// path returns at the deadline or a cancellation. A call taken over
+// returns toolrun.ErrTakenOver, whatever the tool returned.
+func (r *Runner) invokeHere(h toolrun.Host, e *entry, callCtx *callCtx, args json.RawMessage) (Result, error) {
+	name := e.spec.Name
+	if err := callCtx.ended(); err != nil {
+		return r.outcome(name, callCtx, outcome{notStarted: err})
+	}
+	h.Enter(callCtx.deadline, func(expired bool) error {
+		if expired {
+			callCtx.expire()
+		}
+		cause := callCtx.Err()
+		if cause == nil { // ended for the tool by its runner, as invoke's deferred cancel does
+			cause = context.Canceled
+		}
+		callCtx.cancel()
+		return &Error{Kind: ctxKind(cause), Tool: name, Started: true, OutcomeUnknown: true, Err: cause}
+	})
+	var o outcome
+	callTool(&o, e.tool, callCtx, args)
+	if !h.Leave() {
+		return Result{}, toolrun.ErrTakenOver
+	}
+	return r.outcome(name, callCtx, o)
+}
+
 // giveUp is called when the call's context ended: a result that arrived
 // at the same moment is preferred; ended says there was none.
 func giveUp(done chan outcome) (o outcome, ended bool) {
@@ -347,6 +399,8 @@ func (r *Runner) outcome(name string, callCtx context.Context, o outcome) (Resul
 	switch {
 	case o.notStarted != nil:
 		return Result{}, &Error{Kind: ctxKind(o.notStarted), Tool: name, Err: o.notStarted}
+	case o.panicked == errGoexit:
+		return Result{}, &Error{Kind: KindExecution, Tool: name, Started: true, OutcomeUnknown: true, Err: errGoexit}
 	case o.panicked != nil:
 		return Result{}, &Error{Kind: KindExecution, Tool: name, Started: true, OutcomeUnknown: true,
 			Err: fmt.Errorf("panic: %v", o.panicked)}
