@@ -29,10 +29,12 @@ import (
 // how that time moves with the machine: faults/call, the page faults
 // (fresh heap pages, most of them for what the memory store keeps: each
 // costs about 13-18 µs of kernel CPU on the 2-core VM this project is
-// measured on), and switches/call, the context switches (a tool runs on
-// a goroutine of its own, so that a call can return at its deadline
-// even if the tool ignores its context; starting it wakes an idle core's
-// thread, which then spins and sleeps again).
+// measured on), and switches/call, the context switches (a tool must
+// not run on the drive's goroutine, so that a call can return at its
+// deadline even if the tool ignores its context; waking another
+// goroutine wakes an idle core's thread, which then spins and sleeps
+// again: a batch's calls run on one worker goroutine, drive_batch.go,
+// one hand-off per batch rather than per call).
 func BenchmarkCallCPU(b *testing.B) {
 	const calls = 10
 	ctx := context.Background()
