@@ -177,7 +177,10 @@ type failWrite struct {
 func (f *failWrite) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	for _, w := range p.Ledger {
 		if w.Entry.CallID == f.call && w.Entry.State == f.state && f.failed.CompareAndSwap(false, true) {
-			return nil, errors.New("disk on fire")
+			// A failure the store knows wrote nothing (a full disk): an
+			// error whose outcome is not known would be read back and
+			// the write made again (drive_write.go readBack).
+			return nil, &store.FullError{Err: errors.New("disk on fire")}
 		}
 	}
 	return f.Store.RunWrite(ctx, p)

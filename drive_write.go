@@ -1,6 +1,7 @@
 package actoviq
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -153,6 +154,9 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 	}
 	if err != nil && errors.Is(err, store.ErrBusy) {
 		res, err = d.rt.writeAgain(wctx, p, err, d.retryStop(ctx, p))
+	}
+	if err != nil && outcomeUnknown(err) {
+		res, err = d.readBack(wctx, p, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: write: %w", d.run.ID, err)
@@ -329,7 +333,7 @@ func waitKind(status store.RunStatus, cp *checkpoint) string {
 // with a conflict, one made after a takeover of the claim is fenced out;
 // nothing is ever written twice, and only the store write is repeated,
 // never a tool. An error whose outcome is not known (a connection lost
-// during COMMIT) is not ErrBusy and is never sent again.
+// during COMMIT) is not ErrBusy: it is read back first (readBack, below).
 //
 // The tries share the write's budget (Config.CommitTimeout, counted from
 // the first): a try is made only when its wait and as long a try as the
@@ -416,6 +420,141 @@ func (rt *Runtime) writeAgain(wctx *writeCtx, p *store.RunWriteParams, err error
 		err = again
 		tries++
 	}
+}
+
+// A write whose outcome is not known is read back.
+//
+// A store error that says nothing about what was stored (a connection
+// lost while COMMIT was on its way or its answer was, an I/O error) may
+// hide a write that committed. Stopping the drive then sends a call whose
+// result was in fact recorded, or whose tool returned, to reconciliation.
+// readBack tells the two apart for a fenced write of ledger records (no
+// run update: a tool's result, a call about to start, the two carried
+// together), reading each record back:
+//   - every record at the revision after the one the write expected, and
+//     as written (state, attempt, holder and epoch, times, result): the
+//     write committed. Nobody else writes a record of this drive's run
+//     under its fence, and the drive's own writes are made one at a time,
+//     so the record is this write's. The drive goes on with it, and with
+//     its events as stored.
+//   - every record still at the revision the write expected: the write is
+//     made again, the very same params, as a busy write is. The revisions
+//     and the fence decide, as the first time, and they let one of the two
+//     commit at most: the first try, if it is still on its way (PostgreSQL
+//     holds it behind the run's lock until its transaction ends), commits
+//     and the second meets a conflict, or the second commits and the
+//     first can never. A conflict is read back once more.
+//   - anything else (a record read back at another revision or not as
+//     written, a read that fails): the first error stands, and the call
+//     goes to reconciliation as before.
+//
+// Nothing is decided on a guess: "committed" rests on the record being
+// read back (a reader sees only a committed write, and SQLite shows a
+// commit only after its WAL was synced), "not committed" only sends the
+// same CAS again. A write with a run update (the model's answer, the
+// run's end) is not read back: it would need the run's checkpoint
+// compared, and losing it loses no tool's outcome.
+
+// outcomeUnknown reports an error of a store write that says nothing
+// about whether it committed: none of the store's own answers (each of
+// which the store returns only when it knows), nor a context's (the
+// write's budget is spent).
+func outcomeUnknown(err error) bool {
+	for _, known := range [...]error{store.ErrBusy, store.ErrConflict, store.ErrFenced, store.ErrNotFound, store.ErrInvalid,
+		store.ErrData, store.ErrExists, store.ErrClaimHeld, store.ErrFull} {
+		if errors.Is(err, known) {
+			return false
+		}
+	}
+	return !isContextErr(err)
+}
+
+// readBack settles p, a write that failed with err, whose outcome is not
+// known; mu is held.
+func (d *drive) readBack(wctx *writeCtx, p *store.RunWriteParams, err error) (*store.RunWriteResult, error) {
+	if p.Run != nil || p.Fence == nil || len(p.Ledger) == 0 {
+		return nil, err
+	}
+	for again := false; ; again = true {
+		stored, committed, absent := d.readRecords(wctx, p)
+		switch {
+		case committed:
+			evs, ok := d.storedEvents(wctx, p)
+			if !ok {
+				return nil, err
+			}
+			return &store.RunWriteResult{Ledger: stored, Events: evs}, nil
+		case absent && !again:
+			res, werr := d.rt.store.RunWrite(wctx, p)
+			if werr == nil {
+				return res, nil
+			}
+			if !errors.Is(werr, store.ErrConflict) && !outcomeUnknown(werr) {
+				return nil, werr // fenced, busy...: the store's answer
+			}
+		default:
+			return nil, err
+		}
+	}
+}
+
+// readRecords reads back the records of p: committed when each is at the
+// revision after the one p expected and as p wrote it, absent when each
+// is at the revision p expected.
+func (d *drive) readRecords(ctx context.Context, p *store.RunWriteParams) (stored []*store.LedgerEntry, committed, absent bool) {
+	committed, absent = true, true
+	stored = make([]*store.LedgerEntry, 0, len(p.Ledger))
+	for _, w := range p.Ledger {
+		en, err := d.rt.store.LedgerGet(ctx, &store.LedgerGetParams{Tenant: p.Tenant, RunID: p.RunID, CallID: w.Entry.CallID})
+		switch {
+		case errors.Is(err, store.ErrNotFound) && w.ExpectedRevision == 0:
+			committed = false
+			continue
+		case err != nil:
+			return nil, false, false
+		}
+		if en.Revision != w.ExpectedRevision+1 || !sameRecord(en, w.Entry) {
+			committed = false
+		}
+		if en.Revision != w.ExpectedRevision {
+			absent = false
+		}
+		stored = append(stored, en)
+	}
+	return stored, committed, absent
+}
+
+// sameRecord reports whether a record read back is the one written: the
+// fields a transition sets, times to the microsecond every store keeps.
+func sameRecord(got, want *store.LedgerEntry) bool {
+	same := func(a, b time.Time) bool { return a.Truncate(time.Microsecond).Equal(b.Truncate(time.Microsecond)) }
+	return got.State == want.State && got.Attempt == want.Attempt && got.Holder == want.Holder && got.Epoch == want.Epoch &&
+		same(got.StartedAt, want.StartedAt) && same(got.CommittedAt, want.CommittedAt) &&
+		bytes.Equal(got.Result, want.Result) && bytes.Equal(got.Error, want.Error)
+}
+
+// storedEvents finds the events of p, a write read back committed, as
+// stored (with their sequence numbers), among the run's events after the
+// drive's last run write.
+func (d *drive) storedEvents(ctx context.Context, p *store.RunWriteParams) ([]*store.EventRecord, bool) {
+	want := map[string]bool{}
+	for _, ev := range p.AllEvents() {
+		want[ev.ID] = true
+	}
+	if len(want) == 0 {
+		return nil, true
+	}
+	evs, err := d.rt.store.EventList(ctx, &store.EventListParams{Tenant: p.Tenant, RunID: p.RunID, AfterSeq: d.run.EventSeq})
+	if err != nil {
+		return nil, false
+	}
+	out := make([]*store.EventRecord, 0, len(want))
+	for _, ev := range evs {
+		if want[ev.ID] {
+			out = append(out, ev)
+		}
+	}
+	return out, len(out) == len(want)
 }
 
 // busyStopped is the error of a busy write whose retries the drive's

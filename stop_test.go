@@ -117,7 +117,9 @@ type failingStore struct {
 func (f *failingStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	for _, w := range p.Ledger {
 		if w.Entry.CallID == f.call && f.failed.CompareAndSwap(false, true) {
-			return nil, errors.New("disk on fire")
+			// Known to have written nothing (an error of unknown outcome
+			// would be read back and the write made again).
+			return nil, &store.FullError{Err: errors.New("disk on fire")}
 		}
 	}
 	f.writes.Add(1)
