@@ -142,7 +142,9 @@ func (rt *Runtime) Store() store.Store { return rt.store }
 // runtime do too. Close does not close the store given to [New].
 //
 // Close returns once every drive has stopped: promptly, after the store
-// call each one has in flight, with one exception. A tool's result (or
+// call each one has in flight (on a SQLite file another process holds
+// locked, a call waits up to the store's busy timeout), with one
+// exception. A tool's result (or
 // the record that its outcome is unknown, or that it never ran) is
 // written before the drive stops, and when the store refuses that write
 // as busy ([store.ErrBusy]: a SQLite file locked by another process), it
