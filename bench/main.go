@@ -56,6 +56,8 @@ func main() {
 	p1Only := flag.Bool("p1-only", false, "run only the P1 pass: the marginal call against two floor commits, -samples per round, and what each writes")
 	walPages := flag.Bool("wal-pages", false, "with -p1-only: at the end, one SQLite run of -calls calls and the pages each of its commits wrote to the WAL, by table or index")
 	perRound := flag.Int("samples", 10, "samples of each timed figure per round (floor, call, DBOS step), side by side in time")
+	flag.IntVar(&cpuSamples, "cpu-samples", cpuSamples, "samples per round of the CPU pass on each store (a sample: a run of -calls calls less a run of none), after 50 warm-up runs")
+	cpuOnly := flag.Bool("cpu-only", false, "run only the CPU pass and print the CPU per call on each store")
 	sessionOnly := flag.Bool("session-only", false, "run only the runs continuing sessions (1k and -session-items: default window, -session-window, whole session)")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -93,6 +95,14 @@ func main() {
 		env.p1Pass(ctx, *rounds, *perRound)
 		if *walPages {
 			env.sqliteWALPages(ctx)
+		}
+		return
+	}
+	if *cpuOnly {
+		cpu := env.cpuPass(ctx, *rounds)
+		fmt.Printf("CPU pass: %d rounds × %d samples, after %d warm-up runs; CPU per call (goal on the memory store ≤ 30 µs):\n", *rounds, cpuSamples, cpuWarmRuns)
+		for _, b := range env.backs {
+			fmt.Printf("  %s: %s (per floor commit %s)\n", b.name, us(cpu["cpu/"+b.name]), us(cpu["cpufloor/"+b.name]))
 		}
 		return
 	}

@@ -101,24 +101,39 @@ func (e *env) timed(ctx context.Context, rounds, perRound int, dbos bool) map[st
 // cpuPass measures the CPU time of the marginal call on each of our
 // stores: this process's CPU (engine, driver, garbage collector), so it
 // runs before DBOS starts its background goroutines in the process.
+//
+// A sample is one pair: a run of e.calls calls less a run of none, per
+// call. It takes cpuSamples per round (-cpu-samples), after
+// cpuWarmRuns runs on each store. Until session 8 it took one sample per
+// round after one warm-up run: with -rounds 5 the row rested on 5
+// samples taken while the heap still grew to its first GC goal, where
+// every byte allocated is a fresh page (13-18 µs of kernel CPU per page
+// fault on the 2-core VM), and one sample alone reads anywhere from 1 to
+// 130 µs per call there (rusage, other tenants): 5 medians of 5 such
+// samples, same binary, read 29-64 µs.
 func (e *env) cpuPass(ctx context.Context, rounds int) map[string]time.Duration {
+	perRound := cpuSamples
 	samples := map[string][]time.Duration{}
 	for _, b := range e.backs {
-		_, err := e.run(ctx, b, e.calls) // warm up
-		check(err)
+		for range cpuWarmRuns {
+			_, err := e.run(ctx, b, e.calls)
+			check(err)
+		}
 	}
 	for range rounds {
 		for _, b := range e.backs {
-			c0 := cpuTime()
-			_, err := e.run(ctx, b, e.calls)
-			check(err)
-			c1 := cpuTime()
-			_, err = e.run(ctx, b, 0)
-			check(err)
-			c2 := cpuTime()
-			samples["cpu/"+b.name] = append(samples["cpu/"+b.name], ((c1-c0)-(c2-c1))/time.Duration(e.calls))
+			for range perRound {
+				c0 := cpuTime()
+				_, err := e.run(ctx, b, e.calls)
+				check(err)
+				c1 := cpuTime()
+				_, err = e.run(ctx, b, 0)
+				check(err)
+				c2 := cpuTime()
+				samples["cpu/"+b.name] = append(samples["cpu/"+b.name], ((c1-c0)-(c2-c1))/time.Duration(e.calls))
+			}
 			if b.floor != nil {
-				c0 = cpuTime()
+				c0 := cpuTime()
 				for range floorReps {
 					check(b.floor(ctx))
 				}
@@ -132,6 +147,14 @@ func (e *env) cpuPass(ctx context.Context, rounds int) map[string]time.Duration 
 	}
 	return out
 }
+
+// cpuWarmRuns is the runs on each store before the CPU pass samples: a
+// 10-call run allocates about 90 kB, so 50 take the heap past its first
+// GC goal (4 MB).
+const cpuWarmRuns = 50
+
+// cpuSamples is the CPU pass's samples per round on each store (-cpu-samples).
+var cpuSamples = 20
 
 // cpuTime is the CPU time this process has used (user and system, all
 // threads: the engine, the drivers, the garbage collector).
