@@ -73,6 +73,14 @@ func TestListOneStatusPlan(t *testing.T) {
 			SELECT 't', 'w' || lpad(n::text, 8, '0'), '', '', 'agent', 'd', 'interrupted', 'approval', '{"v":1}', NULL, NULL, 3, 0,
 				$1::timestamptz + interval '1 day' + n * interval '1 second', $1::timestamptz + interval '1 day' + n * interval '1 second'
 			FROM generate_series(1, 2000) n`,
+		// A parent with 3,000 children, all completed, older than every
+		// other run: a page of its completed children reads them from
+		// runs_by_parent, not from the 30,000 completed runs of
+		// runs_by_status, nor sorts all of the parent's children.
+		`INSERT INTO {{schema}}.runs (` + cols + `)
+			SELECT 't', 'c' || lpad(n::text, 8, '0'), 'p', '', 'agent', 'd', 'completed', '', '{"v":1}', NULL, NULL, 3, 0,
+				$1::timestamptz - interval '1 day' + n * interval '1 second', $1::timestamptz - interval '1 day' + n * interval '1 second'
+			FROM generate_series(1, 3000) n`,
 	} {
 		if _, err := s.pool.Exec(ctx, s.q(q), base); err != nil {
 			t.Fatalf("seed %d: %v", i, err)
@@ -90,16 +98,24 @@ func TestListOneStatusPlan(t *testing.T) {
 			After: &store.RunCursor{At: base.Add(20000 * time.Second), ID: "f00020000"}}},
 		{"runs list --status completed,failed", store.RunListParams{Tenant: "t", Statuses: []store.RunStatus{store.RunCompleted, store.RunFailed},
 			Summary: true, Limit: 51}},
+		{"runs list --parent p --status completed", store.RunListParams{Tenant: "t", ParentID: "p", Status: store.RunCompleted,
+			Summary: true, Limit: 51}},
 	} {
+		ix := []string{"runs_by_status"}
+		if c.p.ParentID != "" {
+			ix = []string{"runs_by_parent"}
+		}
 		q, args := s.listQuery(&c.p)
-		checkPG(t, c.name, explain(t, s, q, args...), []string{"runs_by_status"}, 51)
-		checkPG(t, c.name+", generic plan", explainGeneric(t, s, q, args...), []string{"runs_by_status"}, 51)
+		checkPG(t, c.name, explain(t, s, q, args...), ix, 51)
+		checkPG(t, c.name+", generic plan", explainGeneric(t, s, q, args...), ix, 51)
 		runs, err := s.RunList(ctx, &c.p)
 		if err != nil || len(runs) != 51 || runs[0].Status != store.RunCompleted {
 			t.Fatalf("%s: %d runs, %v", c.name, len(runs), err)
 		}
 		want := "f00030000"
-		if c.p.After != nil {
+		if c.p.ParentID != "" {
+			want = "c00003000"
+		} else if c.p.After != nil {
 			want = "f00019999"
 		}
 		if runs[0].ID != want || runs[50].ID >= runs[0].ID {
