@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,8 +154,11 @@ func TestBusyFilePastCommitBudget(t *testing.T) {
 		Tools: []tool.Tool{pay}}
 	_, err = rt.Run(context.Background(), a, &actoviq.Input{RunID: "b2", Items: []item.Item{item.UserText("pay")}})
 	pay.wg.Wait()
-	if !errors.Is(err, store.ErrBusy) {
-		t.Fatalf("run: %v, want an error matching store.ErrBusy", err)
+	// The last try may be cut by the budget itself on a loaded machine
+	// (its error is then the context's, the busy tries before it named:
+	// writeAgain); seen once in a go test ./... run at load ~8.
+	if !errors.Is(err, store.ErrBusy) && !(errors.Is(err, context.DeadlineExceeded) && strings.Contains(err.Error(), "met a busy store")) {
+		t.Fatalf("run: %v, want an error matching store.ErrBusy, or the budget's deadline after busy tries", err)
 	}
 	// How many tries fit the budget depends on the machine's load (a try
 	// waits the 50 ms busy timeout, and more on a loaded machine);
