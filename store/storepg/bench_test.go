@@ -165,3 +165,74 @@ func BenchmarkSessionLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallWrites is the store's share of a durable side-effect call
+// as the engine writes it (bench/setup.go): runs of ten calls, each run a
+// model response whose ten prepared calls go in one events row, then per
+// call one fenced write holding the committed record of the previous
+// call and the started record of the next
+// (docs/design.md#one-write-per-call-in-a-batch). An op is one call: its
+// write and a tenth of the response's (a run's creation and claim are not
+// timed). Compare with BenchmarkCommitFloor in the same run; -benchmem
+// counts the client's allocations per call.
+func BenchmarkCallWrites(b *testing.B) {
+	s := benchStore.get(b)
+	var (
+		runID string
+		fence *store.Fence
+		prev  string
+	)
+	entry := func(call string, state store.LedgerState) *store.LedgerEntry {
+		e := &store.LedgerEntry{Tenant: "t", RunID: runID, CallID: call, Turn: 1, Index: len(call), Tool: "charge", Effect: "side-effect", State: state,
+			IdempotencyKey: runID + ":" + call, ArgsDigest: "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
+			Args: json.RawMessage(`{"cents":500}`)}
+		if state != store.LedgerPrepared {
+			e.Holder, e.Epoch, e.Attempt, e.StartedAt = fence.Holder, fence.Epoch, 1, time.Now()
+		}
+		if state == store.LedgerCommitted {
+			e.Result, e.CommittedAt = json.RawMessage(`{"ok":true}`), time.Now()
+		}
+		return e
+	}
+	event := func(typ, call string) *store.EventRecord {
+		return &store.EventRecord{Type: typ, ID: typ + call, Data: json.RawMessage(`{"call_id":"` + call + `","tool":"charge"}`)}
+	}
+	i := 0
+	for b.Loop() {
+		k := i % 10
+		if k == 0 {
+			b.StopTimer()
+			runID = fmt.Sprintf("calls%d-%d", time.Now().UnixNano(), i)
+			run, err := s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: runID, Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey(runID), Holder: "w", TTL: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fence, prev = &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}, ""
+			b.StartTimer()
+			p := &store.RunWriteParams{Tenant: "t", RunID: runID, Fence: fence,
+				Run: &store.RunUpdate{ExpectedRevision: run.Revision, Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)}}
+			for j := range 10 {
+				call := fmt.Sprintf("c%d", j)
+				p.Ledger = append(p.Ledger, store.LedgerWrite{Entry: entry(call, store.LedgerPrepared), Event: event("tool.prepared", call)})
+			}
+			if _, err := s.RunWrite(ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		call := fmt.Sprintf("c%d", k)
+		var ws []store.LedgerWrite
+		if prev != "" {
+			ws = append(ws, store.LedgerWrite{Entry: entry(prev, store.LedgerCommitted), ExpectedRevision: 2, Event: event("tool.committed", prev)})
+		}
+		ws = append(ws, store.LedgerWrite{Entry: entry(call, store.LedgerStarted), ExpectedRevision: 1, Event: event("tool.started", call)})
+		if _, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: runID, Fence: fence, Ledger: ws}); err != nil {
+			b.Fatal(err)
+		}
+		prev = call
+		i++
+	}
+}
