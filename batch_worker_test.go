@@ -210,3 +210,58 @@ func TestBatchWorkerPanicAndGoexitMidBatch(t *testing.T) {
 		})
 	}
 }
+
+// timedTool is a side effect with its own timeout that sleeps, honouring
+// its context, before it returns.
+type timedTool struct {
+	name    string
+	timeout time.Duration
+	sleep   time.Duration
+	n       atomic.Int64
+}
+
+func (s *timedTool) Spec() tool.Spec {
+	return tool.Spec{Name: s.name, Description: "sleeps", Effect: tool.SideEffect, Timeout: s.timeout}
+}
+
+func (s *timedTool) Call(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+	s.n.Add(1)
+	select {
+	case <-time.After(s.sleep):
+		return tool.Result{Content: "ok"}, nil
+	case <-ctx.Done():
+		return tool.Result{}, ctx.Err()
+	}
+}
+
+// The worker's one timer is set for the first call's deadline and moved
+// only to an earlier one: when it fires for a call that already returned,
+// the running call, whose deadline is later, goes on and commits; when a
+// later call's deadline is earlier than the timer's, the timer moves, and
+// that call is taken over at its own deadline.
+func TestBatchWorkerDeadlineTimer(t *testing.T) {
+	t.Run("stale", func(t *testing.T) {
+		s := newSetup(t)
+		quick := &timedTool{name: "quick", timeout: 20 * time.Millisecond}
+		slow := &timedTool{name: "slow", timeout: time.Hour, sleep: 100 * time.Millisecond}
+		p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "quick", `{}`), call("c2", "slow", `{}`)}},
+			scripted.Turn{Text: "done"})
+		res, err := s.rt.Run(s.ctx, agent(p, quick, slow), &actoviq.Input{RunID: "r1"})
+		if err != nil || res.Status != actoviq.StatusCompleted || quick.n.Load() != 1 || slow.n.Load() != 1 {
+			t.Fatalf("%+v %v: the slow call, past the quick one's deadline, within its own, must commit", res, err)
+		}
+	})
+	t.Run("earlier", func(t *testing.T) {
+		s := newSetup(t)
+		first := &timedTool{name: "first", timeout: time.Hour}
+		stuck := &stuckTool{timeout: 50 * time.Millisecond, entered: make(chan struct{}), release: make(chan struct{})}
+		defer close(stuck.release)
+		p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "first", `{}`), call("c2", "stuck", `{}`)}},
+			scripted.Turn{Text: "done"})
+		res, err := s.rt.Run(s.ctx, agent(p, first, stuck), &actoviq.Input{RunID: "r1"})
+		if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || res.Interruptions[0].CallID != "c2" ||
+			res.Interruptions[0].State != store.LedgerUnknown {
+			t.Fatalf("%+v %v: the stuck call must be taken over at its own deadline", res, err)
+		}
+	})
+}
