@@ -336,7 +336,12 @@ func interruptedLive(a *sqlArgs, p *store.RunListParams, cols, order string, now
 		where = append(where, `r.wait_kind = `+a.ph(p.WaitKind))
 	}
 	if p.After != nil {
-		where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+		// The page's cursor in the list's order, as in the other branches.
+		if p.Order == store.RunsWaitingLongest {
+			where = append(where, `(r.updated_at, r.id) > (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+		} else {
+			where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+		}
 	}
 	q := `SELECT x.* FROM ` + held.from(cols, where) + ` ORDER BY x.` + strings.ReplaceAll(order, ", ", ", x.")
 	if p.Limit > 0 {

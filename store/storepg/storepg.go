@@ -110,11 +110,12 @@ func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 	if c.MaxConns > 0 {
 		pc.MaxConns = c.MaxConns
 	}
-	if _, set := pc.ConnConfig.RuntimeParams[parallelParam]; !set {
-		pc.ConnConfig.RuntimeParams[parallelParam] = "0"
+	rp := pc.ConnConfig.RuntimeParams
+	if _, set := rp[parallelParam]; !set && !optionSets(rp["options"], parallelParam) {
+		rp[parallelParam] = "0"
 	}
-	if _, set := pc.ConnConfig.RuntimeParams[jitParam]; !set {
-		pc.ConnConfig.RuntimeParams[jitParam] = "off"
+	if _, set := rp[jitParam]; !set && !optionSets(rp["options"], jitParam) {
+		rp[jitParam] = "off"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -145,6 +146,34 @@ const parallelParam = "max_parallel_workers_per_gather"
 // not know the time, so it costs every released claim as maybe live) took
 // 540 ms to compile and read 5 buffers, in a store of 300,000 runs.
 const jitParam = "jit"
+
+// optionSets reports whether options, libpq's options parameter (the
+// URL's options=, or PGOPTIONS), sets the setting name ("-c name=value",
+// "-cname=value" or "--name=value"). PostgreSQL applies the startup
+// packet's own parameters after it, so a default [Open] sent as a
+// parameter would override the URL's choice made there.
+func optionSets(options, name string) bool {
+	f := strings.Fields(options)
+	for i := 0; i < len(f); i++ {
+		var kv string
+		switch {
+		case f[i] == "-c" && i+1 < len(f):
+			i++
+			kv = f[i]
+		case strings.HasPrefix(f[i], "--"):
+			kv = f[i][2:]
+		case strings.HasPrefix(f[i], "-c"):
+			kv = f[i][2:]
+		default:
+			continue
+		}
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.EqualFold(strings.ReplaceAll(k, "-", "_"), name) {
+			return true
+		}
+	}
+	return false
+}
 
 // New returns a store on a pool the caller owns, after applying pending
 // migrations to the configured schema. [Store.Close] does not close the
