@@ -17,20 +17,28 @@ type host struct {
 	entered  int
 	deadline time.Time
 	take     bool
+	inTool   bool // take the call over while the tool runs (takeNow, called by the tool), not in Enter
 	expired  bool
 	ended    error // what end returned
+	end      func(expired bool) error
 	left     int
 }
 
 func (h *host) Enter(deadline time.Time, end func(expired bool) error) {
 	h.entered++
 	h.deadline = deadline
-	if h.take {
-		if h.expired {
-			time.Sleep(time.Until(deadline)) // the engine's drive ends a call as expired once its deadline passed
-		}
-		h.ended = end(h.expired)
+	h.end = end
+	if h.take && !h.inTool {
+		h.takeNow()
 	}
+}
+
+// takeNow takes the call over, as the engine's drive does.
+func (h *host) takeNow() {
+	if h.expired {
+		time.Sleep(time.Until(h.deadline)) // the engine's drive ends a call as expired once its deadline passed
+	}
+	h.ended = h.end(h.expired)
 }
 
 func (h *host) Leave() bool {
@@ -40,6 +48,7 @@ func (h *host) Leave() bool {
 
 type ctxTool struct {
 	timeout time.Duration // zero: a minute
+	during  func()        // called while the tool runs
 	seen    context.Context
 	errAt   error // the context's error when the tool returned
 }
@@ -53,6 +62,9 @@ func (c *ctxTool) Spec() Spec {
 
 func (c *ctxTool) Call(ctx context.Context, _ json.RawMessage) (Result, error) {
 	c.seen = ctx
+	if c.during != nil {
+		c.during()
+	}
 	c.errAt = ctx.Err()
 	return Result{Content: "ran"}, nil
 }
@@ -84,29 +96,39 @@ func TestRunOnTheHostsGoroutine(t *testing.T) {
 // A call the host took over while its tool ran returns ErrTakenOver,
 // whatever the tool returned; end, which the host called, ended the
 // tool's context and gave the error Run returns at a deadline or a
-// cancellation: started, outcome unknown.
+// cancellation: started, outcome unknown. A call taken over as Enter let
+// it go, before its tool was called, does not call the tool (SPEC: never
+// started with an ended context).
 func TestRunTakenOverByTheHost(t *testing.T) {
-	for _, expired := range []bool{false, true} {
-		tl := &ctxTool{timeout: 10 * time.Millisecond}
-		r, err := NewRunner([]Tool{tl}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := &host{take: true, expired: expired}
-		res, err := r.Run(toolrun.With(context.Background(), h), &Call{Name: "t"})
-		if !errors.Is(err, toolrun.ErrTakenOver) || res.Content != "" {
-			t.Fatalf("expired %v: %+v %v, want ErrTakenOver", expired, res, err)
-		}
-		var te *Error
-		want := KindCancelled
-		if expired {
-			want = KindTimeout
-		}
-		if !errors.As(h.ended, &te) || te.Kind != want || !te.Started || !te.OutcomeUnknown {
-			t.Fatalf("expired %v: end returned %v, want %s, started, outcome unknown", expired, h.ended, want)
-		}
-		if tl.errAt == nil {
-			t.Fatalf("expired %v: the tool's context had not ended when the call was taken over", expired)
+	for _, inTool := range []bool{true, false} {
+		for _, expired := range []bool{false, true} {
+			tl := &ctxTool{timeout: 10 * time.Millisecond}
+			r, err := NewRunner([]Tool{tl}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &host{take: true, inTool: inTool, expired: expired}
+			if inTool {
+				tl.during = h.takeNow
+			}
+			res, err := r.Run(toolrun.With(context.Background(), h), &Call{Name: "t"})
+			if !errors.Is(err, toolrun.ErrTakenOver) || res.Content != "" {
+				t.Fatalf("in tool %v, expired %v: %+v %v, want ErrTakenOver", inTool, expired, res, err)
+			}
+			var te *Error
+			want := KindCancelled
+			if expired {
+				want = KindTimeout
+			}
+			if !errors.As(h.ended, &te) || te.Kind != want || !te.Started || !te.OutcomeUnknown {
+				t.Fatalf("in tool %v, expired %v: end returned %v, want %s, started, outcome unknown", inTool, expired, h.ended, want)
+			}
+			switch {
+			case inTool && tl.errAt == nil:
+				t.Fatalf("expired %v: the tool's context had not ended when the call was taken over", expired)
+			case !inTool && tl.seen != nil:
+				t.Fatalf("expired %v: the tool was called after the call was taken over (its context's error %v)", expired, tl.errAt)
+			}
 		}
 	}
 }

@@ -376,7 +376,14 @@ func (r *Runner) invokeHere(h toolrun.Host, e *entry, callCtx *callCtx, args jso
 		return &Error{Kind: ctxKind(cause), Tool: name, Started: true, OutcomeUnknown: true, Err: cause}
 	})
 	var o outcome
-	callTool(&o, e.tool, callCtx, args)
+	if err := callCtx.ended(); err != nil {
+		// Ended as Enter let the batch go (taken over at its deadline, a
+		// cancellation): the tool is not started with its context ended,
+		// as on a goroutine of its own (invoke).
+		o.notStarted = err
+	} else {
+		callTool(&o, e.tool, callCtx, args)
+	}
 	if !h.Leave() {
 		return Result{}, toolrun.ErrTakenOver
 	}
