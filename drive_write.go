@@ -475,8 +475,8 @@ func (d *drive) readBack(wctx *writeCtx, p *store.RunWriteParams, err error) (*s
 	if p.Run != nil || p.Fence == nil || len(p.Ledger) == 0 {
 		return nil, err
 	}
-	for again := false; ; again = true {
-		stored, committed, absent := d.readRecords(wctx, p)
+	for again, reads := false, 1; ; reads++ {
+		stored, committed, absent, torn := d.readRecords(wctx, p)
 		switch {
 		case committed:
 			evs, ok := d.storedEvents(wctx, p)
@@ -484,7 +484,12 @@ func (d *drive) readBack(wctx *writeCtx, p *store.RunWriteParams, err error) (*s
 				return nil, err
 			}
 			return &store.RunWriteResult{Ledger: stored, Events: evs}, nil
+		case torn && reads < 3:
+			// The records are read one at a time: a write of them (the
+			// first try, still on its way, or the one made again) landed
+			// between two of the reads. A write is atomic: read them again.
 		case absent && !again:
+			again = true
 			res, werr := d.rt.store.RunWrite(wctx, p)
 			if werr == nil {
 				return res, nil
@@ -500,9 +505,10 @@ func (d *drive) readBack(wctx *writeCtx, p *store.RunWriteParams, err error) (*s
 
 // readRecords reads back the records of p: committed when each is at the
 // revision after the one p expected and as p wrote it, absent when each
-// is at the revision p expected.
-func (d *drive) readRecords(ctx context.Context, p *store.RunWriteParams) (stored []*store.LedgerEntry, committed, absent bool) {
-	committed, absent = true, true
+// is at the revision p expected, torn when each is one or the other and
+// some are each (a write of them landed between two reads).
+func (d *drive) readRecords(ctx context.Context, p *store.RunWriteParams) (stored []*store.LedgerEntry, committed, absent, torn bool) {
+	committed, absent, torn = true, true, true
 	stored = make([]*store.LedgerEntry, 0, len(p.Ledger))
 	for _, w := range p.Ledger {
 		en, err := d.rt.store.LedgerGet(ctx, &store.LedgerGetParams{Tenant: p.Tenant, RunID: p.RunID, CallID: w.Entry.CallID})
@@ -511,17 +517,21 @@ func (d *drive) readRecords(ctx context.Context, p *store.RunWriteParams) (store
 			committed = false
 			continue
 		case err != nil:
-			return nil, false, false
+			return nil, false, false, false
 		}
-		if en.Revision != w.ExpectedRevision+1 || !sameRecord(en, w.Entry) {
+		written := en.Revision == w.ExpectedRevision+1 && sameRecord(en, w.Entry)
+		if !written {
 			committed = false
 		}
 		if en.Revision != w.ExpectedRevision {
 			absent = false
+			if !written {
+				torn = false
+			}
 		}
 		stored = append(stored, en)
 	}
-	return stored, committed, absent
+	return stored, committed, absent, torn && !committed && !absent
 }
 
 // sameRecord reports whether a record read back is the one written: the
