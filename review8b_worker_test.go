@@ -654,7 +654,7 @@ func (l *lookTool) Call(ctx context.Context, _ json.RawMessage) (tool.Result, er
 	return tool.Result{Content: "acted"}, nil
 }
 
-// SPEC §2: a tool is never started with an expired deadline or a
+// docs/design.md#effects-and-keys: a tool is never started with an expired deadline or a
 // cancelled context; a887075 made the runner's goroutine not call a tool
 // once the runner gave up on the call (ended its context). On the batch
 // worker the check (callCtx.ended) is made before Enter lets the batch

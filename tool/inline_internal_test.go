@@ -97,7 +97,7 @@ func TestRunOnTheHostsGoroutine(t *testing.T) {
 // whatever the tool returned; end, which the host called, ended the
 // tool's context and gave the error Run returns at a deadline or a
 // cancellation: started, outcome unknown. A call taken over as Enter let
-// it go, before its tool was called, does not call the tool (SPEC: never
+// it go, before its tool was called, does not call the tool (docs/design.md#effects-and-keys: never
 // started with an ended context).
 func TestRunTakenOverByTheHost(t *testing.T) {
 	for _, inTool := range []bool{true, false} {
