@@ -345,14 +345,11 @@ func TestReview8bLeaseLostMidBatch(t *testing.T) {
 	<-stuck.entered
 	bg := context.Background()
 	st.stall.Store(true)
-	var claim *store.Claim
-	for deadline := time.Now().Add(20 * time.Second); claim == nil; {
+	for deadline := time.Now().Add(20 * time.Second); ; {
 		if time.Now().After(deadline) {
 			t.Fatal("B never took the claim")
 		}
-		c, err := mem.ClaimAcquire(bg, &store.ClaimAcquireParams{Tenant: store.DefaultTenant, Key: store.RunClaimKey("r1"), Holder: "B", TTL: time.Minute})
-		if err == nil {
-			claim = c
+		if _, err := mem.ClaimAcquire(bg, &store.ClaimAcquireParams{Tenant: store.DefaultTenant, Key: store.RunClaimKey("r1"), Holder: "B", TTL: time.Minute}); err == nil {
 			break
 		}
 		time.Sleep(ttl / 5)
