@@ -531,3 +531,152 @@ func (p *answerCutProxy) pipe(c net.Conn) {
 	c.Close()
 	s.Close()
 }
+
+// nthCutProxy relays TCP connections to a PostgreSQL server and cuts the
+// connection that sends the nth message holding marker: "forward" relays
+// that message (and what follows it for a moment) and then closes both
+// sides without relaying any answer; "drop" closes both sides without
+// relaying it.
+type nthCutProxy struct {
+	ln     net.Listener
+	target string
+	marker []byte
+	nth    int64
+	mode   string
+	seen   atomic.Int64
+	cuts   atomic.Int64
+}
+
+func (p *nthCutProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.pipe(c)
+	}
+}
+
+func (p *nthCutProxy) pipe(c net.Conn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	var cut atomic.Bool
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := s.Read(buf)
+			if n > 0 && !cut.Load() {
+				if _, werr := c.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		c.Close()
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if !cut.Load() && bytes.Contains(chunk, p.marker) && p.seen.Add(1) == p.nth {
+				cut.Store(true)
+				p.cuts.Add(1)
+				if p.mode == "drop" {
+					c.Close()
+					s.Close()
+					return
+				}
+				time.AfterFunc(100*time.Millisecond, func() {
+					c.Close()
+					s.(*net.TCPConn).CloseWrite()
+				})
+			}
+			if _, werr := s.Write(chunk); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	c.Close()
+	s.Close()
+}
+
+// A real PostgreSQL connection cut as the write that starts the call is
+// sent (the call's arguments carry the marker: the first write holding
+// it is the model's answer, the second the start): relayed and then cut,
+// or cut before it. The start is read back (or made again); the tool runs
+// once, after a start known committed; the run completes.
+func TestReview8bPostgresCutStart(t *testing.T) {
+	url := os.Getenv("ACTOVIQ_TEST_PG_URL")
+	if url == "" {
+		t.Skip("ACTOVIQ_TEST_PG_URL not set")
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"forward", "drop"} {
+		t.Run(mode, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			marker := "memo-start-" + mode + "-3b9d"
+			p := &nthCutProxy{ln: ln, target: u.Host, marker: []byte(marker), nth: 2, mode: mode}
+			go p.serve()
+			pu := *u
+			pu.Host = ln.Addr().String()
+			raw := make([]byte, 6)
+			if _, err := rand.Read(raw); err != nil {
+				t.Fatal(err)
+			}
+			schema := "t_r8s_" + hex.EncodeToString(raw)
+			st, err := storepg.Open(context.Background(), pu.String(), &storepg.Config{Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				_, _ = st.Pool().Exec(context.Background(), `DROP SCHEMA "`+schema+`" CASCADE`)
+				st.Close()
+			}()
+			rt, err := actoviq.New(st, &actoviq.Config{Holder: "A"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			pay := &payTool{name: "pay"}
+			a := &actoviq.AgentSpec{ID: "payer", Model: "scripted-1", Provider: scripted.New(
+				scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":1,"memo":"`+marker+`"}`)}}, scripted.Turn{Text: "done"}),
+				Tools: []toolT{pay}}
+			id := "cs-" + mode
+			res, err := rt.Run(context.Background(), a, &actoviq.Input{RunID: id, Items: input("pay").Items})
+			t.Logf("cuts %d (marker seen %d times)", p.cuts.Load(), p.seen.Load())
+			if p.cuts.Load() != 1 {
+				t.Fatalf("%d connections cut, want 1", p.cuts.Load())
+			}
+			if err != nil || res.Status != actoviq.StatusCompleted {
+				t.Fatalf("Run: %+v %v, want it completed", res, err)
+			}
+			if pay.count() != 1 {
+				t.Fatalf("the tool ran %d times", pay.count())
+			}
+			en, err := st.LedgerGet(context.Background(), &store.LedgerGetParams{Tenant: store.DefaultTenant, RunID: id, CallID: "c1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if en.State != store.LedgerCommitted || en.Revision != 3 {
+				t.Fatalf("c1 %s rev %d", en.State, en.Revision)
+			}
+			checkEvents(t, st, id, "c1")
+		})
+	}
+}
