@@ -146,9 +146,10 @@ func (c *Call) checkedBy(e *entry) bool {
 // set; it does not wait for a tool that ignores its context, so that tool's
 // goroutine may outlive the call. A tool error wrapping [ErrOutcomeUnknown],
 // [context.DeadlineExceeded] or [context.Canceled] (the tool gave up
-// waiting on its own), and a panic, are [KindExecution] with
-// OutcomeUnknown set; any other tool error is [KindExecution] with the
-// outcome known.
+// waiting on its own), a panic, and a tool that ends its goroutine
+// (runtime.Goexit, a test's t.FailNow) before it returns, are
+// [KindExecution] with OutcomeUnknown set; any other tool error is
+// [KindExecution] with the outcome known.
 func (r *Runner) Run(ctx context.Context, call *Call) (Result, error) {
 	e, args, err := r.check(ctx, call)
 	if err != nil {
