@@ -171,7 +171,7 @@ func BenchmarkSessionLoad(b *testing.B) {
 // model response whose ten prepared calls go in one events row, then per
 // call one fenced write holding the committed record of the previous
 // call and the started record of the next
-// (docs/design.md#one-write-per-call-in-a-batch). An op is one call: its
+// (docs/design.md#children-and-workers, "One write per call in a batch"). An op is one call: its
 // write and a tenth of the response's (a run's creation and claim are not
 // timed). Compare with BenchmarkCommitFloor in the same run; -benchmem
 // counts the client's allocations per call.
