@@ -696,3 +696,51 @@ func TestReview8bToolNotStartedAfterTakeover(t *testing.T) {
 		}
 	}
 }
+
+// A batch stopped midway (c2 waits for approval, c1 committed) and,
+// after a restart, approved and resumed by another runtime: the resumed
+// walk runs on a worker from c2 on; c1 is not run again, c2 and c3 run
+// once each, the run completes, each call's events once.
+func TestReview8bBatchResumedMidway(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ignore := goleak.IgnoreCurrent()
+		rt1, err := actoviq.New(st, &actoviq.Config{Holder: "A"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		put, pay, put2 := &payTool{name: "put", effect: tool.IdempotentWrite}, &payTool{name: "pay"}, &payTool{name: "put2", effect: tool.IdempotentWrite}
+		spec := func() *actoviq.AgentSpec {
+			p := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{
+				call("c1", "put", `{"amount":1}`), call("c2", "pay", `{"amount":2}`), call("c3", "put2", `{"amount":3}`)}},
+				scripted.Turn{Text: "done"})
+			a := agent(p, put, pay, put2)
+			a.Approval = actoviq.ApprovalPolicy{Effects: []tool.Effect{tool.SideEffect}}
+			return a
+		}
+		res, err := rt1.Run(context.Background(), spec(), &actoviq.Input{RunID: "r1"})
+		if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || res.Interruptions[0].CallID != "c2" {
+			t.Fatalf("first drive: %+v %v", res, err)
+		}
+		rt1.Close()
+		if put.count() != 1 || pay.count() != 0 || put2.count() != 0 {
+			t.Fatalf("before the resume: %d %d %d", put.count(), pay.count(), put2.count())
+		}
+		rt2, err := actoviq.New(st, &actoviq.Config{Holder: "B"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt2.Decide(context.Background(), "r1", actoviq.Decision{CallID: "c2", Kind: actoviq.DecideApprove, By: "op"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err = rt2.Resume(context.Background(), spec(), "r1", nil)
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("resume: %+v %v", res, err)
+		}
+		if put.count() != 1 || pay.count() != 1 || put2.count() != 1 {
+			t.Fatalf("after the resume: %d %d %d, want 1 1 1", put.count(), pay.count(), put2.count())
+		}
+		checkEvents(t, st, "r1", "c1", "c2", "c3")
+		rt2.Close()
+		goleak.VerifyNone(t, ignore)
+	})
+}
