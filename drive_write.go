@@ -156,7 +156,7 @@ func (d *drive) writeLocked(ctx context.Context, p *store.RunWriteParams) (*stor
 		res, err = d.rt.writeAgain(wctx, p, err, d.retryStop(ctx, p))
 	}
 	if err != nil && outcomeUnknown(err) {
-		res, err = d.readBack(wctx, p, err)
+		res, err = d.readBack(ctx, wctx, p, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("actoviq: run %s: write: %w", d.run.ID, err)
@@ -471,7 +471,7 @@ func outcomeUnknown(err error) bool {
 
 // readBack settles p, a write that failed with err, whose outcome is not
 // known; mu is held.
-func (d *drive) readBack(wctx *writeCtx, p *store.RunWriteParams, err error) (*store.RunWriteResult, error) {
+func (d *drive) readBack(ctx context.Context, wctx *writeCtx, p *store.RunWriteParams, err error) (*store.RunWriteResult, error) {
 	if p.Run != nil || p.Fence == nil || len(p.Ledger) == 0 {
 		return nil, err
 	}
@@ -491,6 +491,12 @@ func (d *drive) readBack(wctx *writeCtx, p *store.RunWriteParams, err error) (*s
 		case absent && !again:
 			again = true
 			res, werr := d.rt.store.RunWrite(wctx, p)
+			if werr != nil && errors.Is(werr, store.ErrBusy) {
+				// Made again within the write's budget, as the first
+				// try refused busy is (a tool's result keeps its retries
+				// through a stop: retryStop).
+				res, werr = d.rt.writeAgain(wctx, p, werr, d.retryStop(ctx, p))
+			}
 			if werr == nil {
 				return res, nil
 			}
