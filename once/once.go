@@ -124,7 +124,17 @@ func runClaimed[T any](ctx context.Context, d *doer, claim *store.Claim, fn func
 	// fn's effect exists now: record it even if ctx was cancelled meanwhile.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	_, err = d.s.OncePut(wctx, &store.OncePutParams{Tenant: d.cfg.Tenant, Key: d.key, Value: raw})
+	put := &store.OncePutParams{Tenant: d.cfg.Tenant, Key: d.key, Value: raw}
+	_, err = d.s.OncePut(wctx, put)
+	// A busy store wrote nothing: the record, which exists nowhere else,
+	// is written again while writeTimeout allows. Given up, the claim is
+	// released and a call of Do again runs fn a second time.
+	for pause := 10 * time.Millisecond; err != nil && errors.Is(err, store.ErrBusy); pause = min(2*pause, time.Second) {
+		if wait(wctx, pause) != nil {
+			break
+		}
+		_, err = d.s.OncePut(wctx, put)
+	}
 	switch {
 	case errors.Is(err, store.ErrExists):
 		// Our lease lapsed during fn and another caller recorded first; its
