@@ -75,6 +75,10 @@ func (s *Store) OncePut(ctx context.Context, p *store.OncePutParams) (*store.Onc
 // effect performed by fn (an HTTP call, an e-mail) is not covered; for
 // those use an idempotency key the target system dedupes on.
 //
+// ran reports whether fn was called, also when an error follows (fn's
+// own, an invalid value, the record's write), as storesqlite.OnceTx's
+// does: an external effect fn made then happened, whatever tx becomes.
+//
 // If fn (or OnceTx) returns an error, the caller must roll tx back:
 // PostgreSQL aborts a transaction at its first error. A [*store.BusyError]
 // from OnceTx (a serialization failure, a deadlock, a lock not available)
@@ -110,14 +114,14 @@ func (s *Store) OnceTx(ctx context.Context, tx pgx.Tx, tenant, key string,
 	}
 	v, err := fn(tx)
 	if err != nil {
-		return nil, false, err
+		return nil, true, err
 	}
 	if !json.Valid(v) {
-		return nil, false, &store.InvalidError{Field: "value", Reason: "fn returned invalid JSON"}
+		return nil, true, &store.InvalidError{Field: "value", Reason: "fn returned invalid JSON"}
 	}
 	if _, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.once SET value = $3, created_at = $4 WHERE tenant = $1 AND key = $2`),
 		tenant, key, string(v), s.clock.Now()); err != nil {
-		return nil, false, mapErr("once "+key, err)
+		return nil, true, mapErr("once "+key, err)
 	}
 	return v, true, nil
 }
