@@ -51,6 +51,31 @@ const (
 // sqlArgs numbers the parameters of a statement being built.
 type sqlArgs []any
 
+// filters are the conditions every branch of a list's page shares: the
+// parent, the agent, the wait kind, and the page's cursor in the list's
+// order.
+func (a *sqlArgs) filters(p *store.RunListParams) []string {
+	var where []string
+	if p.ParentID != "" {
+		// "<> ''" lets a plan use runs_by_parent, a partial index.
+		where = append(where, `r.parent_id = `+a.ph(p.ParentID), `r.parent_id <> ''`)
+	}
+	if p.AgentID != "" {
+		where = append(where, `r.agent_id = `+a.ph(p.AgentID))
+	}
+	if p.WaitKind != "" {
+		where = append(where, `r.wait_kind = `+a.ph(p.WaitKind))
+	}
+	if p.After != nil {
+		if p.Order == store.RunsWaitingLongest {
+			where = append(where, `(r.updated_at, r.id) > (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+		} else {
+			where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
+		}
+	}
+	return where
+}
+
 func (a *sqlArgs) ph(v any) string {
 	*a = append(*a, v)
 	return "$" + strconv.Itoa(len(*a))
@@ -214,22 +239,7 @@ func (s *Store) listQueryFrom(p *store.RunListParams, fromClaims bool) (string, 
 			}
 			where = append(where, `r.status = ANY(`+a.ph(sts)+`::text[])`)
 		}
-		if p.ParentID != "" {
-			where = append(where, `r.parent_id = `+a.ph(p.ParentID))
-		}
-		if p.AgentID != "" {
-			where = append(where, `r.agent_id = `+a.ph(p.AgentID))
-		}
-		if p.WaitKind != "" {
-			where = append(where, `r.wait_kind = `+a.ph(p.WaitKind))
-		}
-		if p.After != nil {
-			if p.Order == store.RunsWaitingLongest {
-				where = append(where, `(r.updated_at, r.id) > (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
-			} else {
-				where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
-			}
-		}
+		where = append(where, a.filters(p)...)
 		q := `SELECT x.* FROM ` + held.from(cols, where) + ` ORDER BY x.` + strings.ReplaceAll(order, ", ", ", x.")
 		if p.Limit > 0 {
 			q += ` LIMIT ` + a.ph(int64(p.Limit))
@@ -264,25 +274,10 @@ func (s *Store) listQueryFrom(p *store.RunListParams, fromClaims bool) (string, 
 			// status from runs_by_status instead.
 			where = append(where, `r.status = `+a.ph(string(status)))
 		}
-		if p.ParentID != "" {
-			where = append(where, `r.parent_id = `+a.ph(p.ParentID), `r.parent_id <> ''`)
-		}
-		if p.AgentID != "" {
-			where = append(where, `r.agent_id = `+a.ph(p.AgentID))
-		}
-		if p.WaitKind != "" {
-			where = append(where, `r.wait_kind = `+a.ph(p.WaitKind))
-		}
 		if c := claimCond(&a, p.Claim, now); c != "" {
 			where = append(where, c)
 		}
-		if p.After != nil {
-			if p.Order == store.RunsWaitingLongest {
-				where = append(where, `(r.updated_at, r.id) > (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
-			} else {
-				where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
-			}
-		}
+		where = append(where, a.filters(p)...)
 		by := `r.` + strings.ReplaceAll(order, ", ", ", r.")
 		if ranged {
 			by = `r.status, ` + by
@@ -325,24 +320,7 @@ func interruptedLive(a *sqlArgs, p *store.RunListParams, cols, order string, now
 	held := heldClaims(`(SELECT c.tenant AS held_tenant, substr(c.key, 5) AS held_id FROM {{schema}}.claims c
 		WHERE c.tenant = ` + a.ph(p.Tenant) + ` AND starts_with(c.key, 'run:') AND c.run_status = 'interrupted'
 		AND c.expires_at > ` + a.ph(now) + `) h`)
-	where := []string{`r.status = 'interrupted'`}
-	if p.ParentID != "" {
-		where = append(where, `r.parent_id = `+a.ph(p.ParentID))
-	}
-	if p.AgentID != "" {
-		where = append(where, `r.agent_id = `+a.ph(p.AgentID))
-	}
-	if p.WaitKind != "" {
-		where = append(where, `r.wait_kind = `+a.ph(p.WaitKind))
-	}
-	if p.After != nil {
-		// The page's cursor in the list's order, as in the other branches.
-		if p.Order == store.RunsWaitingLongest {
-			where = append(where, `(r.updated_at, r.id) > (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
-		} else {
-			where = append(where, `(r.created_at, r.id) < (`+a.ph(p.After.At)+`, `+a.ph(p.After.ID)+`)`)
-		}
-	}
+	where := append([]string{`r.status = 'interrupted'`}, a.filters(p)...)
 	q := `SELECT x.* FROM ` + held.from(cols, where) + ` ORDER BY x.` + strings.ReplaceAll(order, ", ", ", x.")
 	if p.Limit > 0 {
 		q += ` LIMIT ` + a.ph(int64(p.Limit))
