@@ -111,11 +111,10 @@ func Open(ctx context.Context, url string, cfg *Config) (*Store, error) {
 		pc.MaxConns = c.MaxConns
 	}
 	rp := pc.ConnConfig.RuntimeParams
-	if _, set := rp[parallelParam]; !set && !optionSets(rp["options"], parallelParam) {
-		rp[parallelParam] = "0"
-	}
-	if _, set := rp[jitParam]; !set && !optionSets(rp["options"], jitParam) {
-		rp[jitParam] = "off"
+	for name, value := range map[string]string{parallelParam: "0", jitParam: "off"} {
+		if _, set := rp[name]; !set && !optionSets(rp["options"], name) {
+			rp[name] = value
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
