@@ -17,7 +17,7 @@ const (
 // writeTimeout bounds the store writes made after fn returned (the record,
 // the release). They run on a context detached from the caller's, so that a
 // cancellation cannot lose a result that exists or leave the lease held.
-const writeTimeout = 10 * time.Second
+var writeTimeout = 10 * time.Second // a var for tests (export_test.go)
 
 // Config configures [DoConfig]. A nil *Config means defaults. DoConfig copies
 // the Config; changing it afterwards has no effect on a running call.

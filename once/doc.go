@@ -19,7 +19,10 @@
 // the write is in flight), nothing says the effect happened. Once the dead
 // caller's lease expires (Config.LeaseTTL) the next caller runs fn again for
 // the same key. The package tests include one that kills a process at that
-// point and shows fn running twice.
+// point and shows fn running twice. The same holds, without a crash, when
+// the store cannot take the record after fn succeeded (it stayed busy for
+// 10 s, the disk is full): Do returns fn's value with a [*NotRecordedError]
+// (matching [ErrNotRecorded]), and a later call runs fn again.
 //
 // So the result is effectively once only where the target dedupes on the key:
 //

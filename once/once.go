@@ -33,8 +33,10 @@ func Do[T any](ctx context.Context, s store.Store, key string, fn func(ctx conte
 // error is returned as it is; a later call runs fn again.
 //
 // If fn succeeded but its result cannot be recorded, DoConfig returns fn's
-// result together with a non-nil error wrapping the store's: the effect
-// happened, and a later call may run fn again. If the recorded value cannot
+// result together with a [*NotRecordedError] (it matches [ErrNotRecorded]):
+// the effect happened, and a later call runs fn again. A store that stays
+// busy is written again for up to 10 s first; the error then does not
+// match store.ErrBusy, whose "call again as is" would run fn twice. If the recorded value cannot
 // be decoded into T, the error is a [*DecodeError].
 //
 // Crash behaviour: see the package documentation. fn can run again for the
@@ -149,7 +151,7 @@ func runClaimed[T any](ctx context.Context, d *doer, claim *store.Claim, fn func
 		}
 		return got, nil
 	case err != nil:
-		return v, fmt.Errorf("once: key %q: record result (fn has run): %w", d.key, err)
+		return v, notRecorded(d.cfg.Tenant, d.key, err)
 	}
 	// Return what later callers will get, so every caller sees the same value.
 	return decode[T](d, raw)
