@@ -362,12 +362,17 @@ func foldedRecords(p *store.RunWriteParams, la *ledgerArr, evs []*store.EventRec
 
 // scan reads run_write's answer and completes the result.
 func (c *call) scan(row pgx.Row) (*store.RunWriteResult, error) {
-	p, res := c.p, c.res
 	err := row.Scan(&c.parent, &c.session, &c.agent, &c.digest, &c.metaOut, &c.deadline, &c.revision, &c.created,
 		&c.firstSeq, &c.ledgerCreated, &c.logLen, &c.logSeq)
 	if err != nil {
 		return nil, err
 	}
+	return c.complete()
+}
+
+// complete builds the result from run_write's answer, once scanned.
+func (c *call) complete() (*store.RunWriteResult, error) {
+	p, res := c.p, c.res
 	if !c.firstSeq.Valid || len(c.ledgerCreated) != len(c.order) {
 		return nil, errors.New("run_write answered an unexpected shape")
 	}
@@ -421,7 +426,7 @@ func (s *Store) runWriteOnce(ctx context.Context, p *store.RunWriteParams, order
 	c := newCall(p, order, la, s.clock.Now())
 	s.stats.statements.Add(1)
 	s.stats.commits.Add(1)
-	res, err := c.scan(s.pool.QueryRow(ctx, s.q(runWriteCall), c.args...))
+	res, err := s.execCall(ctx, c)
 	if err != nil {
 		return nil, runWriteErr(p, err)
 	}

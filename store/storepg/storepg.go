@@ -83,6 +83,7 @@ type Store struct {
 	closeOnce sync.Once
 	stats     counters
 	commits   commitQueue
+	raw       bool     // run writes take their own wire path (rawwrite.go)
 	listen    listener // LISTEN connection of QueueWatch
 
 	// compactor runs the log compactions on goroutines of the store (see
@@ -194,6 +195,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, c Config) (*Store, error)
 		schema: c.Schema,
 		quoted: pgx.Identifier{c.Schema}.Sanitize(),
 		clock:  c.Clock,
+		raw:    rawOK(pool.Config().ConnConfig),
 	}
 	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, MaxLeaders: commitLeaders(pool, c.CommitLeaders), Run: s.sendBatch}
 	if err := s.migrate(ctx); err != nil {
