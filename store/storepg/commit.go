@@ -108,12 +108,17 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 	}
 	now := s.clock.Now()
 	calls := make([]*call, len(live))
+	for i, r := range live {
+		calls[i] = newCall(r.Val.p, r.Val.order, r.Val.la, now)
+	}
+	if s.sendBatchRaw(ctx, conn, live, calls) {
+		return nil
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	stmts := len(live) + 2
 	for i, r := range live {
-		calls[i] = newCall(r.Val.p, r.Val.order, r.Val.la, now)
-		b.Queue(s.q(runWriteCall), calls[i].args...)
+		b.Queue(s.q(runWriteCall), calls[i].args()...)
 		if p := r.Val.p; p.Release {
 			b.Queue(s.q(releaseClaim), p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, calls[i].now)
 			stmts++
@@ -146,6 +151,16 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	s.settleBatch(ctx, conn, live, results, errs, failed, tag, err)
+	return nil
+}
+
+// settleBatch finishes the writes of a batch that was sent on conn (its
+// transaction's COMMIT answered tag, or the batch failed with err; errs
+// holds each write's own error, the first at failed, or -1) and gives
+// conn back.
+func (s *Store) settleBatch(ctx context.Context, conn *pgxpool.Conn, live []*pgReq, results []*store.RunWriteResult, errs []error,
+	failed int, tag pgconn.CommandTag, err error) {
 	if err == nil && failed < 0 && tag.String() == "COMMIT" {
 		conn.Release()
 		s.stats.commits.Add(1)
@@ -153,7 +168,7 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 		for i, r := range live {
 			finish(r, results[i], nil)
 		}
-		return nil
+		return
 	}
 	if err == nil && tag.String() == "COMMIT" {
 		// Committed, but an answer did not decode: the writes are stored;
@@ -164,7 +179,10 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 		for i, r := range live {
 			finish(r, results[i], errs[i])
 		}
-		return nil
+		return
+	}
+	if err == nil && failed < 0 {
+		err = errors.New("group commit: COMMIT answered " + tag.String())
 	}
 	var pe *pgconn.PgError
 	if conn.Conn().IsClosed() || (failed < 0 && !errors.As(err, &pe)) {
@@ -179,7 +197,7 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 		for _, r := range live {
 			finish(r, nil, err)
 		}
-		return nil
+		return
 	}
 	// The server answered but did not commit: nothing of the batch is
 	// stored. End the failed transaction before the connection goes back.
@@ -194,7 +212,6 @@ func (s *Store) sendBatch(live []*pgReq) []*pgReq {
 	for _, r := range live {
 		s.single(r)
 	}
-	return nil
 }
 
 // single sends r alone, as one autocommit statement (a write that
@@ -227,7 +244,7 @@ func (s *Store) runWriteReleaseOnce(ctx context.Context, p *store.RunWriteParams
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		c := newCall(p, order, la, s.clock.Now())
 		s.stats.statements.Add(2)
-		r, err := c.scan(tx.QueryRow(ctx, s.q(runWriteCall), c.args...))
+		r, err := c.scan(tx.QueryRow(ctx, s.q(runWriteCall), c.args()...))
 		if err != nil {
 			return runWriteErr(p, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/actoviq/actoviq-go/store"
 	"github.com/actoviq/actoviq-go/store/storepg"
@@ -241,6 +242,93 @@ func TestGroupCommitLeaders(t *testing.T) {
 		}
 		if r.Revision != 2 || r.EventSeq != 1 {
 			t.Errorf("run %s: revision %d event seq %d, want 2 and 1", id, r.Revision, r.EventSeq)
+		}
+	}
+}
+
+// TestGroupCommitRelease queues writes that release their claims (and
+// carry ledger entries) behind a held one: they share one transaction,
+// each releases its claim, and what is stored is what each was answered;
+// then the same with one write fenced out, whose batch the others leave
+// to be written one by one.
+func TestGroupCommitRelease(t *testing.T) {
+	t.Parallel()
+	s := openLeaders(t, 1)
+	const k = 4
+	mustCreateRun(t, s, "t", "held", store.RunRunning)
+	for round := range 2 {
+		fences := make([]*store.Fence, k)
+		for i := range k {
+			id := fmt.Sprint("q", round, "-", i)
+			mustCreateRun(t, s, "t", id, store.RunRunning)
+			c, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey(id), Holder: "w", TTL: 3600e9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fences[i] = &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}
+		}
+		if round == 1 {
+			fences[2] = &store.Fence{Key: fences[2].Key, Holder: "w", Epoch: fences[2].Epoch + 1}
+		}
+		release := holdRun(t, s, "t", "held")
+		held := make(chan error, 1)
+		go func() {
+			_, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "held", Events: []*store.EventRecord{{Type: "e"}}})
+			held <- err
+		}()
+		waitLocked(t, s, "held")
+		before := s.Stats()
+		errs := make([]error, k)
+		results := make([]*store.RunWriteResult, k)
+		var wg sync.WaitGroup
+		for i := range k {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprint("q", round, "-", i)
+				results[i], errs[i] = s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: id, Fence: fences[i], Release: true,
+					Run: &store.RunUpdate{ExpectedRevision: 1, Status: store.RunInterrupted, WaitKind: "approval", Checkpoint: []byte(`{"n":2}`)},
+					Ledger: []store.LedgerWrite{{Entry: &store.LedgerEntry{Tenant: "t", RunID: id, CallID: "c1", Tool: "charge", State: store.LedgerPrepared,
+						Args: []byte(`{"cents":1}`)}, Event: &store.EventRecord{Type: "tool.prepared"}}}})
+			}()
+			queued(s, i+1)
+		}
+		release()
+		wg.Wait()
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		after := s.Stats()
+		for i := range k {
+			id := fmt.Sprint("q", round, "-", i)
+			fenced := round == 1 && i == 2
+			if fenced != errors.Is(errs[i], store.ErrFenced) || (!fenced && errs[i] != nil) {
+				t.Fatalf("round %d, write %d: %v", round, i, errs[i])
+			}
+			r, err := s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.ClaimGet(ctx, &store.ClaimGetParams{Tenant: "t", Key: store.RunClaimKey(id)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fenced {
+				if r.Revision != 1 || !c.ExpiresAt.After(time.Now()) {
+					t.Errorf("fenced write %s: revision %d, claim %+v", id, r.Revision, c)
+				}
+				continue
+			}
+			if r.Revision != 2 || r.Status != store.RunInterrupted || results[i].Run.Revision != 2 || len(results[i].Ledger) != 1 ||
+				results[i].Ledger[0].Revision != 1 || len(results[i].Events) != 1 || results[i].Events[0].Seq != 1 {
+				t.Errorf("round %d, write %d: stored revision %d status %s; answered %+v", round, i, r.Revision, r.Status, results[i])
+			}
+			if c.ExpiresAt.After(time.Now()) {
+				t.Errorf("round %d, write %d: claim not released: %+v", round, i, c)
+			}
+		}
+		if c, b := after.Commits-before.Commits, after.Batched-before.Batched; round == 0 && (c != 1 || b != k) {
+			t.Errorf("round 0: %d commits, %d batched, want 1 and %d", c, b, k)
 		}
 	}
 }

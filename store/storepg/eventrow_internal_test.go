@@ -162,7 +162,7 @@ func TestCallLookupPlan(t *testing.T) {
 		}
 		c := newCall(p, order, la, s.clock.Now())
 		var raw []byte
-		if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+s.q(runWriteCall), c.args...).Scan(&raw); err != nil {
+		if err := s.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+s.q(runWriteCall), c.args()...).Scan(&raw); err != nil {
 			t.Fatal(err)
 		}
 		var out []struct {

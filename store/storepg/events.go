@@ -10,15 +10,26 @@ import (
 	"github.com/actoviq/actoviq-go/store/internal/eventrow"
 )
 
-// eventArgs returns the stored copies of evs (tenant, run, time filled in)
-// and the event columns of run_write at [3:10].
-func eventArgs(tenant, runID string, evs []*store.EventRecord, now time.Time) ([]*store.EventRecord, []any) {
+// evCols are the event columns of run_write ($36-$42) and of a run's
+// creation.
+type evCols struct {
+	ids, parents, traces, spans, types []string
+	times                              []time.Time
+	data                               []*string
+}
+
+// eventCols returns the stored copies of evs (tenant, run, time filled
+// in) and their columns.
+func eventCols(tenant, runID string, evs []*store.EventRecord, now time.Time) ([]*store.EventRecord, *evCols) {
 	n := len(evs)
 	out := make([]*store.EventRecord, n)
-	ids, parents, traces, spans, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	times, data := make([]time.Time, n), make([]*string, n)
+	recs := make([]store.EventRecord, n) // the copies, in one allocation
+	strs := make([]string, 5*n)
+	e := &evCols{ids: strs[:n:n], parents: strs[n : 2*n : 2*n], traces: strs[2*n : 3*n : 3*n], spans: strs[3*n : 4*n : 4*n], types: strs[4*n:],
+		times: make([]time.Time, n), data: make([]*string, n)}
 	for i, ev := range evs {
-		c := *ev
+		c := &recs[i]
+		*c = *ev
 		c.Tenant, c.RunID = tenant, runID
 		c.Time = store.Time(c.Time)
 		if c.Time.IsZero() {
@@ -27,12 +38,19 @@ func eventArgs(tenant, runID string, evs []*store.EventRecord, now time.Time) ([
 		if ev.Data != nil {
 			c.Data = append([]byte(nil), ev.Data...)
 			d := string(ev.Data)
-			data[i] = &d
+			e.data[i] = &d
 		}
-		out[i] = &c
-		ids[i], parents[i], traces[i], spans[i], types[i], times[i] = c.ID, c.ParentRunID, c.TraceID, c.SpanID, c.Type, c.Time
+		out[i] = c
+		e.ids[i], e.parents[i], e.traces[i], e.spans[i], e.types[i], e.times[i] = c.ID, c.ParentRunID, c.TraceID, c.SpanID, c.Type, c.Time
 	}
-	return out, []any{tenant, runID, int64(n), ids, parents, traces, spans, types, times, data}
+	return out, e
+}
+
+// eventArgs returns the stored copies of evs (tenant, run, time filled in)
+// and the event columns of run_write at [3:10].
+func eventArgs(tenant, runID string, evs []*store.EventRecord, now time.Time) ([]*store.EventRecord, []any) {
+	out, e := eventCols(tenant, runID, evs, now)
+	return out, []any{tenant, runID, int64(len(evs)), e.ids, e.parents, e.traces, e.spans, e.types, e.times, e.data}
 }
 
 // EventList implements [store.Store].

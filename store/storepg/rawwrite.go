@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/actoviq/actoviq-go/store"
 )
@@ -89,17 +90,117 @@ func (s *Store) execCall(ctx context.Context, c *call) (*store.RunWriteResult, e
 	defer conn.Release()
 	sd := s.rawStatement(ctx, conn.Conn())
 	if sd == nil {
-		return c.scan(conn.QueryRow(ctx, s.q(runWriteCall), c.args...))
+		return c.scan(conn.QueryRow(ctx, s.q(runWriteCall), c.args()...))
 	}
 	enc := encPool.Get().(*paramEnc)
 	defer encPool.Put(enc)
-	if !enc.encode(sd.ParamOIDs, c.args) {
-		return c.scan(conn.QueryRow(ctx, s.q(runWriteCall), c.args...))
+	if !c.encodeRaw(enc, sd.ParamOIDs) {
+		return c.scan(conn.QueryRow(ctx, s.q(runWriteCall), c.args()...))
 	}
 	rr := conn.Conn().PgConn().ExecStatement(ctx, sd, enc.vals, binaryFormat, binaryFormat)
 	rows, derr := c.readRaw(rr)
 	if _, err := rr.Close(); err != nil {
 		forgetStatement(ctx, conn.Conn(), sd, err)
+		return nil, err
+	}
+	return c.answered(rows, derr)
+}
+
+// sendBatchRaw sends the batch of calls (one per write of live) on conn
+// its own way and settles it (settleBatch), as sendBatch does with pgx:
+// BEGIN, each run_write (and the release of a write that releases its
+// claim), COMMIT, in one round trip. It reports false, having sent
+// nothing, when the writes must go pgx's way.
+func (s *Store) sendBatchRaw(ctx context.Context, conn *pgxpool.Conn, live []*pgReq, calls []*call) bool {
+	sd := s.rawStatement(ctx, conn.Conn())
+	if sd == nil {
+		return false
+	}
+	var rel *pgconn.StatementDescription
+	enc := encPool.Get().(*paramEnc)
+	defer encPool.Put(enc)
+	// slots names what each statement is: BEGIN, call i's run_write, call
+	// i's release, COMMIT; the results come in that order, and after an
+	// error the server sends none for the rest.
+	type slot struct {
+		call    int // -1: BEGIN or COMMIT
+		release bool
+	}
+	slots := make([]slot, 0, len(calls)+2)
+	b := &pgconn.Batch{}
+	b.ExecParams("BEGIN", nil, nil, nil, nil)
+	slots = append(slots, slot{call: -1})
+	for i, c := range calls {
+		if !c.encodeRaw(enc, sd.ParamOIDs) {
+			return false
+		}
+		b.ExecStatement(sd, enc.vals, binaryFormat, binaryFormat)
+		slots = append(slots, slot{call: i})
+		if p := c.p; p.Release {
+			if rel == nil {
+				q := s.q(releaseClaim)
+				var err error
+				if rel, err = conn.Conn().Prepare(ctx, q, q); err != nil {
+					return false
+				}
+			}
+			if !enc.encode(rel.ParamOIDs, []any{p.Tenant, p.Fence.Key, p.Fence.Holder, p.Fence.Epoch, c.now}) {
+				return false
+			}
+			b.ExecStatement(rel, enc.vals, binaryFormat, binaryFormat)
+			slots = append(slots, slot{call: i, release: true})
+		}
+	}
+	b.ExecParams("COMMIT", nil, nil, nil, nil)
+	slots = append(slots, slot{call: -1})
+	s.stats.statements.Add(int64(len(slots)))
+	results := make([]*store.RunWriteResult, len(live))
+	errs := make([]error, len(live))
+	mrr := conn.Conn().PgConn().ExecBatch(ctx, b)
+	var tag pgconn.CommandTag
+	n := 0 // results read
+	for mrr.NextResult() {
+		rr := mrr.ResultReader()
+		if n >= len(slots) {
+			_, _ = rr.Close()
+			continue
+		}
+		sl := slots[n]
+		n++
+		switch {
+		case sl.call >= 0 && !sl.release:
+			results[sl.call], errs[sl.call] = readAnswer(calls[sl.call], rr)
+		case sl.call >= 0:
+			if _, err := rr.Close(); err != nil && errs[sl.call] == nil {
+				errs[sl.call] = err
+			}
+		case n == len(slots):
+			tag, _ = rr.Close()
+		default:
+			_, _ = rr.Close()
+		}
+	}
+	err := mrr.Close()
+	failed := -1
+	for i, e := range errs {
+		if e != nil {
+			failed = i
+			break
+		}
+	}
+	if err != nil && failed < 0 && n < len(slots) && slots[n].call >= 0 {
+		// The statement that got no answer but the error was call i's.
+		failed = slots[n].call
+		errs[failed] = err
+	}
+	s.settleBatch(ctx, conn, live, results, errs, failed, tag, err)
+	return true
+}
+
+// readAnswer reads c's run_write answer from rr and closes rr.
+func readAnswer(c *call, rr *pgconn.ResultReader) (*store.RunWriteResult, error) {
+	rows, derr := c.readRaw(rr)
+	if _, err := rr.Close(); err != nil {
 		return nil, err
 	}
 	return c.answered(rows, derr)
@@ -208,6 +309,8 @@ func rawTime(b []byte) (pgtype.Timestamptz, error) {
 	return pgtype.Timestamptz{Time: time.Unix(y2k/1_000_000+us/1_000_000, (y2k%1_000_000*1_000)+(us%1_000_000*1_000)), Valid: true}, nil
 }
 
+var errBadTimes = errors.New("run_write answered a malformed timestamptz[]")
+
 // rawTimes decodes a one-dimensional timestamptz[] (NULL is nil).
 func rawTimes(b []byte, out []pgtype.Timestamptz) ([]pgtype.Timestamptz, error) {
 	if b == nil {
@@ -216,7 +319,7 @@ func rawTimes(b []byte, out []pgtype.Timestamptz) ([]pgtype.Timestamptz, error) 
 	if out == nil {
 		out = []pgtype.Timestamptz{}
 	}
-	bad := errors.New("run_write answered a malformed timestamptz[]")
+	bad := errBadTimes
 	if len(b) < 12 {
 		return nil, bad
 	}

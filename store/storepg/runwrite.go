@@ -148,17 +148,19 @@ type ledgerArr struct {
 
 func ledgerArrays(ws []store.LedgerWrite, order []int, plain int) (*ledgerArr, error) {
 	n := len(ws)
-	// Each column at its length from the start: appended from nil, the 20
-	// columns of a write of two entries (the common call write) took 40
-	// allocations, not 20.
-	strs := func() []string { return make([]string, 0, n) }
-	ints := func() []int64 { return make([]int64, 0, n) }
-	opts := func() []*string { return make([]*string, 0, n) }
-	c := &ledgerArr{ord: make([]int32, 0, n), approvalBack: make([]*store.DecisionRecord, n), resolutionBack: make([]*store.DecisionRecord, n),
-		call: strs(), tool: strs(), effect: strs(), state: strs(), key: strs(), digest: strs(), holder: strs(),
-		exp: ints(), turn: ints(), idx: ints(), attempt: ints(), epoch: ints(),
-		args: opts(), result: opts(), errs: opts(), approval: opts(), resolution: opts(),
-		started: make([]*time.Time, 0, n), committed: make([]*time.Time, 0, n), ev: make([]int32, 0, n)}
+	// Each column at its length from the start, the columns of one type
+	// cut from one array: a write of two entries (the common call write)
+	// takes 8 allocations for its 20 columns.
+	strs, ints, opts, times, i32 := make([]string, 7*n), make([]int64, 5*n), make([]*string, 5*n), make([]*time.Time, 2*n), make([]int32, 2*n)
+	col := func(k int) []string { return strs[k*n : k*n : (k+1)*n] }
+	icol := func(k int) []int64 { return ints[k*n : k*n : (k+1)*n] }
+	ocol := func(k int) []*string { return opts[k*n : k*n : (k+1)*n] }
+	backs := make([]*store.DecisionRecord, 2*n)
+	c := &ledgerArr{ord: i32[:0:n], ev: i32[n:n], approvalBack: backs[:n:n], resolutionBack: backs[n:],
+		call: col(0), tool: col(1), effect: col(2), state: col(3), key: col(4), digest: col(5), holder: col(6),
+		exp: icol(0), turn: icol(1), idx: icol(2), attempt: icol(3), epoch: icol(4),
+		args: ocol(0), result: ocol(1), errs: ocol(2), approval: ocol(3), resolution: ocol(4),
+		started: times[:0:n], committed: times[n:n]}
 	// Events are numbered plain ones first, then the ledger writes' in
 	// input order (store.RunWriteParams.AllEvents).
 	evPos := make([]int32, n)
@@ -246,8 +248,17 @@ type call struct {
 	order []int
 	la    *ledgerArr
 	now   time.Time
-	args  []any
 	res   *store.RunWriteResult
+
+	// run_write's parameters besides la's (see args).
+	fenceKey, fenceHolder                  *string
+	fenceEpoch, runRev, appendN, appendCRC *int64
+	status, checkpoint, meta, appendText   *string
+	ev                                     *evCols
+	wait                                   string
+	more                                   *string
+	moreCRC                                *int64
+	moreCalls                              []string
 
 	// run_write's answer. pgtype values, not pointers: pgx plans the
 	// scan of each column at every row (it does not keep plans across
@@ -258,6 +269,35 @@ type call struct {
 	deadline, created                       pgtype.Timestamptz
 	revision, firstSeq, logLen, logSeq      pgtype.Int8
 	ledgerCreated                           pgtype.FlatArray[pgtype.Timestamptz]
+}
+
+// args returns run_write's parameters, for pgx. encodeRaw encodes the
+// same list (TestRawParamsMatchPgx compares the two).
+func (c *call) args() []any {
+	p, la, e := c.p, c.la, c.ev
+	return []any{p.Tenant, p.RunID, c.now, c.fenceKey, c.fenceHolder, c.fenceEpoch, c.runRev, c.status, c.checkpoint, c.meta,
+		c.appendText, c.appendN, c.appendCRC,
+		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
+		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed, la.ev,
+		int32(len(p.Events)),
+		e.ids, e.parents, e.traces, e.spans, e.types, e.times, e.data, c.wait,
+		c.more, c.moreCRC, c.moreCalls}
+}
+
+// encodeRaw encodes run_write's parameters (args) into e, for parameters
+// of the types oids, and reports whether the encoder knew them all. The
+// list is a local array that does not escape: its values are not
+// allocated, as those of args are.
+func (c *call) encodeRaw(e *paramEnc, oids []uint32) bool {
+	p, la, ev := c.p, c.la, c.ev
+	a := [...]any{p.Tenant, p.RunID, c.now, c.fenceKey, c.fenceHolder, c.fenceEpoch, c.runRev, c.status, c.checkpoint, c.meta,
+		c.appendText, c.appendN, c.appendCRC,
+		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
+		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed, la.ev,
+		int32(len(p.Events)),
+		ev.ids, ev.parents, ev.traces, ev.spans, ev.types, ev.times, ev.data, c.wait,
+		c.more, c.moreCRC, c.moreCalls}
+	return e.encode(oids, a[:])
 }
 
 func textPtr(v pgtype.Text) *string {
@@ -284,48 +324,32 @@ func timePtr(v pgtype.Timestamptz) *time.Time {
 // newCall builds the parameters of run_write for p, with the time of now.
 func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time) *call {
 	c := &call{p: p, order: order, la: la, now: store.Time(now), res: &store.RunWriteResult{}}
-	var fenceKey, fenceHolder *string
-	var fenceEpoch *int64
 	if f := p.Fence; f != nil {
-		fenceKey, fenceHolder, fenceEpoch = &f.Key, &f.Holder, &f.Epoch
+		c.fenceKey, c.fenceHolder, c.fenceEpoch = &f.Key, &f.Holder, &f.Epoch
 	}
-	var runRev, appendN, appendCRC *int64
-	var status, checkpoint, meta, appendText *string
-	wait := ""
 	if u := p.Run; u != nil {
-		wait = store.StoredWaitKind(u.Status, u.WaitKind)
-		runRev = &u.ExpectedRevision
+		c.wait = store.StoredWaitKind(u.Status, u.WaitKind)
+		c.runRev = &u.ExpectedRevision
 		st := string(u.Status)
-		status = &st
+		c.status = &st
 		cp := "{}"
 		if u.Checkpoint != nil {
 			cp = string(u.Checkpoint)
 		}
-		checkpoint, meta = &cp, optText(u.Meta)
+		c.checkpoint, c.meta = &cp, optText(u.Meta)
 		if len(u.Append) > 0 {
 			text := journal.Join(u.Append)
 			n, sum := int64(len(u.Append)), journal.SumString(text)
-			appendText, appendN, appendCRC = &text, &n, &sum
+			c.appendText, c.appendN, c.appendCRC = &text, &n, &sum
 		}
 	}
-	var evArgs []any
-	c.res.Events, evArgs = eventArgs(p.Tenant, p.RunID, p.AllEvents(), c.now)
-	var more *string
-	var moreCRC *int64
-	var moreCalls []string
+	c.res.Events, c.ev = eventCols(p.Tenant, p.RunID, p.AllEvents(), c.now)
 	if eventrow.Foldable(p) {
 		if text, crc, calls, ok := foldedRecords(p, la, c.res.Events); ok {
-			more, moreCRC, moreCalls = &text, &crc, calls
+			c.more, c.moreCRC, c.moreCalls = &text, &crc, calls
 		}
 	}
-	la.folded.Store(more != nil)
-	c.args = []any{p.Tenant, p.RunID, c.now, fenceKey, fenceHolder, fenceEpoch, runRev, status, checkpoint, meta,
-		appendText, appendN, appendCRC,
-		la.ord, la.call, la.exp, la.turn, la.idx, la.tool, la.effect, la.state, la.key, la.attempt, la.digest,
-		la.args, la.result, la.errs, la.approval, la.resolution, la.holder, la.epoch, la.started, la.committed, la.ev,
-		int32(len(p.Events)),
-		evArgs[3], evArgs[4], evArgs[5], evArgs[6], evArgs[7], evArgs[8], evArgs[9], wait,
-		more, moreCRC, moreCalls}
+	la.folded.Store(c.more != nil)
 	return c
 }
 

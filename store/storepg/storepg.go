@@ -243,6 +243,9 @@ const (
 )
 
 func sqlState(err error) string {
+	if err == nil {
+		return ""
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		return pe.Code
