@@ -64,8 +64,9 @@ type drive struct {
 	sinkPanics      []SinkPanickedData
 	recordingPanics bool
 
-	claimEnds // the claim taken with the run's create, given up with its last write (drive_claim.go)
-	carried   // a committed write that goes with the next call's first write (drive_carry.go)
+	claimEnds      // the claim taken with the run's create, given up with its last write (drive_claim.go)
+	carried        // a committed write that goes with the next call's first write (drive_carry.go)
+	foldedResponse // the model's answer, which goes with its first call's started write (drive_fold.go)
 }
 
 func (rt *Runtime) newDrive(a *AgentSpec, sinks []EventSink) (*drive, error) {

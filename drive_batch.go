@@ -25,7 +25,11 @@ import (
 func (d *drive) runBatch(ctx context.Context, blocked map[string]bool) (interrupts []Interruption, err error) {
 	defer func() {
 		// A committed write still held goes now, before anything waits
-		// (drive_carry.go).
+		// (drive_carry.go); so does a model response held for a call
+		// that did not start (drive_fold.go).
+		if ferr := d.flushResponse(ctx); ferr != nil && err == nil {
+			err = ferr
+		}
 		if ferr := d.flushCarried(ctx); ferr != nil && err == nil {
 			err = ferr
 		}

@@ -118,16 +118,30 @@ func (d *drive) runCall(ctx context.Context, en *store.LedgerEntry, w *batchWork
 	if d.agent.Approval.Policy != nil {
 		// The caller's policy may wait (a service, a person): a committed
 		// write held for this call's first write goes first, so that a
-		// result is never kept from the store across it (drive_carry.go).
+		// result is never kept from the store across it (drive_carry.go);
+		// so does a held model response (drive_fold.go, which holds none
+		// then).
+		if err := d.flushResponse(ctx); err != nil {
+			return nil, err
+		}
 		if err := d.flushCarried(ctx); err != nil {
 			return nil, err
 		}
+		en = d.entry(en.CallID)
 	}
 	approved := d.approvalValid(en)
 	// One Call for Check and Run: Run does not validate the arguments Check
 	// validated again.
 	call := &tool.Call{Name: en.Tool, Args: args, Approved: approved}
 	_, err = d.runner.Check(ctx, call)
+	if err != nil && d.responseHeld() {
+		// The call does not start: the model's answer held for its
+		// started write is stored alone first (drive_fold.go).
+		if ferr := d.flushResponse(ctx); ferr != nil {
+			return nil, ferr
+		}
+		en = d.entry(en.CallID)
+	}
 	var te *tool.Error
 	if errors.As(err, &te) {
 		switch te.Kind {

@@ -52,10 +52,11 @@ func (d *drive) hold(p *store.RunWriteParams) bool {
 	d.holdCommit = false
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.carry != nil {
+	if d.carry != nil || d.resp != nil {
 		// A write is held already (the call before this one's, when this
 		// call was committed without starting: skipped): p goes now and
-		// takes it along, never in its place.
+		// takes it along, never in its place. Or the model's response
+		// is (drive_fold.go): p goes now, after it.
 		return false
 	}
 	d.carry = p

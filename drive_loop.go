@@ -27,11 +27,21 @@ func (d *drive) loop(ctx context.Context) (*RunResult, error) {
 			d.cp.Error = &RunError{Code: CodeDeadline, Message: "the run's deadline passed"}
 			return d.end(ctx, store.RunCancelled, EvRunCancelled)
 		}
+		if (ctx.Err() != nil || d.pastDeadline()) && d.responseHeld() {
+			// The model's answer, held for its first call's start
+			// (drive_fold.go), is stored before the drive stops.
+			if err := d.flushResponse(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if res, err, stop := d.stopCheck(ctx); stop {
 			return res, err // cancelled, or closed
 		}
 		if len(d.cp.Pending) > 0 {
 			interrupts, err := d.settlePending(ctx)
+			if ferr := d.flushResponse(ctx); ferr != nil && err == nil {
+				err = ferr // not started: the answer is stored alone (drive_fold.go)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -344,6 +354,10 @@ func (d *drive) commitResponse(ctx context.Context, resp *llm.Response) (*RunRes
 			ev = EvToolSkipped
 		}
 		writes = append(writes, store.LedgerWrite{Entry: en, Event: d.entryEvent(ev, en, at)})
+	}
+	if d.foldable(ctx, calls) {
+		// Written with the first call's started record (drive_fold.go).
+		return nil, d.holdResponse(writes, events)
 	}
 	return nil, d.saveRun(ctx, store.RunRunning, writes, events...)
 }

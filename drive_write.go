@@ -122,10 +122,22 @@ func (d *drive) write(ctx context.Context, p *store.RunWriteParams) error {
 func (d *drive) writeResult(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	merged := false
+	if d.resp != nil { // a held model response (drive_fold.go)
+		if m := d.mergeResponse(p); m != nil {
+			p, merged = m, true
+		} else if err := d.responseFirst(ctx, p); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.withCarried(ctx, p); err != nil { // a held committed write (drive_carry.go)
 		return nil, err
 	}
-	return d.writeLocked(ctx, p)
+	res, err := d.writeLocked(ctx, p)
+	if err == nil && merged {
+		d.cpEnc.stored = d.respItems
+	}
+	return res, err
 }
 
 // writeLocked is writeResult with mu held.
@@ -254,6 +266,12 @@ func (d *drive) saveRun(ctx context.Context, status store.RunStatus, ledger []st
 // items the log does not hold yet) with a new status and meta, and
 // writes it as one CAS on the run.
 func (d *drive) writeRun(ctx context.Context, p *store.RunWriteParams, status store.RunStatus, meta json.RawMessage) error {
+	// A held model response goes first, alone (drive_fold.go): this write
+	// is checked against the revision it gives the run, and appends only
+	// what it did not.
+	if err := d.flushResponse(ctx); err != nil {
+		return err
+	}
 	head, app, err := d.cpEnc.encode(d.cp)
 	if err != nil {
 		return fmt.Errorf("actoviq: run %s: encode checkpoint: %w", d.run.ID, err)
@@ -453,7 +471,13 @@ func (rt *Runtime) writeAgain(wctx *writeCtx, p *store.RunWriteParams, err error
 // commit only after its WAL was synced), "not committed" only sends the
 // same CAS again. A write with a run update (the model's answer, the
 // run's end) is not read back: it would need the run's checkpoint
-// compared, and losing it loses no tool's outcome.
+// compared, and losing it loses no tool's outcome. One is: the model's
+// answer written with its first call's started record (drive_fold.go),
+// whose records are all new entries. They, read back as written, say the
+// write committed (the run's update with them), and the run is read for
+// its stored revision; read back absent, the same params are sent again,
+// the run's revision check and the records' (they must not exist yet)
+// letting one try commit at most.
 
 // outcomeUnknown reports an error of a store write that says nothing
 // about whether it committed: none of the store's own answers (each of
@@ -472,7 +496,7 @@ func outcomeUnknown(err error) bool {
 // readBack settles p, a write that failed with err, whose outcome is not
 // known; mu is held.
 func (d *drive) readBack(ctx context.Context, wctx *writeCtx, p *store.RunWriteParams, err error) (*store.RunWriteResult, error) {
-	if p.Run != nil || p.Fence == nil || len(p.Ledger) == 0 {
+	if (p.Run != nil && !startsNew(p)) || p.Fence == nil || len(p.Ledger) == 0 {
 		return nil, err
 	}
 	for again, reads := false, 1; ; reads++ {
@@ -483,7 +507,15 @@ func (d *drive) readBack(ctx context.Context, wctx *writeCtx, p *store.RunWriteP
 			if !ok {
 				return nil, err
 			}
-			return &store.RunWriteResult{Ledger: stored, Events: evs}, nil
+			res := &store.RunWriteResult{Ledger: stored, Events: evs}
+			if p.Run != nil {
+				// The records are new entries, in the write with the
+				// run's update: it committed too. The run as stored.
+				if res.Run, ok = d.storedRun(wctx, p); !ok {
+					return nil, err
+				}
+			}
+			return res, nil
 		case torn && reads < 3:
 			// The records are read one at a time: a write of them (the
 			// first try, still on its way, or the one made again) landed
@@ -507,6 +539,33 @@ func (d *drive) readBack(ctx context.Context, wctx *writeCtx, p *store.RunWriteP
 			return nil, err
 		}
 	}
+}
+
+// startsNew reports whether p, a write with a run update, is a model's
+// response written with its first call's started record (drive_fold.go):
+// every ledger record a new entry, one of them started. Its records
+// decide whether it committed: a new entry exists only once its write
+// did, and nobody else creates the calls of a response the drive holds.
+func startsNew(p *store.RunWriteParams) bool {
+	started := false
+	for _, w := range p.Ledger {
+		if w.ExpectedRevision != 0 {
+			return false
+		}
+		started = started || w.Entry.State == store.LedgerStarted
+	}
+	return started
+}
+
+// storedRun reads back the run of p, a write with a run update whose
+// records were read back committed: ok when it is at the revision after
+// the one p expected (nobody wrote it since).
+func (d *drive) storedRun(ctx context.Context, p *store.RunWriteParams) (*store.Run, bool) {
+	run, err := d.rt.store.RunGet(ctx, &store.RunGetParams{Tenant: p.Tenant, ID: p.RunID})
+	if err != nil || run.Revision != p.Run.ExpectedRevision+1 || run.Status != p.Run.Status {
+		return nil, false
+	}
+	return run, true
 }
 
 // readRecords reads back the records of p: committed when each is at the

@@ -30,7 +30,11 @@ const (
 
 // The kill points, in ledger order.
 const (
-	pointPrepared  = "prepared"  // 1: prepared entry durable
+	// 1: the write of the model's answer is about to be sent, nothing of
+	// it stored. A lone call that starts at once is stored with that
+	// write, started (drive_fold.go in the root package): no moment has
+	// its entry durable and prepared.
+	pointAnswer    = "answer"
 	pointStarted   = "started"   // 2: started durable, tool not run
 	pointRunning   = "running"   // 3: tool appended its effect, still running
 	pointReturned  = "returned"  // 4: tool returned, committed not written
@@ -133,7 +137,8 @@ func stopHere(point string) {
 
 // killStore stops the process after a RunWrite that durably stored the
 // target ledger state of the target call: the write has returned from the
-// backend, and nothing after it runs.
+// backend, and nothing after it runs. At pointAnswer it stops before the
+// write that would first store the call (the model's answer) is sent.
 type killStore struct {
 	store.Store
 	runID, callID string
@@ -142,6 +147,13 @@ type killStore struct {
 }
 
 func (k *killStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	if k.at == pointAnswer && p.RunID == k.runID {
+		for _, w := range p.Ledger {
+			if w.Entry.CallID == k.callID && w.ExpectedRevision == 0 {
+				k.stop(pointAnswer) // the write that first stores the call, not sent
+			}
+		}
+	}
 	res, err := k.Store.RunWrite(ctx, p)
 	if err != nil || p.RunID != k.runID {
 		return res, err

@@ -53,8 +53,9 @@ type expectation struct {
 func (sc scenario) expect() expectation {
 	var e expectation
 	switch sc.kill {
-	case pointPrepared:
-		// Nothing started: the call runs normally on resume.
+	case pointAnswer:
+		// Nothing stored: the resume asks the model again, which asks
+		// for the call again; it runs normally.
 		return expectation{atKill: 0, attempts: []int{1}}
 	case pointCommitted:
 		// The result is durable: the tool is never called again.
@@ -94,7 +95,7 @@ func (sc scenario) expect() expectation {
 }
 
 func matrix() []scenario {
-	points := []string{pointPrepared, pointStarted, pointRunning, pointReturned, pointCommitted}
+	points := []string{pointAnswer, pointStarted, pointRunning, pointReturned, pointCommitted}
 	var out []scenario
 	for _, p := range points {
 		out = append(out,
@@ -322,14 +323,20 @@ func checkDurable(t *testing.T, rt *actoviq.Runtime, b *bundle, kill string) {
 	t.Helper()
 	want := store.LedgerStarted
 	switch kill {
-	case pointPrepared:
-		want = store.LedgerPrepared
 	case pointCommitted:
 		want = store.LedgerCommitted
 	}
 	info, err := rt.Get(context.Background(), b.runID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if kill == pointAnswer {
+		// As if the model had not answered: no call, no answer stored.
+		if info.StoredStatus != actoviq.StatusRunning || len(info.Ledger) != 0 || len(info.Transcript) != 1 {
+			t.Fatalf("after the kill at %s: run stored %s, ledger %+v, transcript %+v; want running, no call, the user's item alone",
+				kill, info.StoredStatus, info.Ledger, info.Transcript)
+		}
+		return
 	}
 	// The killed process held the claim: the stored status is still
 	// running, and Get derives stalled from the dead holder.

@@ -8,14 +8,18 @@
 // "c1" of tool "act" and then answers "done" — over a SQLite file or a
 // PostgreSQL schema, and is SIGKILLed at one ledger transition of that call:
 //
-//  1. prepared: the model response and its prepared entry are durable;
+//  1. answer: the write of the model's response is about to be sent
+//     (nothing of it stored; with one call that starts at once, that
+//     write also stores the call started: drive_fold.go in the root
+//     package), and the resume asks the model again;
 //  2. started: the started entry is durable, the tool has not run;
 //  3. running: the tool appended its effect (fsynced) and has not returned;
 //  4. returned: the tool returned, committed is not yet written;
 //  5. committed: the result is durable.
 //
 // The kill points are hooks outside the engine: a store.Store wrapper that
-// stops the child after a RunWrite that stored the target state, and the
+// stops the child after a RunWrite that stored the target state (before
+// the write, for point 1), and the
 // tool itself for points 3 and 4. The tool appends "<idempotency key>
 // <attempt>" to a counter file with O_APPEND and fsync, so the file counts
 // the side effects that really happened, across processes.

@@ -41,8 +41,11 @@ const currentEntry = `WITH s AS (SELECT entry_rev AS rev, entry_created AS creat
 	ORDER BY rev DESC LIMIT 1`
 
 // foldedWrite is a write's records as one events row (see the eventrow
-// package): recs in numbering order, the first in the row's columns.
+// package): recs in numbering order, the first in the row's columns. The
+// write's last tail ledger writes (new entries, started: eventrow.Tail)
+// are not in it: each is a one-record row after it.
 type foldedWrite struct {
+	tail                 int
 	recs                 []eventrow.Record
 	more                 string
 	calls                any // more_calls: the JSON array of the calls in more, or nil
@@ -55,10 +58,11 @@ type foldedWrite struct {
 // foldWrite returns p's records as one row, or nil when p keeps one row
 // per record (eventrow.Foldable, eventrow.Encode).
 func foldWrite(p *store.RunWriteParams, now int64) (*foldedWrite, error) {
-	if !eventrow.Foldable(p) {
+	tail := eventrow.Tail(p)
+	if !eventrow.FoldableBefore(p, tail) {
 		return nil, nil
 	}
-	f := &foldedWrite{approval: make([]any, len(p.Ledger)), resolution: make([]any, len(p.Ledger)),
+	f := &foldedWrite{tail: tail, approval: make([]any, len(p.Ledger)), resolution: make([]any, len(p.Ledger)),
 		approvalBack: make([]*store.DecisionRecord, len(p.Ledger)), resolutionBack: make([]*store.DecisionRecord, len(p.Ledger))}
 	stored := func(ev *store.EventRecord) *store.EventRecord {
 		c := *ev
@@ -74,7 +78,7 @@ func foldWrite(p *store.RunWriteParams, now int64) (*foldedWrite, error) {
 	for _, ev := range p.Events {
 		f.recs = append(f.recs, eventrow.Record{Event: stored(ev)})
 	}
-	for i, w := range p.Ledger {
+	for i, w := range p.Ledger[:len(p.Ledger)-tail] {
 		a, aBack, err := encodeDecision(w.Entry.Approval)
 		if err != nil {
 			return nil, &store.InvalidError{Field: "Approval", Reason: err.Error()}
@@ -118,9 +122,10 @@ func foldWrite(p *store.RunWriteParams, now int64) (*foldedWrite, error) {
 // writeFolded checks the ledger records of a folded write (each a new
 // entry: the call must have none) and writes its one events row, numbered
 // lastSeq+1 to lastSeq+len(recs); a ledger write without an event goes
-// to the ledger table as in a write of one row per record. fence, when
-// not nil, is checked first. It returns the stored entries (by Ledger
-// index) and events (in numbering order).
+// to the ledger table as in a write of one row per record, and each of
+// the write's tail records is a one-record row numbered after the row.
+// fence, when not nil, is checked first. It returns the stored entries
+// (by Ledger index) and events (in numbering order).
 func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *foldedWrite, now, lastSeq int64, fence *store.Fence) ([]*store.LedgerEntry, []*store.EventRecord, error) {
 	if fence != nil {
 		if _, err := checkFence(ctx, tx, p.Tenant, fence); err != nil {
@@ -131,7 +136,8 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 	if len(p.Ledger) > 0 {
 		entries = make([]*store.LedgerEntry, len(p.Ledger))
 	}
-	for i := range p.Ledger {
+	head := len(p.Ledger) - f.tail
+	for i := range p.Ledger[:head] {
 		w := &p.Ledger[i]
 		if w.Event == nil {
 			e, err := ledgerRow(ctx, tx, now, w, nil)
@@ -157,7 +163,7 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 		entries[i] = &out
 	}
 	n := int64(len(f.recs))
-	evs := make([]*store.EventRecord, n)
+	evs := make([]*store.EventRecord, n, n+int64(f.tail))
 	for i, r := range f.recs {
 		r.Event.Seq = lastSeq + 1 + int64(i)
 		evs[i] = r.Event
@@ -186,6 +192,16 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	for i := head; i < len(p.Ledger); i++ {
+		// A tail record: its own row, after the row's (its revision
+		// checked as any record's; the fence was checked above).
+		e, ev, err := entryRecord(ctx, tx, now, lastSeq+int64(len(evs))+1, &p.Ledger[i], nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries[i] = e
+		evs = append(evs, ev)
 	}
 	killpoint.Reached(killpoint.EventRowWrite)
 	return entries, evs, nil

@@ -31,6 +31,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		store.RunWriteResult
 		logSeq int64 // the log row this write added, 0 if none
 		folded bool  // the write's records went in one events row
+		tail   int   // and so many more in one row each (eventrow.Tail)
 	}
 	nLedgerEvents := 0
 	for _, w := range p.Ledger {
@@ -39,7 +40,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 		}
 	}
 	err := s.write(ctx, func(tx querier) error {
-		res.RunWriteResult, res.logSeq, res.folded = store.RunWriteResult{}, 0, false
+		res.RunWriteResult, res.logSeq, res.folded, res.tail = store.RunWriteResult{}, 0, false, 0
 		now := micros(s.now())
 		folded, err := foldWrite(p, now)
 		if err != nil {
@@ -132,7 +133,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 			if err != nil {
 				return err
 			}
-			res.folded = true
+			res.folded, res.tail = true, folded.tail
 		} else {
 			if n > 0 {
 				res.Events = make([]*store.EventRecord, 0, n)
@@ -202,9 +203,10 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	}
 	rows := int64(len(p.Ledger) + len(p.Events))
 	if res.folded {
-		// One events row for the records; the ledger writes without an
-		// event have their ledger table rows.
-		rows = 1
+		// One events row for the records (and one for each tail
+		// record); the ledger writes without an event have their ledger
+		// table rows.
+		rows = 1 + int64(res.tail)
 		for _, w := range p.Ledger {
 			if w.Event == nil {
 				rows++

@@ -413,3 +413,118 @@ func testEventRows(t *testing.T, bb *bundle) {
 		t.Fatalf("the claim after a releasing write of several records: %+v, %v", c, err)
 	}
 }
+
+// testEventRowsStartedTail: a model's response written with its first
+// call's started record (the engine's drive_fold.go): the response's
+// events, that call's prepared event among them, the other calls'
+// prepared records, then the first call's entry, new and directly
+// started, numbered last. Read back one by one (the SQL stores keep the
+// records before the started one in one row, the started one in a row
+// of its own); the started entry is at revision 1, checked and moved on
+// as any; a run that finished with it unsettled is never pruned; a
+// failed such write leaves nothing.
+func testEventRowsStartedTail(t *testing.T, bb *bundle) {
+	mustCreate(t, bb, newRun("t", "r"))
+	prepared := func(call string, idx int) store.LedgerWrite {
+		return store.LedgerWrite{Entry: entry("t", "r", call, idx, store.LedgerPrepared), Event: ev("tool.prepared", "p"+call)}
+	}
+	startedNew := func(call string) store.LedgerWrite {
+		e := entry("t", "r", call, 0, store.LedgerStarted)
+		e.Attempt, e.Holder, e.Epoch, e.StartedAt = 1, "w0", 1, bb.clock.Now()
+		return store.LedgerWrite{Entry: e, Event: ev("tool.started", "s"+call)}
+	}
+	if _, err := acquire(bb, "run:r", "w0", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	fence := &store.Fence{Key: "run:r", Holder: "w0", Epoch: 1}
+	res, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence,
+		Run:    &store.RunUpdate{ExpectedRevision: 1, Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)},
+		Events: []*store.EventRecord{ev("model.response", "m1"), ev("tool.prepared", "pa")},
+		Ledger: []store.LedgerWrite{prepared("b", 1), prepared("c", 2), startedNew("a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"m1@1", "pa@2", "pb@3", "pc@4", "sa@5"}
+	if got := eventIDs(res.Events); !slices.Equal(got, want) || res.Run.EventSeq != 5 || res.Run.Revision != 2 {
+		t.Fatalf("the write's events %v (want %v), run %+v", got, want, res.Run)
+	}
+	if a := res.Ledger[2]; a.CallID != "a" || a.State != store.LedgerStarted || a.Revision != 1 || a.Holder != "w0" {
+		t.Fatalf("the started entry as written: %+v", a)
+	}
+	for after := int64(0); after <= 5; after++ {
+		for limit := 0; limit <= 2; limit++ {
+			page, err := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r", AfterSeq: after, Limit: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := want[after:]
+			if limit > 0 && len(w) > limit {
+				w = w[:limit]
+			}
+			if got := eventIDs(page); !slices.Equal(got, w) {
+				t.Fatalf("EventList after %d, limit %d: %v, want %v", after, limit, got, w)
+			}
+		}
+	}
+	list, err := bb.s.LedgerList(bb.ctx, &store.LedgerListParams{Tenant: "t", RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range list {
+		got = append(got, fmt.Sprintf("%s:%s:%d", e.CallID, e.State, e.Revision))
+	}
+	if w := []string{"a:started:1", "b:prepared:1", "c:prepared:1"}; !slices.Equal(got, w) {
+		t.Fatalf("LedgerList %v, want %v", got, w)
+	}
+	a, err := bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "a"})
+	if err != nil || a.State != store.LedgerStarted || a.Revision != 1 || a.Attempt != 1 || a.Holder != "w0" || a.Epoch != 1 ||
+		!a.StartedAt.Equal(store.Time(bb.clock.Now())) {
+		t.Fatalf("LedgerGet a: %+v, %v", a, err)
+	}
+	// A second new entry of a call is a conflict, a started one too; the
+	// failed write leaves nothing.
+	for _, w := range []store.LedgerWrite{prepared("a", 0), startedNew("b")} {
+		_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence,
+			Run:    &store.RunUpdate{ExpectedRevision: 2, Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)},
+			Events: []*store.EventRecord{ev("model.response", "m2"), ev("tool.prepared", "pf")},
+			Ledger: []store.LedgerWrite{prepared("g", 3), w}})
+		wantConflict(t, err, 0, 1)
+	}
+	if evs, _ := bb.s.EventList(bb.ctx, &store.EventListParams{Tenant: "t", RunID: "r"}); len(evs) != 5 {
+		t.Fatalf("failed writes left events: %v", eventIDs(evs))
+	}
+	if _, err := bb.s.LedgerGet(bb.ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "g"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an entry of a failed write: %v", err)
+	}
+	// Under a lost claim, nothing.
+	_, err = bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: &store.Fence{Key: "run:r", Holder: "w9", Epoch: 1},
+		Run:    &store.RunUpdate{ExpectedRevision: 2, Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)},
+		Events: []*store.EventRecord{ev("model.response", "m3"), ev("tool.prepared", "ph")},
+		Ledger: []store.LedgerWrite{prepared("h", 3), startedNew("i")}})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("under a lost claim: %v", err)
+	}
+	// The started call moves on: committed at revision 2, with b's start.
+	committed := *res.Ledger[2]
+	committed.State, committed.Result = store.LedgerCommitted, json.RawMessage(`"ok"`)
+	startB := *res.Ledger[0]
+	startB.State, startB.Attempt = store.LedgerStarted, 1
+	res2, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence,
+		Ledger: []store.LedgerWrite{{Entry: &committed, ExpectedRevision: 1, Event: ev("tool.committed", "ca")},
+			{Entry: &startB, ExpectedRevision: 1, Event: ev("tool.started", "sb")}}})
+	if err != nil || !slices.Equal(eventIDs(res2.Events), []string{"ca@6", "sb@7"}) || res2.Ledger[0].Revision != 2 || res2.Ledger[1].Revision != 2 {
+		t.Fatalf("a's commit with b's start: %+v, %v", res2, err)
+	}
+	// The run ends with b started: never pruned (a call not settled).
+	bb.clock.Advance(time.Second)
+	if _, err := bb.s.RunWrite(bb.ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence,
+		Run: &store.RunUpdate{ExpectedRevision: 2, Status: store.RunCancelled, Checkpoint: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	bb.clock.Advance(time.Second)
+	pr, err := bb.s.RunPrune(bb.ctx, &store.RunPruneParams{Tenant: "t", FinishedBefore: bb.clock.Now(), Limit: 10})
+	if err != nil || slices.Contains(pr.RunIDs, "r") {
+		t.Fatalf("prune of a run with a started call: %+v, %v", pr, err)
+	}
+}

@@ -69,6 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"Ledger", testLedger},
 		{"LedgerRecords", testLedgerRecords},
 		{"EventRows", testEventRows},
+		{"EventRowsStartedTail", testEventRowsStartedTail},
 		{"RunLog", testRunLog},
 		{"Events", testEvents},
 		{"Claims", testClaims},

@@ -17,6 +17,15 @@
 // more_calls, without decoding the row.
 //
 // A write that does not qualify keeps one row per record, as before.
+//
+// One write qualifies but for its last records: the model's response
+// written with its first call's started record (the engine's
+// drive_fold.go), the call's entry new and directly in state started,
+// its record numbered last. Its records before the started one (the
+// response's events, the other calls' prepared records) are one row as
+// above ([Tail], [FoldableBefore]), and each started record keeps a
+// one-record row after it, numbered after the row's last record: the
+// rows of the two writes it replaces. Its state stays in the columns.
 package eventrow
 
 import (
@@ -49,8 +58,30 @@ type Record struct {
 // unknown (so that the rules reading the state columns, such as a prune's
 // "a call started and never committed", never need the more column).
 func Foldable(p *store.RunWriteParams) bool {
+	return FoldableBefore(p, 0)
+}
+
+// Tail returns how many of p's last ledger writes are new entries in
+// state started with an event of their own (numbered last of the
+// write's records): the records that keep a row each after the one
+// row of the others when [FoldableBefore](p, Tail(p)).
+func Tail(p *store.RunWriteParams) int {
+	n := 0
+	for i := len(p.Ledger) - 1; i >= 0; i-- {
+		w := p.Ledger[i]
+		if w.Event == nil || w.ExpectedRevision != 0 || w.Entry.State != store.LedgerStarted {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// FoldableBefore reports whether the records of p but its last tail
+// ledger writes go in one row: Foldable's rule over them.
+func FoldableBefore(p *store.RunWriteParams, tail int) bool {
 	n := len(p.Events)
-	for _, w := range p.Ledger {
+	for _, w := range p.Ledger[:len(p.Ledger)-tail] {
 		if w.Event == nil {
 			continue
 		}

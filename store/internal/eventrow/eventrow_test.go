@@ -103,6 +103,36 @@ func TestFoldable(t *testing.T) {
 	}
 }
 
+func TestTail(t *testing.T) {
+	ev := &store.EventRecord{Type: "x"}
+	entry := func(call string, st store.LedgerState) *store.LedgerEntry { return &store.LedgerEntry{CallID: call, State: st} }
+	for name, c := range map[string]struct {
+		p        store.RunWriteParams
+		tail     int
+		foldable bool
+	}{
+		"response with its first start": {store.RunWriteParams{Events: []*store.EventRecord{ev, ev}, Ledger: []store.LedgerWrite{
+			{Entry: entry("b", store.LedgerPrepared), Event: ev}, {Entry: entry("a", store.LedgerStarted), Event: ev}}}, 1, true},
+		"one call's response with its start": {store.RunWriteParams{Events: []*store.EventRecord{ev, ev}, Ledger: []store.LedgerWrite{
+			{Entry: entry("a", store.LedgerStarted), Event: ev}}}, 1, true},
+		"one record before the start": {store.RunWriteParams{Events: []*store.EventRecord{ev}, Ledger: []store.LedgerWrite{
+			{Entry: entry("a", store.LedgerStarted), Event: ev}}}, 1, false},
+		"started not last": {store.RunWriteParams{Events: []*store.EventRecord{ev, ev}, Ledger: []store.LedgerWrite{
+			{Entry: entry("a", store.LedgerStarted), Event: ev}, {Entry: entry("b", store.LedgerPrepared), Event: ev}}}, 0, false},
+		"a started transition": {store.RunWriteParams{Events: []*store.EventRecord{ev, ev}, Ledger: []store.LedgerWrite{
+			{Entry: entry("a", store.LedgerStarted), ExpectedRevision: 1, Event: ev}}}, 0, false},
+		"started without event": {store.RunWriteParams{Events: []*store.EventRecord{ev, ev}, Ledger: []store.LedgerWrite{
+			{Entry: entry("a", store.LedgerStarted)}}}, 0, true},
+		"unknown last": {store.RunWriteParams{Events: []*store.EventRecord{ev, ev}, Ledger: []store.LedgerWrite{
+			{Entry: entry("a", store.LedgerUnknown), Event: ev}}}, 0, false},
+	} {
+		tail := Tail(&c.p)
+		if tail != c.tail || FoldableBefore(&c.p, tail) != c.foldable {
+			t.Errorf("%s: Tail = %d, FoldableBefore = %v; want %d, %v", name, tail, FoldableBefore(&c.p, tail), c.tail, c.foldable)
+		}
+	}
+}
+
 // FuzzDecode: any more text (with a matching checksum, so that the decoder
 // itself is reached) either fails with an error or gives records that
 // encode to a text that decodes to the same records.
