@@ -105,7 +105,9 @@ func TestFoldable(t *testing.T) {
 
 func TestTail(t *testing.T) {
 	ev := &store.EventRecord{Type: "x"}
-	entry := func(call string, st store.LedgerState) *store.LedgerEntry { return &store.LedgerEntry{CallID: call, State: st} }
+	entry := func(call string, st store.LedgerState) *store.LedgerEntry {
+		return &store.LedgerEntry{CallID: call, State: st}
+	}
 	for name, c := range map[string]struct {
 		p        store.RunWriteParams
 		tail     int
