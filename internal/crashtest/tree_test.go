@@ -43,7 +43,7 @@ var treePoints = []string{
 	"parent-prepared",      // the parent's c1 prepared is durable
 	"parent-started",       // the parent's c1 started is durable, no child yet
 	"child-created",        // the child run exists, never driven
-	"child-call-prepared",  // the child's k1 prepared is durable
+	"child-answer",         // the child's model answer, with k1 started (drive_fold.go), about to be written, not stored
 	"child-call-started",   // the child's k1 started is durable, not run
 	"child-call-running",   // k1's effect happened, started is all the ledger says
 	"child-call-committed", // k1's result is durable
@@ -101,7 +101,8 @@ func (c *counterTool) Call(ctx context.Context, args json.RawMessage) (tool.Resu
 }
 
 // treeKillStore SIGKILLs the process right after the write that makes the
-// kill point durable.
+// kill point durable (child-answer: right before the child's write that
+// would first store k1).
 type treeKillStore struct {
 	store.Store
 	at string
@@ -118,6 +119,13 @@ func (s *treeKillStore) RunCreate(ctx context.Context, p *store.RunCreateParams)
 }
 
 func (s *treeKillStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	if s.at == "child-answer" && strings.Contains(p.RunID, ".") {
+		for _, w := range p.Ledger {
+			if w.Entry.CallID == "k1" && w.ExpectedRevision == 0 {
+				die() // before the write that first stores k1
+			}
+		}
+	}
 	res, err := s.Store.RunWrite(ctx, p)
 	if err != nil {
 		return res, err
