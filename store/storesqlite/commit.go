@@ -92,32 +92,31 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 	// The transaction belongs to the whole batch: no caller's context may
 	// interrupt it.
 	bctx := context.WithoutCancel(live[0].Ctx)
-	conn, err := s.db.Conn(bctx)
+	w, err := s.acquire(bctx)
 	if err != nil {
 		for _, r := range live {
 			finish(r, mapErr(r.Ctx, err))
 		}
 		return nil
 	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(bctx, nil)
-	if err != nil {
+	defer w.release()
+	if err := w.begin(bctx); err != nil {
 		for _, r := range live {
 			finish(r, mapErr(r.Ctx, err))
 		}
 		return nil
 	}
-	q := ptx{s: s, tx: tx, ctx: bctx}
+	q := wtx{w: w, ctx: bctx}
 	var ok []*writeReq
 	for i, r := range live {
 		if _, err := q.ExecContext(bctx, "SAVEPOINT w"); err != nil {
-			_ = tx.Rollback()
+			w.rollback(bctx)
 			return append(ok, live[i:]...)
 		}
 		ferr := r.Val(q)
 		if ferr == nil {
 			if _, err := q.ExecContext(bctx, "RELEASE w"); err != nil {
-				_ = tx.Rollback()
+				w.rollback(bctx)
 				return append(ok, live[i:]...)
 			}
 			ok = append(ok, r)
@@ -126,19 +125,19 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 		// Undo this write only. If that is impossible, the transaction is
 		// gone: this write failed, the others run again.
 		if _, err := q.ExecContext(bctx, "ROLLBACK TO w"); err != nil {
-			_ = tx.Rollback()
+			w.rollback(bctx)
 			finish(r, mapErr(r.Ctx, ferr))
 			return append(ok, live[i+1:]...)
 		}
 		if _, err := q.ExecContext(bctx, "RELEASE w"); err != nil {
-			_ = tx.Rollback()
+			w.rollback(bctx)
 			finish(r, mapErr(r.Ctx, ferr))
 			return append(ok, live[i+1:]...)
 		}
 		finish(r, mapErr(r.Ctx, ferr))
 	}
-	if err := tx.Commit(); err != nil {
-		_, _ = conn.ExecContext(bctx, "ROLLBACK") // no-op when SQLite already ended it
+	if err := w.commit(bctx); err != nil {
+		w.rollback(bctx) // no-op when SQLite already ended it
 		for _, r := range ok {
 			finish(r, mapErr(r.Ctx, err))
 		}
@@ -154,24 +153,23 @@ func (s *Store) runBatch(batch []*writeReq) (retry []*writeReq) {
 
 // writeOne runs fn alone in one write transaction on the caller's context.
 func (s *Store) writeOne(ctx context.Context, fn func(tx querier) error) error {
-	// A connection of our own: when COMMIT fails (a busy or full
-	// database), SQLite may keep the transaction open, and the connection
-	// must not go back to the pool like that.
-	conn, err := s.db.Conn(ctx)
+	// The write connection (writer.go): when COMMIT fails (a busy or full
+	// database), SQLite may keep the transaction open; it is rolled back,
+	// or the connection dropped, before the next write uses it.
+	w, err := s.acquire(ctx)
 	if err != nil {
 		return mapErr(ctx, err)
 	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	defer w.release()
+	if err := w.begin(ctx); err != nil {
 		return mapErr(ctx, err)
 	}
-	if err := fn(ptx{s: s, tx: tx}); err != nil {
-		_ = tx.Rollback()
+	if err := fn(wtx{w: w}); err != nil {
+		w.rollback(ctx)
 		return mapErr(ctx, err)
 	}
-	if err := tx.Commit(); err != nil {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") // no-op when SQLite already ended it
+	if err := w.commit(ctx); err != nil {
+		w.rollback(ctx) // no-op when SQLite already ended it
 		return mapErr(ctx, err)
 	}
 	s.stats.commits.Add(1)

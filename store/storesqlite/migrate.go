@@ -37,7 +37,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	return s.write(ctx, func(q querier) error {
 		// Migration files hold many statements: run them unprepared.
-		tx := q.(ptx).tx
+		tx := q.(interface{ unprepared() querier }).unprepared()
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT    NOT NULL,

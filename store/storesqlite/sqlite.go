@@ -69,6 +69,8 @@ type Store struct {
 	// prepares each once per pooled connection. Parsing SQL costs more CPU
 	// than executing these short statements.
 	stmts sync.Map // string -> *sql.Stmt
+	// w is the connection of the write transactions (writer.go).
+	w writer
 
 	// compactor runs the log compactions on goroutines of the store (see
 	// compactLater); Close waits for them.
@@ -204,6 +206,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Close closes the database.
 func (s *Store) Close() error {
 	s.compactor.Close()
+	s.w.close()
 	s.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true
@@ -230,6 +233,10 @@ type ptx struct {
 	// transaction when a statement of it is interrupted.
 	ctx context.Context
 }
+
+// unprepared returns a querier whose statements are not prepared and
+// cached (a migration's many statements).
+func (t ptx) unprepared() querier { return t.tx }
 
 func (t ptx) c(ctx context.Context) context.Context {
 	if t.ctx != nil {

@@ -1,0 +1,82 @@
+package storesqlite_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/actoviq/actoviq-go/store"
+)
+
+// goroutinesCreated is the process's count of goroutines started so far.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// A run write on the store's write connection starts no goroutine: no
+// *sql.Tx watching its context, no sql.Rows watching the transaction's
+// (writer.go); a write that fails (a conflict, a fence) rolls back and
+// the next one writes. Each goroutine cost a write about a tenth of its
+// CPU with the wake-ups it caused.
+func TestRunWriteStartsNoGoroutine(t *testing.T) {
+	if goroutinesCreated() == 0 {
+		t.Skip("runtime/metrics has no /sched/goroutines-created")
+	}
+	s := open(t, filepath.Join(t.TempDir(), "w.db"), nil)
+	ctx := context.Background()
+	if _, err := s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: "r", Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey("r"), Holder: "w", TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := &store.Fence{Key: c.Key, Holder: c.Holder, Epoch: c.Epoch}
+	write := func(i int, rev int64, f *store.Fence) error {
+		call := fmt.Sprint("c", i)
+		_, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: f, Ledger: []store.LedgerWrite{{
+			Entry:            &store.LedgerEntry{Tenant: "t", RunID: "r", CallID: call, Tool: "charge", State: store.LedgerPrepared, Args: json.RawMessage(`{}`)},
+			ExpectedRevision: rev, Event: &store.EventRecord{Type: "tool.prepared", Data: json.RawMessage(`{"call_id":"` + call + `"}`)}}}})
+		return err
+	}
+	if err := write(0, 0, fence); err != nil { // the statements prepared
+		t.Fatal(err)
+	}
+	const n = 50
+	before := goroutinesCreated()
+	for i := 1; i <= n; i++ {
+		if err := write(i, 0, fence); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := goroutinesCreated() - before; d > n/10 {
+		t.Errorf("%d run writes started %d goroutines", n, d)
+	}
+	// Failures roll back; the connection serves the next write.
+	if err := write(1, 0, fence); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a stale write: %v, want a conflict", err)
+	}
+	if err := write(n+1, 0, &store.Fence{Key: fence.Key, Holder: "other", Epoch: fence.Epoch}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a fenced write: %v, want fenced", err)
+	}
+	if err := write(n+1, 0, fence); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := s.EventList(ctx, &store.EventListParams{Tenant: "t", RunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != n+2 {
+		t.Errorf("%d events stored, want %d", len(evs), n+2)
+	}
+}
