@@ -235,4 +235,32 @@ func BenchmarkCallWrites(b *testing.B) {
 		prev = call
 		i++
 	}
+	b.StopTimer()
+	reportServerTime(b, s)
+}
+
+// reportServerTime reports the server's time in run_write per op and per
+// call of it (pg_stat_user_functions, total_time) when the server tracks
+// functions (a URL with track_functions=all or pl); the schema is the
+// benchmark's own, so its counters are this run's.
+func reportServerTime(b *testing.B, s *storepg.Store) {
+	var track string
+	if err := s.Pool().QueryRow(ctx, "SHOW track_functions").Scan(&track); err != nil || track == "none" {
+		return
+	}
+	// Each connection flushes its counters when it next goes idle.
+	for _, c := range s.Pool().AcquireAllIdle(ctx) {
+		_, _ = c.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+		c.Release()
+	}
+	var calls int64
+	var total, self float64
+	err := s.Pool().QueryRow(ctx, `SELECT coalesce(sum(calls), 0), coalesce(sum(total_time), 0), coalesce(sum(self_time), 0)
+		FROM pg_stat_user_functions WHERE schemaname = $1 AND funcname = 'run_write'`, s.Schema()).Scan(&calls, &total, &self)
+	if err != nil || calls == 0 {
+		return
+	}
+	b.ReportMetric(total*1000/float64(b.N), "server-us/op")
+	b.ReportMetric(total*1000/float64(calls), "server-us/write")
+	b.ReportMetric(self*1000/float64(calls), "self-us/write")
 }
