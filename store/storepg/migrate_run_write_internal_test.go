@@ -61,7 +61,7 @@ func TestMigrateRunWriteSets(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := newCall(p, order, la, at)
-		exec(runWriteCall, c.args...)
+		exec(runWriteCall, c.args()...)
 	}
 	// The model response: ten prepared calls in one row (the first, c0, in
 	// its columns, the others in more).

@@ -15,9 +15,13 @@
 --  4. one statement finds every entry's current revision (its latest
 --     record in events, a row holding it in more, its ledger table row)
 --     and returns the first miss in input order;
---  5. one INSERT writes the events (plain ones and the ledger writes'),
---     or the write's one folded row; one more writes the ledger table
---     rows of writes without an event.
+--  5. one INSERT writes the ledger writes' records (plain events keep
+--     theirs), or the write's one folded row; one more writes the ledger
+--     table rows of writes without an event.
+--
+-- And one rule more, for the engine's write of a model's answer with its
+-- first call's start (fold9): a folded write's last records in state
+-- started or unknown are not in its row but in one-record rows after it.
 --
 -- A row holding the call in more is looked for only when the call has no
 -- one-record row (019 also looked when its latest record was at revision
@@ -52,6 +56,7 @@ DECLARE
 	miss_i int;
 	miss_actual bigint;
 	first_i int;
+	n_row int;
 BEGIN
 	PERFORM pg_advisory_xact_lock(hashtextextended('actoviq-run/' || p_tenant || '/' || p_run, 0));
 	-- FOR SHARE: a takeover (which updates the claim row) waits for this
@@ -194,18 +199,34 @@ BEGIN
 		-- The write's records as one row: the first in the columns (with
 		-- its entry when it is a ledger write's: l_ev = 1), the others in
 		-- more; entry_updated is the write's time whatever the first is.
+		-- A started (or unknown) record is never in the row: a client
+		-- folds a write that has some only when they are its last
+		-- records (a model's answer with its first call's start), and
+		-- each is a one-record row after the row, numbered n_row + 1 on.
+		n_row := n_ev - (SELECT count(*) FROM generate_subscripts(l_ev, 1) AS j
+			WHERE l_ev[j] > 0 AND l_state[j] IN ('started', 'unknown'))::int;
 		first_i := array_position(l_ev, 1);
 		INSERT INTO {{schema}}.events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
 			call_id, turn, idx, tool, effect, state, idempotency_key, attempt, args_digest, args, result, error,
 			approval, resolution, holder, epoch, entry_rev, entry_created, entry_updated, started_at, committed_at,
 			first_seq, more, more_crc, more_calls)
-		VALUES (p_tenant, p_run, last_seq + n_ev, e_id[1], e_parent[1], e_trace[1], e_span[1], e_type[1], e_time[1], e_data[1],
+		VALUES (p_tenant, p_run, last_seq + n_row, e_id[1], e_parent[1], e_trace[1], e_span[1], e_type[1], e_time[1], e_data[1],
 			l_call[first_i], l_turn[first_i], l_idx[first_i], l_tool[first_i], l_effect[first_i], l_state[first_i],
 			l_key[first_i], l_attempt[first_i], l_digest[first_i], l_args[first_i], l_result[first_i], l_error[first_i],
 			l_approval[first_i], l_resolution[first_i], l_holder[first_i], l_epoch[first_i],
 			CASE WHEN first_i IS NULL THEN NULL ELSE 1 END, CASE WHEN first_i IS NULL THEN NULL ELSE p_now END, p_now,
 			l_started[first_i], l_committed[first_i],
 			last_seq + 1, p_more, p_more_crc, p_more_calls);
+		IF n_row < n_ev THEN
+			INSERT INTO {{schema}}.events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
+				call_id, turn, idx, tool, effect, state, idempotency_key, attempt, args_digest, args, result, error,
+				approval, resolution, holder, epoch, entry_rev, entry_created, entry_updated, started_at, committed_at)
+			SELECT p_tenant, p_run, last_seq + g.k, e_id[g.k], e_parent[g.k], e_trace[g.k], e_span[g.k], e_type[g.k], e_time[g.k], e_data[g.k],
+				l_call[g.i], l_turn[g.i], l_idx[g.i], l_tool[g.i], l_effect[g.i], l_state[g.i], l_key[g.i], l_attempt[g.i], l_digest[g.i],
+				l_args[g.i], l_result[g.i], l_error[g.i], l_approval[g.i], l_resolution[g.i], l_holder[g.i], l_epoch[g.i],
+				l_exp[g.i] + 1, o_ledger_created[g.i], p_now, l_started[g.i], l_committed[g.i]
+			FROM (SELECT j AS i, l_ev[j] AS k FROM generate_subscripts(l_ev, 1) AS j) g WHERE g.k > n_row;
+		END IF;
 	ELSE
 		IF p_n_plain > 0 THEN
 			INSERT INTO {{schema}}.events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data)
