@@ -62,6 +62,25 @@ func TestRunWriteStartsNoGoroutine(t *testing.T) {
 	if d := goroutinesCreated() - before; d > n/10 {
 		t.Errorf("%d run writes started %d goroutines", n, d)
 	}
+	// With a context that can end (the engine's writes have a deadline),
+	// only the wait for the write lock watches it: one goroutine per
+	// write, not one per statement.
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	before = goroutinesCreated()
+	for i := n + 100; i < 2*n+100; i++ {
+		call := fmt.Sprint("d", i)
+		if _, err := s.RunWrite(dctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence, Ledger: []store.LedgerWrite{
+			{Entry: &store.LedgerEntry{Tenant: "t", RunID: "r", CallID: call, Tool: "charge", State: store.LedgerPrepared, Args: json.RawMessage(`{}`)},
+				Event: &store.EventRecord{Type: "tool.prepared"}},
+			{Entry: &store.LedgerEntry{Tenant: "t", RunID: "r", CallID: call + "b", Tool: "charge", State: store.LedgerPrepared, Args: json.RawMessage(`{}`)},
+				Event: &store.EventRecord{Type: "tool.prepared"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := goroutinesCreated() - before; d > n+n/10 {
+		t.Errorf("%d run writes of two statements with a deadline started %d goroutines", n, d)
+	}
 	// Failures roll back; the connection serves the next write.
 	if err := write(1, 0, fence); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("a stale write: %v, want a conflict", err)
@@ -76,7 +95,7 @@ func TestRunWriteStartsNoGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != n+2 {
-		t.Errorf("%d events stored, want %d", len(evs), n+2)
+	if len(evs) != 3*n+2 {
+		t.Errorf("%d events stored, want %d", len(evs), 3*n+2)
 	}
 }
