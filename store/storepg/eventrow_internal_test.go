@@ -74,6 +74,51 @@ func TestEventRowOneRow(t *testing.T) {
 	}
 }
 
+// TestEventRowStartedTail: a model response written with its first call's
+// start (c0 new and started, its record last; its prepared event a plain
+// one) is the rows of the two writes it replaces: run, log, one events
+// row for the response and the other calls, one for c0's start, whose
+// state is in the columns (run_write, migration 021).
+func TestEventRowStartedTail(t *testing.T) {
+	s := openPlanStore(t)
+	ctx := context.Background()
+	run := createRun(t, s, "r")
+	p := responseWrite("r", run.Revision, "c", 10)
+	c0 := p.Ledger[0]
+	started := *c0.Entry
+	started.State, started.Attempt = store.LedgerStarted, 1
+	p.Events = append(p.Events, c0.Event)
+	p.Ledger = append(p.Ledger[1:], store.LedgerWrite{Entry: &started, Event: &store.EventRecord{ID: "sc0", Type: "tool.started"}})
+	before := s.Stats().RowsWritten
+	res, err := s.RunWrite(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := s.Stats().RowsWritten - before; rows != 4 {
+		t.Fatalf("rows written: %d, want 4", rows)
+	}
+	if n := len(res.Events); n != 12 || res.Events[11].ID != "sc0" || res.Events[11].Seq != 12 || res.Events[1].ID != "pc0" {
+		t.Fatalf("the write's events: %d", n)
+	}
+	var n int64
+	var state string
+	if err := s.pool.QueryRow(ctx, s.q(`SELECT count(*) FROM {{schema}}.events WHERE tenant = 't' AND run_id = 'r'`)).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("events rows: %d, %v", n, err)
+	}
+	if err := s.pool.QueryRow(ctx, s.q(`SELECT state FROM {{schema}}.events WHERE tenant = 't' AND run_id = 'r' AND seq = 12
+		AND call_id = 'c0' AND first_seq IS NULL`)).Scan(&state); err != nil || state != "started" {
+		t.Fatalf("c0's row: %q, %v", state, err)
+	}
+	evs, err := s.EventList(ctx, &store.EventListParams{Tenant: "t", RunID: "r"})
+	if err != nil || len(evs) != 12 || evs[11].ID != "sc0" || evs[10].ID != "pc9" {
+		t.Fatalf("EventList: %d events, %v", len(evs), err)
+	}
+	en, err := s.LedgerGet(ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "c0"})
+	if err != nil || en.State != store.LedgerStarted || en.Revision != 1 {
+		t.Fatalf("LedgerGet c0: %+v, %v", en, err)
+	}
+}
+
 // TestEventRowCorrupt: a row of several records that does not match its
 // checksum, or whose more column is not what it should be, fails the reads
 // that meet it with a DataError naming it.

@@ -104,9 +104,10 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 	s.stats.runWrites.Add(1)
 	rows := int64(len(p.Ledger) + len(p.Events))
 	if la.folded.Load() {
-		// One events row for the records; the ledger writes without an
-		// event have their ledger table rows.
-		rows = 1
+		// One events row for the records (and one for each tail
+		// record); the ledger writes without an event have their ledger
+		// table rows.
+		rows = 1 + int64(la.tail)
 		for _, w := range p.Ledger {
 			if w.Event == nil {
 				rows++
@@ -142,8 +143,11 @@ type ledgerArr struct {
 	approvalBack, resolutionBack             []*store.DecisionRecord // by input index
 	// logSeq is set by the answer: the log row the write added, or 0.
 	logSeq int64
-	// folded is set when the write's records went in one events row.
+	// folded is set when the write's records went in one events row,
+	// and tail to the number of its last records that did not (one row
+	// each).
 	folded atomic.Bool
+	tail   int
 }
 
 func ledgerArrays(ws []store.LedgerWrite, order []int, plain int) (*ledgerArr, error) {
@@ -344,10 +348,14 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 		}
 	}
 	c.res.Events, c.ev = eventCols(p.Tenant, p.RunID, p.AllEvents(), c.now)
-	if eventrow.Foldable(p) {
-		if text, crc, calls, ok := foldedRecords(p, la, c.res.Events); ok {
+	tail := eventrow.Tail(p) // run_write keeps them in rows of their own (migration 021)
+	if eventrow.FoldableBefore(p, tail) {
+		if text, crc, calls, ok := foldedRecords(p, la, c.res.Events, tail); ok {
 			c.more, c.moreCRC, c.moreCalls = &text, &crc, calls
 		}
+	}
+	if c.more != nil {
+		la.tail = tail // before folded: RunWrite reads it after folded
 	}
 	la.folded.Store(c.more != nil)
 	return c
@@ -355,9 +363,10 @@ func newCall(p *store.RunWriteParams, order []int, la *ledgerArr, now time.Time)
 
 // foldedRecords returns the more column of p's records in one events row
 // (see the eventrow package): the records after the first of evs (the
-// stored events, in numbering order), with their entries. ok is false when
-// the records keep one row each.
-func foldedRecords(p *store.RunWriteParams, la *ledgerArr, evs []*store.EventRecord) (text string, crc int64, calls []string, ok bool) {
+// stored events, in numbering order), with their entries, but p's last
+// tail ledger writes (eventrow.Tail: one row each, after the row). ok is
+// false when the records keep one row each.
+func foldedRecords(p *store.RunWriteParams, la *ledgerArr, evs []*store.EventRecord, tail int) (text string, crc int64, calls []string, ok bool) {
 	pos := make([]int, len(p.Ledger)) // input index -> lock order
 	for k, i := range la.ord {
 		pos[i] = k
@@ -367,7 +376,7 @@ func foldedRecords(p *store.RunWriteParams, la *ledgerArr, evs []*store.EventRec
 		recs = append(recs, eventrow.Record{Event: ev})
 	}
 	next := len(p.Events)
-	for i, w := range p.Ledger {
+	for i, w := range p.Ledger[:len(p.Ledger)-tail] {
 		if w.Event == nil {
 			continue
 		}
