@@ -64,10 +64,19 @@ import (
 // start), the loop's stop checks (a Close, a lost claim), and the call
 // taking another path than its start (an approval, a refusal, a policy).
 //
-// The merged write is not read back when its outcome is unknown (a run
-// write never is: drive_write.go): the drive stops with the error, the
-// run either as if the model had not answered or with its first call
-// started, and a resume goes on from whichever the store holds.
+// A merged write whose outcome is not known (a connection lost during
+// COMMIT) is read back as a started write alone is (drive_write.go,
+// readBack): its records are all new entries, so they tell whether it
+// committed, and the run is read again for its stored revision; read
+// back absent, the same params are sent again. Anything else stops the
+// drive with the error, the run either as if the model had not answered
+// or with its first call started, and a resume goes on from whichever
+// the store holds. A merged write that fails for good (fenced out, a
+// conflict, a store busy past the write's budget) stores nothing: the
+// resume asks the model again. A sink that panics on the merged write's
+// events is recorded after it, so its sink.panicked event comes after
+// the first call's tool.started, not before (the events of the write
+// are emitted together once it returned).
 type foldedResponse struct {
 	// resp is the response's write, held for its first call's started
 	// write; under mu.
