@@ -135,6 +135,12 @@ func TestMigrateRunWriteSets(t *testing.T) {
 	if len(res.Events) != 2 || res.Events[0].Seq != 12 || res.Events[1].Seq != 13 {
 		t.Fatalf("events %+v, want seq 12 and 13", res.Events)
 	}
+	// x, at 2 in its table, moves on; a miss reports its table's revision.
+	if res, err = write(store.LedgerWrite{Entry: entry("x", store.LedgerCommitted), ExpectedRevision: 2}); err != nil || res.Ledger[0].Revision != 3 {
+		t.Fatalf("x at 2 -> 3: %v", err)
+	}
+	_, err = write(store.LedgerWrite{Entry: entry("x", store.LedgerCommitted), ExpectedRevision: 2})
+	conflict(err, "x", 2, 3)
 	// New entries next to existing ones: n and m are new, c2 in more.
 	res, err = write(
 		store.LedgerWrite{Entry: entry("n", store.LedgerPrepared), ExpectedRevision: 0, Event: event("tool.prepared", "n")},
@@ -155,7 +161,7 @@ func TestMigrateRunWriteSets(t *testing.T) {
 	for _, e := range list {
 		got[e.CallID] = e.Revision
 	}
-	want := map[string]int64{"c0": 3, "c1": 2, "c2": 2, "c3": 1, "c4": 1, "c5": 1, "c6": 1, "c7": 1, "c8": 1, "c9": 1, "x": 2, "n": 1, "m": 1}
+	want := map[string]int64{"c0": 3, "c1": 2, "c2": 2, "c3": 1, "c4": 1, "c5": 1, "c6": 1, "c7": 1, "c8": 1, "c9": 1, "x": 3, "n": 1, "m": 1}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ledger %v, want %v", got, want)
 	}
