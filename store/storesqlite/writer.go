@@ -94,9 +94,15 @@ func (w *writer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// begin starts a write transaction on w.
+// begin starts a write transaction on w. When it fails, no transaction
+// is left open: the driver reports the end of ctx even when BEGIN
+// IMMEDIATE itself ran to its end (it checks ctx after the statement),
+// so a transaction that began is rolled back (TestReview9bCanceledBeginLeavesNoTransaction).
 func (w *writer) begin(ctx context.Context) error {
 	_, err := w.exec(ctx, "BEGIN IMMEDIATE")
+	if err != nil {
+		w.rollback(ctx)
+	}
 	return err
 }
 
