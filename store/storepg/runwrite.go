@@ -63,20 +63,24 @@ func (s *Store) Stats() Stats {
 
 // RunWrite implements [store.Store].
 //
-// The write is one call of the run_write function, sent as one statement
-// in autocommit: one round trip and one commit. Inside it, in order:
+// The write is one call of the run_write function (its body as of
+// migrations/022_run_write_ledger_first.sql), sent alone in autocommit or
+// with other writes in one group-commit transaction (commit.go): one
+// round trip, one commit. Inside it, in order:
 //
-//  1. a transaction-scoped advisory lock on the run, which serialises the
-//     writers of one run so that event numbers are gapless;
-//  2. the run must exist;
-//  3. with a fence, SELECT ... FOR SHARE of the claim row: while we hold that
-//     share lock a takeover (which updates the row) waits for our commit or
-//     rollback, so no fenced write can commit after a takeover committed;
-//  4. the run CAS (UPDATE ... WHERE revision = expected);
-//  5. one ledger insert (ON CONFLICT DO NOTHING) or ledger CAS per entry, in
-//     call-id order so that concurrent writers lock rows in the same order;
-//     the first miss (in input order) is reported;
-//  6. the events, numbered after the run's largest stored seq.
+//  1. a transaction-scoped advisory lock on the run, alone, which
+//     serialises the writers of one run so that event numbers are gapless;
+//  2. one statement: the run must exist; with a fence, the claim row
+//     SELECT ... FOR SHARE (while the share lock is held a takeover, which
+//     updates the row, waits for our commit or rollback, so no fenced write
+//     can commit after a takeover committed); the run's largest seq;
+//  3. the run CAS (UPDATE ... WHERE revision = expected);
+//  4. one statement finds every entry's current revision (its latest
+//     record in events, a row holding it in more, its ledger table row);
+//     the first miss in input order is reported;
+//  5. one INSERT of the records (one folded events row, see the eventrow
+//     package, with a trailing started record in a row of its own), and
+//     one of the ledger table rows of entries written without an event.
 //
 // A failed check raises an error, which rolls the whole statement back;
 // the failure is reported in that order (not found, fenced, run conflict,
