@@ -332,3 +332,105 @@ func TestGroupCommitRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupCommitCreates holds one run creation in flight (its claim's
+// insert waits for another session's uncommitted claim under the same
+// key) and queues creations behind it: they go in one transaction and
+// each gets its answer, a run that exists already among them (which
+// stores nothing); then a batch in which one creation fails (a claim
+// already under its key) is rolled back and each creation is sent alone,
+// with the answer it would have had alone.
+func TestGroupCommitCreates(t *testing.T) {
+	t.Parallel()
+	s := openLeaders(t, 1)
+	mustCreateRun(t, s, "t", "there", store.RunRunning)
+	create := func(id, holder string) (*store.Run, error) {
+		return s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: id, AgentID: "a", Status: store.RunRunning,
+			Checkpoint: []byte(`{}`)}, Holder: holder, TTL: time.Hour, Events: []*store.EventRecord{{Type: "run.started"}}})
+	}
+	round := func(blocker string, ids []string) ([]*store.Run, []error) {
+		tx, err := s.Pool().Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+s.Schema()+`.claims (tenant, key, holder, epoch, expires_at, heartbeat_at)
+			VALUES ('t', $1, 'x', 1, now(), now())`, store.RunClaimKey(blocker)); err != nil {
+			t.Fatal(err)
+		}
+		held := make(chan error, 1)
+		go func() {
+			_, err := create(blocker, "w")
+			held <- err
+		}()
+		for {
+			var waiting int
+			if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND position($1 in query) > 0 AND position('INSERT INTO' in query) > 0`,
+				s.Schema()+`".runs`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				break
+			}
+			runtime.Gosched()
+		}
+		runs, errs := make([]*store.Run, len(ids)), make([]error, len(ids))
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runs[i], errs[i] = create(id, "w")
+			}()
+			for storepg.CreateQueueLen(s) < i+1 {
+				runtime.Gosched()
+			}
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if err := <-held; err != nil {
+			t.Fatalf("the held creation: %v", err)
+		}
+		return runs, errs
+	}
+	check := func(ids []string, runs []*store.Run, errs []error, exists map[string]string) {
+		t.Helper()
+		for i, id := range ids {
+			if kind, ok := exists[id]; ok {
+				var ee *store.ExistsError
+				if !errors.As(errs[i], &ee) || ee.Kind != kind {
+					t.Errorf("create %s: %v, want a %s that exists", id, errs[i], kind)
+				}
+				continue
+			}
+			if errs[i] != nil || runs[i] == nil || runs[i].ID != id || runs[i].Revision != 1 {
+				t.Errorf("create %s: %+v, %v", id, runs[i], errs[i])
+				continue
+			}
+			evs, err := s.EventList(ctx, &store.EventListParams{Tenant: "t", RunID: id})
+			if err != nil || len(evs) != 1 {
+				t.Errorf("run %s: events %v, %v", id, evs, err)
+			}
+			c, err := s.ClaimGet(ctx, &store.ClaimGetParams{Tenant: "t", Key: store.RunClaimKey(id)})
+			if err != nil || c.Holder != "w" {
+				t.Errorf("run %s: claim %+v, %v", id, c, err)
+			}
+		}
+	}
+	ids := []string{"a1", "a2", "there", "a3"}
+	runs, errs := round("b1", ids)
+	check(ids, runs, errs, map[string]string{"there": "run"})
+
+	// A claim already under c2's key: c2's create fails in the batch.
+	if _, err := s.ClaimAcquire(ctx, &store.ClaimAcquireParams{Tenant: "t", Key: store.RunClaimKey("c2"), Holder: "y", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	ids = []string{"c1", "c2", "c3"}
+	runs, errs = round("b2", ids)
+	check(ids, runs, errs, map[string]string{"c2": "claim"})
+	if _, err := s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: "c2"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the run whose claim was taken: %v, want not found", err)
+	}
+}

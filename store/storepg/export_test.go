@@ -11,3 +11,8 @@ func QueueLen(s *Store) int {
 func Compact(s *Store, tenant, runID string, lo, hi int64) error {
 	return s.compact(context.Background(), tenant, runID, lo, hi)
 }
+
+// CreateQueueLen is the number of run creations waiting in s's queue.
+func CreateQueueLen(s *Store) int {
+	return s.creates.Len()
+}

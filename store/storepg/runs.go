@@ -185,58 +185,60 @@ func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store
 		store.StoredWaitKind(r.Status, r.WaitKind), store.RunClaimKey(r.ID), p.Holder, expires, int64(len(p.Events)),
 		ev[3], ev[4], ev[5], ev[6], ev[7], ev[8], ev[9]}
 	var noParent *store.NotFoundError
-	err := retryable(ctx, func() error {
-		var err error
-		if r.ParentID == "" {
-			run, err = scanRun(s.pool.QueryRow(ctx, create, args...))
-			return err
-		}
-		// A child: its parent's row is locked (FOR KEY SHARE) until the
-		// child is written, so a prune, which locks the runs it removes
-		// FOR UPDATE SKIP LOCKED and then looks again for children in a
-		// new snapshot, either removed the parent first (the child is
-		// refused) or keeps it.
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			// missing refuses the child for want of kind id, unless the
-			// run itself already exists (then the create's own refusal
-			// below says so).
-			missing := func(kind, id string) error {
-				var self bool
-				if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),
-					r.Tenant, r.ID).Scan(&self); err != nil {
+	var err error
+	if r.ParentID == "" {
+		// A root run: one statement, whose commit it may share with other
+		// creations (creates.go).
+		run, err = s.createQueued(ctx, create, args)
+	} else {
+		err = retryable(ctx, func() error {
+			// A child: its parent's row is locked (FOR KEY SHARE) until the
+			// child is written, so a prune, which locks the runs it removes
+			// FOR UPDATE SKIP LOCKED and then looks again for children in a
+			// new snapshot, either removed the parent first (the child is
+			// refused) or keeps it.
+			return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				// missing refuses the child for want of kind id, unless the
+				// run itself already exists (then the create's own refusal
+				// below says so).
+				missing := func(kind, id string) error {
+					var self bool
+					if err := tx.QueryRow(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2)`),
+						r.Tenant, r.ID).Scan(&self); err != nil {
+						return err
+					}
+					if self {
+						return pgx.ErrNoRows // exists: refused below
+					}
+					noParent = &store.NotFoundError{Kind: kind, ID: id}
+					return noParent
+				}
+				var one int
+				var root string
+				err := tx.QueryRow(ctx, s.q(`SELECT root_id FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
+					r.Tenant, r.ParentID).Scan(&root)
+				if err == nil && root != "" {
+					// The root of the parent's tree too, locked the same
+					// way: a prune removes a finished tree's root first, and a
+					// child written under a removed root would be a run of a
+					// tree whose budget is gone.
+					err = tx.QueryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
+						r.Tenant, root).Scan(&one)
+					if errors.Is(err, pgx.ErrNoRows) {
+						return missing("root run", root)
+					}
+				}
+				if errors.Is(err, pgx.ErrNoRows) {
+					return missing("parent run", r.ParentID)
+				}
+				if err != nil {
 					return err
 				}
-				if self {
-					return pgx.ErrNoRows // exists: refused below
-				}
-				noParent = &store.NotFoundError{Kind: kind, ID: id}
-				return noParent
-			}
-			var one int
-			var root string
-			err := tx.QueryRow(ctx, s.q(`SELECT root_id FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
-				r.Tenant, r.ParentID).Scan(&root)
-			if err == nil && root != "" {
-				// The root of the parent's tree too, locked the same
-				// way: a prune removes a finished tree's root first, and a
-				// child written under a removed root would be a run of a
-				// tree whose budget is gone.
-				err = tx.QueryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.runs WHERE tenant = $1 AND id = $2 FOR KEY SHARE`),
-					r.Tenant, root).Scan(&one)
-				if errors.Is(err, pgx.ErrNoRows) {
-					return missing("root run", root)
-				}
-			}
-			if errors.Is(err, pgx.ErrNoRows) {
-				return missing("parent run", r.ParentID)
-			}
-			if err != nil {
+				run, err = scanRun(tx.QueryRow(ctx, create, args...))
 				return err
-			}
-			run, err = scanRun(tx.QueryRow(ctx, create, args...))
-			return err
+			})
 		})
-	})
+	}
 	if noParent != nil && errors.Is(err, store.ErrNotFound) {
 		return nil, noParent
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/internal/groupcommit"
 	"github.com/actoviq/actoviq-go/store/internal/journal"
 )
 
@@ -83,8 +84,9 @@ type Store struct {
 	closeOnce sync.Once
 	stats     counters
 	commits   commitQueue
-	raw       bool     // run writes take their own wire path (rawwrite.go)
-	listen    listener // LISTEN connection of QueueWatch
+	creates   groupcommit.Queue[*runCreate] // root runs' creations (creates.go)
+	raw       bool                          // run writes take their own wire path (rawwrite.go)
+	listen    listener                      // LISTEN connection of QueueWatch
 
 	// compactor runs the log compactions on goroutines of the store (see
 	// compactLater); Close waits for them.
@@ -198,6 +200,7 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, c Config) (*Store, error)
 		raw:    rawOK(pool.Config().ConnConfig),
 	}
 	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, MaxLeaders: commitLeaders(pool, c.CommitLeaders), Run: s.sendBatch}
+	s.creates = groupcommit.Queue[*runCreate]{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, MaxLeaders: commitLeaders(pool, c.CommitLeaders), Run: s.sendCreates}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
