@@ -135,6 +135,13 @@ func collectRuns(rows pgx.Rows, summary bool) ([]*store.Run, error) {
 
 // RunCreate implements [store.Store]. The run starts at revision 1 with
 // CreatedAt and UpdatedAt set by the clock; a nil checkpoint is stored as {}.
+//
+// A root run is created by one statement, its own transaction; creations
+// that arrive while Config.CommitLeaders others are in flight share one
+// transaction, as run writes do ([Store.RunWrite]): each returns after
+// the COMMIT that holds it, with the answer it would have had alone. A
+// child is created in a transaction of its own that first locks its
+// parent's row.
 func (s *Store) RunCreate(ctx context.Context, p *store.RunCreateParams) (*store.Run, error) {
 	if err := store.Check(p); err != nil {
 		return nil, err

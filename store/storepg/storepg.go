@@ -42,7 +42,8 @@ type Config struct {
 	// are in flight queue and go together in the next one. Zero means half
 	// the pool's connections, at least 1 and at most 4. One transaction
 	// at a time would run the server's work for every write of the process
-	// in one backend, one after another.
+	// in one backend, one after another. It bounds the transactions of
+	// root runs' creations the same way, separately (see [Store.RunCreate]).
 	CommitLeaders int
 }
 
