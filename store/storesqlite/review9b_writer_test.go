@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/actoviq/actoviq-go/store"
+	"github.com/actoviq/actoviq-go/store/storesqlite"
 )
 
 // A write whose context ends while its BEGIN IMMEDIATE runs must not leave
@@ -39,6 +41,50 @@ func TestReview9bCanceledBeginLeavesNoTransaction(t *testing.T) {
 		cancel()
 		if err := create(bg, 100000+i); err != nil {
 			t.Fatalf("after write %d with a canceled context, a write with a live one: %v", i, err)
+		}
+	}
+}
+
+// Close while writes run: no write that starts after Close returned
+// succeeds, and once the writes in flight ended no connection of the
+// store stays open. The write connection was opened again by a leader
+// that came between the writer's close and the database's, and then kept
+// for good: writes went on succeeding after Close, holding the file open.
+func TestReview9bCloseDuringWritesLeavesNoConnection(t *testing.T) {
+	for round := range 20 {
+		s, err := storesqlite.Open(filepath.Join(t.TempDir(), "w.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bg := context.Background()
+		var closed atomic.Bool
+		late := make(chan string, 4)
+		for g := range 4 {
+			go func() {
+				for i := 0; ; i++ {
+					after := closed.Load()
+					_, err := s.RunCreate(bg, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: fmt.Sprint("r", g, "-", i), Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)}})
+					if err != nil {
+						late <- ""
+						return
+					}
+					if after {
+						late <- fmt.Sprint("write r", g, "-", i, " started after Close returned and succeeded")
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+		_ = s.Close()
+		closed.Store(true)
+		for range 4 {
+			if msg := <-late; msg != "" {
+				t.Fatalf("round %d: %s", round, msg)
+			}
+		}
+		if n := s.DB().Stats().OpenConnections; n != 0 {
+			t.Fatalf("round %d: %d connections open after Close and the end of every write", round, n)
 		}
 	}
 }

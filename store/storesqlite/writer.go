@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"strings"
 	"sync"
 )
@@ -32,13 +33,23 @@ type writer struct {
 	mu    sync.Mutex // held by the transaction that uses conn
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	// closed is set by close: no connection is opened after it (a write
+	// queued behind Store.Close would keep one for good, and succeed).
+	closed bool
 }
+
+// errClosed is the error of a write made once the Store is closed.
+var errClosed = errors.New("storesqlite: the store is closed")
 
 // acquire locks the write connection, opening it if needed. release
 // unlocks it.
 func (s *Store) acquire(ctx context.Context) (*writer, error) {
 	w := &s.w
 	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, errClosed
+	}
 	if w.conn == nil {
 		c, err := s.db.Conn(ctx)
 		if err != nil {
@@ -72,6 +83,7 @@ func (w *writer) drop() {
 func (w *writer) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.closed = true
 	if w.conn == nil {
 		return
 	}
