@@ -63,11 +63,16 @@ func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store
 				UNION ALL SELECT `+ledgerColumns+` FROM ledger WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3)
 			ORDER BY entry_rev DESC LIMIT 1`, p.Tenant, p.RunID, p.CallID)),
 			func(sc scanner) (err error) { e, err = scanLedger(sc); return err })
-		if err != nil || (e != nil && e.Revision > 1) {
+		if err != nil || e != nil {
 			return err
 		}
 		// An entry in a row of several records is at revision 1: the
-		// latest such row naming the call.
+		// latest such row naming the call. Looked for only when the call
+		// has no row of its own: an entry read at revision 1 from its own
+		// row (a new entry written started: the model's answer with its
+		// first call's start, whose prepared event is a plain one) is in
+		// no row's more, and the walk would pass every row of several
+		// records of the run.
 		m, err := multiRows(ctx, tx, `SELECT tenant, run_id, seq, first_seq, more, more_crc, more_calls, entry_updated
 			FROM events INDEXED BY events_multi WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL
 			AND EXISTS (SELECT 1 FROM json_each(more_calls) WHERE value = ?3) ORDER BY seq DESC LIMIT 1`, p.Tenant, p.RunID, p.CallID)
