@@ -2,6 +2,7 @@ package actoviq_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -227,6 +228,61 @@ func TestReview9aFoldedSinkEvents(t *testing.T) {
 					t.Fatalf("sink got\n%s\nstored\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 				}
 			})
+		}
+	})
+}
+
+// A first call with a secret in its arguments folds (its arguments are in
+// memory): the tool gets them as the model sent them, the store holds
+// them redacted, in the entry created started and in every event.
+func TestReview9aFoldedSecretArgs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		pay := &payTool{name: "pay"}
+		prov := scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":1,"api_key":"hunter2-r9a"}`),
+			call("c2", "pay", `{"amount":2}`)}}, scripted.Turn{Text: "done"})
+		a := &actoviq.AgentSpec{ID: "payer", Model: "scripted-1", Tools: []toolT{pay}, Provider: prov}
+		rec := &shapeRecorder{Store: st}
+		rt := newRT(t, rec, "A", time.Minute)
+		id := "r9a-secret"
+		res, err := rt.Run(ctx, a, &actoviq.Input{RunID: id, Items: input("pay").Items})
+		if err != nil || res.Status != actoviq.StatusCompleted {
+			t.Fatalf("Run: %+v %v", res, err)
+		}
+		pay.mu.Lock()
+		seen := slices.Clone(pay.calls)
+		pay.mu.Unlock()
+		if len(seen) != 2 || !strings.Contains(seen[0], "hunter2-r9a") {
+			t.Fatalf("the tool got %q", seen)
+		}
+		if sh := rec.all(); len(sh) == 0 || len(sh[0].records) == 0 || sh[0].records[len(sh[0].records)-1] != "c1:started@0" {
+			t.Fatalf("not folded: %+v", sh)
+		}
+		evs, err := st.EventList(ctx, &store.EventListParams{Tenant: store.DefaultTenant, RunID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if strings.Contains(string(ev.Data), "hunter2") {
+				t.Fatalf("event %s holds the secret: %s", ev.Type, ev.Data)
+			}
+		}
+		for _, c := range []string{"c1", "c2"} {
+			en, err := st.LedgerGet(ctx, &store.LedgerGetParams{Tenant: store.DefaultTenant, RunID: id, CallID: c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(en.Args), "hunter2") || en.State != store.LedgerCommitted {
+				t.Fatalf("%s: %s %s", c, en.State, en.Args)
+			}
+		}
+		info, err := rt.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(info)
+		if strings.Contains(string(b), "hunter2") {
+			t.Fatalf("the run's info holds the secret")
 		}
 	})
 }
