@@ -3,9 +3,11 @@ package storesqlite_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,6 +87,79 @@ func TestReview9bCloseDuringWritesLeavesNoConnection(t *testing.T) {
 		}
 		if n := s.DB().Stats().OpenConnections; n != 0 {
 			t.Fatalf("round %d: %d connections open after Close and the end of every write", round, n)
+		}
+	}
+}
+
+// The write lock held by another connection (another process's, here a
+// second *sql.DB on the file): a write whose context ends during the wait
+// stores nothing and leaves no transaction open; once the lock is given
+// up, writes go on. Two Stores on one file write concurrently: each write
+// succeeds or is busy, and a busy one stored nothing.
+func TestReview9bLockHeldElsewhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.db")
+	s := open(t, path, &storesqlite.Config{BusyTimeout: 2 * time.Second})
+	bg := context.Background()
+	create := func(s *storesqlite.Store, ctx context.Context, id string) error {
+		_, err := s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: id, Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)}})
+		return err
+	}
+	if err := create(s, bg, "r0"); err != nil {
+		t.Fatal(err)
+	}
+	other := open(t, path, nil).DB()
+	conn, err := other.Conn(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(bg, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(bg, time.Duration(10+i*10)*time.Millisecond)
+		err := create(s, ctx, fmt.Sprint("w", i))
+		cancel()
+		if err == nil {
+			t.Fatalf("write %d succeeded while another connection held the write lock", i)
+		}
+	}
+	if _, err := conn.ExecContext(bg, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if err := create(s, bg, "r1"); err != nil {
+		t.Fatalf("after the lock was given up: %v", err)
+	}
+	for i := range 5 {
+		if _, err := s.RunGet(bg, &store.RunGetParams{Tenant: "t", ID: fmt.Sprint("w", i)}); err == nil {
+			t.Errorf("write w%d failed but is stored", i)
+		}
+	}
+	// Two Stores on one file, concurrent writers.
+	s2 := open(t, path, &storesqlite.Config{BusyTimeout: 2 * time.Second})
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := s
+			if i%2 == 1 {
+				st = s2
+			}
+			errs[i] = create(st, bg, fmt.Sprint("x", i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		_, gerr := s.RunGet(bg, &store.RunGetParams{Tenant: "t", ID: fmt.Sprint("x", i)})
+		switch {
+		case err == nil && gerr != nil:
+			t.Errorf("x%d: written, not read back from the other pool: %v", i, gerr)
+		case err != nil && errors.Is(err, store.ErrBusy) && gerr == nil:
+			t.Errorf("x%d: busy but stored", i)
+		case err != nil && !errors.Is(err, store.ErrBusy):
+			t.Errorf("x%d: %v", i, err)
 		}
 	}
 }
