@@ -286,3 +286,75 @@ func TestReview9aFoldedSecretArgs(t *testing.T) {
 		}
 	})
 }
+
+// budgetAfterCommit commits the merged write and answers as if the
+// write's budget ran out (the drive stops; the store holds c1 started and
+// c2 prepared, as after a crash right after the write).
+type budgetAfterCommit struct {
+	store.Store
+	once sync.Once
+}
+
+func (f *budgetAfterCommit) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
+	res, err := f.Store.RunWrite(ctx, p)
+	hit := false
+	if err == nil && p.Run != nil && ledgerWrites(p, "c1", store.LedgerStarted) {
+		f.once.Do(func() { hit = true })
+	}
+	if hit {
+		return nil, context.DeadlineExceeded
+	}
+	return res, err
+}
+
+// A run stopped right after the merged write, taken over by a new agent
+// version (one more tool): c1, a started side effect created started,
+// stops the run for reconciliation and is never run again; c2 stays
+// prepared; nothing runs. Decided committed, the run goes on: c2 runs
+// once, c1 never.
+func TestReview9aAgentChangeAfterFoldedWrite(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		pay := &payTool{name: "pay"}
+		turns := func() *scripted.Provider {
+			return scripted.New(scripted.Turn{ToolCalls: []scripted.ToolCall{call("c1", "pay", `{"amount":1}`), call("c2", "pay", `{"amount":2}`)}},
+				scripted.Turn{Text: "done"})
+		}
+		a := &actoviq.AgentSpec{ID: "payer", Model: "scripted-1", Tools: []toolT{pay}, Provider: turns()}
+		rt := newRT(t, &budgetAfterCommit{Store: st}, "A", 200*time.Millisecond)
+		id := "r9a-agentchange"
+		if _, err := rt.Run(ctx, a, &actoviq.Input{RunID: id, Items: input("pay").Items}); err == nil || pay.count() != 0 {
+			t.Fatalf("Run: %v, tool ran %d times", err, pay.count())
+		}
+		rt.Close()
+		time.Sleep(250 * time.Millisecond)
+		other := &payTool{name: "refund"}
+		b := &actoviq.AgentSpec{ID: "payer", Model: "scripted-1", Tools: []toolT{pay, other}, Provider: turns()}
+		rt2 := newRT(t, st, "B", time.Minute)
+		res, err := rt2.Resume(ctx, b, id, &actoviq.ResumeOptions{AcceptAgentChange: &actoviq.AcceptAgentChange{By: "ops", Note: "r9a"}})
+		if err != nil || res.Status != actoviq.StatusInterrupted || len(res.Interruptions) != 1 || res.Interruptions[0].CallID != "c1" ||
+			res.Interruptions[0].Kind != actoviq.InterruptReconciliation || pay.count() != 0 || other.count() != 0 {
+			t.Fatalf("resume: %+v %v, tool ran %d times", res, err, pay.count())
+		}
+		info, err := rt2.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]store.LedgerState{}
+		for _, en := range info.Ledger {
+			got[en.CallID] = store.LedgerState(en.State)
+		}
+		if got["c1"] != store.LedgerStarted || got["c2"] != store.LedgerPrepared {
+			t.Fatalf("ledger %+v", got)
+		}
+		if err := rt2.Decide(ctx, id, actoviq.Decision{CallID: "c1", Kind: actoviq.DecideCommitted, By: "ops", Result: "paid 1 (checked)"}); err != nil {
+			t.Fatal(err)
+		}
+		b.Provider = turns() // the script answers by the run's turn: turn 2 is "done"
+		res, err = rt2.Resume(ctx, b, id, nil)
+		if err != nil || res.Status != actoviq.StatusCompleted || pay.count() != 1 || !strings.Contains(pay.calls[0], `"amount":2`) {
+			t.Fatalf("after the decision: %+v %v, tool calls %q", res, err, pay.calls)
+		}
+		callEvents(t, st, id)
+	})
+}
