@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,5 +162,47 @@ func TestReview9bLockHeldElsewhere(t *testing.T) {
 		case err != nil && !errors.Is(err, store.ErrBusy):
 			t.Errorf("x%d: %v", i, err)
 		}
+	}
+}
+
+// A write that fills the database (max_page_count) is a FullError and
+// leaves the write connection usable: a small write after it, alone or
+// batched, is stored or is itself full, never refused for a transaction
+// left open.
+func TestReview9bFullLeavesWriterUsable(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "w.db"), &storesqlite.Config{MaxPageCount: 200})
+	bg := context.Background()
+	create := func(id string, n int) error {
+		_, err := s.RunCreate(bg, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: id, Status: store.RunRunning,
+			Checkpoint: json.RawMessage(`{"p":"` + strings.Repeat("x", n) + `"}`)}})
+		return err
+	}
+	full := 0
+	for i := range 200 {
+		err := create(fmt.Sprint("big", i), 60000)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, store.ErrFull) {
+			t.Fatalf("big write %d: %v, want a FullError", i, err)
+		}
+		full++
+		var wg sync.WaitGroup
+		for j := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := create(fmt.Sprint("small", i, "-", j), 1); err != nil && !errors.Is(err, store.ErrFull) {
+					t.Errorf("small write after a full one: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if full > 3 {
+			break
+		}
+	}
+	if full == 0 {
+		t.Fatal("the database never filled")
 	}
 }
