@@ -225,8 +225,9 @@ func TestKillInsideEventRow(t *testing.T) {
 
 // TestCallLookupPlan: a call's current entry (the revision check of every
 // ledger write, LedgerGet) is found by index, its one-record rows through
-// events_by_call and the rows holding it in more through events_multi,
-// never by a walk of the run's events.
+// events_by_call and the rows holding it in more through event_calls
+// (0017) by call, never by a walk of the run's events or of its rows of
+// several records (events_multi walked them all: O(turns) per new entry).
 func TestCallLookupPlan(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "p.db"), nil)
 	if err != nil {
@@ -239,9 +240,7 @@ func TestCallLookupPlan(t *testing.T) {
 	}
 	for name, q := range map[string]string{
 		"revision check": currentEntry,
-		"LedgerGet": `SELECT tenant, run_id, seq, first_seq, more, more_crc, more_calls, entry_updated
-			FROM events INDEXED BY events_multi WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL
-			AND EXISTS (SELECT 1 FROM json_each(more_calls) WHERE value = ?3) ORDER BY seq DESC LIMIT 1`,
+		"LedgerGet":      multiRowOfCall,
 	} {
 		lines := plan(t, s, q, "t", "r", "c1")
 		text := strings.Join(lines, "\n")
@@ -253,8 +252,9 @@ func TestCallLookupPlan(t *testing.T) {
 		if name == "revision check" && !strings.Contains(text, "INDEX events_by_call (tenant=? AND run_id=? AND call_id=?)") {
 			t.Errorf("%s: one-record rows not through events_by_call\n%s", name, text)
 		}
-		if !strings.Contains(text, "INDEX events_multi (tenant=? AND run_id=?)") {
-			t.Errorf("%s: rows of several records not through events_multi\n%s", name, text)
+		if !strings.Contains(text, "SEARCH c USING PRIMARY KEY (tenant=? AND run_id=? AND call_id=?)") {
+			t.Errorf("%s: rows of several records not found through event_calls by call\n%s", name, text)
 		}
+		t.Logf("%s:\n%s", name, text)
 	}
 }

@@ -28,15 +28,17 @@ const entryColumns = `tenant, run_id, call_id, turn, idx, tool, effect, state, i
 // it in more (an entry there is at revision 1, created at the row's
 // entry_updated; looked for only when no row's columns hold the call: a
 // call's first record is in a row's columns or in one row's more, never
-// both) and its ledger table row. Its arguments are ?1 tenant, ?2 run id and ?3
+// both; event_calls, migrations/0017, indexes the calls of every row's
+// more) and its ledger table row. Its arguments are ?1 tenant, ?2 run id and ?3
 // call id (numbered: each is bound once).
 const currentEntry = `WITH s AS (SELECT entry_rev AS rev, entry_created AS created FROM events INDEXED BY events_by_call
 			WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3 ORDER BY seq DESC LIMIT 1)
 	SELECT rev, created FROM (
 		SELECT rev, created FROM s
-		UNION ALL SELECT * FROM (SELECT 1 AS rev, entry_updated AS created FROM events INDEXED BY events_multi
-			WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL AND NOT EXISTS (SELECT 1 FROM s)
-				AND EXISTS (SELECT 1 FROM json_each(more_calls) WHERE value = ?3) ORDER BY seq DESC LIMIT 1)
+		UNION ALL SELECT * FROM (SELECT 1 AS rev, e.entry_updated AS created FROM event_calls c
+			JOIN events e ON e.tenant = c.tenant AND e.run_id = c.run_id AND e.seq = c.seq
+			WHERE c.tenant = ?1 AND c.run_id = ?2 AND c.call_id = ?3 AND NOT EXISTS (SELECT 1 FROM s)
+			ORDER BY c.seq DESC LIMIT 1)
 		UNION ALL SELECT revision, created_at FROM ledger WHERE tenant = ?1 AND run_id = ?2 AND call_id = ?3)
 	ORDER BY rev DESC LIMIT 1`
 
@@ -192,6 +194,13 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.calls != nil {
+		// The row's calls in the index of calls in more (0017).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO event_calls (tenant, run_id, call_id, seq)
+			SELECT ?1, ?2, value, ?3 FROM json_each(?4)`, p.Tenant, p.RunID, lastSeq+n, f.calls); err != nil {
+			return nil, nil, err
+		}
 	}
 	for i := head; i < len(p.Ledger); i++ {
 		// A tail record: its own row, after the row's (its revision

@@ -73,9 +73,7 @@ func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store
 		// first call's start, whose prepared event is a plain one) is in
 		// no row's more, and the walk would pass every row of several
 		// records of the run.
-		m, err := multiRows(ctx, tx, `SELECT tenant, run_id, seq, first_seq, more, more_crc, more_calls, entry_updated
-			FROM events INDEXED BY events_multi WHERE tenant = ?1 AND run_id = ?2 AND more_calls IS NOT NULL
-			AND EXISTS (SELECT 1 FROM json_each(more_calls) WHERE value = ?3) ORDER BY seq DESC LIMIT 1`, p.Tenant, p.RunID, p.CallID)
+		m, err := multiRows(ctx, tx, multiRowOfCall, p.Tenant, p.RunID, p.CallID)
 		if err != nil {
 			return err
 		}
@@ -94,6 +92,14 @@ func (s *Store) LedgerGet(ctx context.Context, p *store.LedgerGetParams) (*store
 	}
 	return e, nil
 }
+
+// multiRowOfCall selects the latest row of several records holding call
+// ?3 of run ?2 of tenant ?1 in more, for multiRows: through event_calls
+// (migrations/0017), not a walk of the run's rows of several records.
+const multiRowOfCall = `SELECT e.tenant, e.run_id, e.seq, e.first_seq, e.more, e.more_crc, e.more_calls, e.entry_updated
+	FROM event_calls c JOIN events e ON e.tenant = c.tenant AND e.run_id = c.run_id AND e.seq = c.seq
+	WHERE c.tenant = ?1 AND c.run_id = ?2 AND c.call_id = ?3 AND e.more_calls IS NOT NULL
+	ORDER BY c.seq DESC LIMIT 1`
 
 // multiRows runs q, which selects tenant, run_id, seq, first_seq, more,
 // more_crc, more_calls and entry_updated of rows holding several records,

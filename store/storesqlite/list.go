@@ -527,6 +527,7 @@ func (s *Store) RunPrune(ctx context.Context, p *store.RunPruneParams) (*store.R
 		for _, q := range []string{
 			`DELETE FROM ledger WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
 			`DELETE FROM run_log WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
+			`DELETE FROM event_calls WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
 			`DELETE FROM events WHERE tenant = ? AND run_id IN (SELECT value FROM json_each(?))`,
 			`DELETE FROM claims WHERE tenant = ? AND key IN (SELECT 'run:' || value FROM json_each(?))`,
 			pruneOwnedClaims,
