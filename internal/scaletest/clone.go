@@ -52,6 +52,9 @@ func CloneSQLite(ctx context.Context, db *sql.DB, c Clone) error {
 		n            int
 	}{
 		{"runs", "id", c.N}, {"claims", "key", c.N}, {"run_log", "run_id", c.N}, {"events", "run_id", c.History}, {"ledger", "run_id", c.History},
+		// The calls of the events rows of several records, indexed by call
+		// (storesqlite migration 0017): copied with the rows.
+		{"event_calls", "run_id", c.History},
 	}
 	for _, tb := range tables {
 		if tb.n == 0 {

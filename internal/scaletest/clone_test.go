@@ -69,7 +69,8 @@ func TestClone(t *testing.T) {
 			pay := tool.Func(tool.Spec{Name: "pay", Description: "Send money", Effect: tool.SideEffect},
 				func(ctx context.Context, p struct{ To string }) (string, error) { return "sent to " + p.To, nil })
 			model := scripted.New(
-				scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "call_1", Name: "pay", Arguments: json.RawMessage(`{"To":"ada"}`)}}},
+				scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "call_1", Name: "pay", Arguments: json.RawMessage(`{"To":"ada"}`)},
+					{ID: "call_2", Name: "pay", Arguments: json.RawMessage(`{"To":"bob"}`)}}},
 				scripted.Turn{Text: "Paid."},
 			)
 			agent := &actoviq.AgentSpec{ID: "payer", Provider: model, Model: "scripted", Tools: []tool.Tool{pay}}
@@ -130,6 +131,14 @@ func TestClone(t *testing.T) {
 				}
 				if k := got.Ledger[0].IdempotencyKey; k != id+":call_1" {
 					t.Errorf("%s: idempotency key %q", id, k)
+				}
+				if sq, ok := st.(*storesqlite.Store); ok {
+					// call_2 was prepared in the response's row of several
+					// records: its index entry (0017) is copied with it.
+					var n int
+					if err := sq.DB().QueryRowContext(ctx, `SELECT count(*) FROM event_calls WHERE run_id = ? AND call_id = 'call_2'`, id).Scan(&n); err != nil || n != 1 {
+						t.Errorf("%s: %d event_calls rows for call_2, %v; want 1", id, n, err)
+					}
 				}
 			}
 		})
