@@ -166,10 +166,13 @@
 // [store.Store]); the caller wires concrete providers and stores in. Each
 // model response is committed to the checkpoint, together with a
 // "prepared" ledger entry for each tool call it asks for, before anything
-// runs. A call then costs two more synchronous writes: "started" (returned
+// runs. Each call is then recorded "started" (a write that has returned
 // before the tool is invoked) and "committed" (the result; the transcript
-// is the checkpoint plus the committed results of the pending turn, so this
-// one write is also the transcript append). On resume the recovery rules
+// is the checkpoint plus the committed results of the pending turn, so
+// this record is also the transcript append). Where nothing can come
+// between them, records travel together in one atomic, fenced write: the
+// response with its first call's start, a call's committed record with
+// the next call's start, so a turn of n calls costs n+1 writes. On resume the recovery rules
 // are applied to whatever the ledger holds before any new work. Every
 // write is a revision compare-and-swap fenced by the run's claim, so a
 // worker that lost its lease cannot commit anything.
