@@ -58,6 +58,9 @@ func (c *Config) validate() error {
 type Store struct {
 	db    *sql.DB
 	clock store.Clock
+	// busyTimeout is Config.BusyTimeout: how long a write waits for the
+	// write lock (writer.begin).
+	busyTimeout time.Duration
 	// commits is the commit queue of this handle's write transactions (see
 	// write): its own goroutines queue here instead of polling SQLite's
 	// busy handler, and the writes queued while one commit is syncing
@@ -105,7 +108,7 @@ func Open(path string, cfg *Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storesqlite: open %s: %w", path, err)
 	}
-	s := &Store{db: db, clock: c.Clock}
+	s := &Store{db: db, clock: c.Clock, busyTimeout: c.BusyTimeout}
 	s.commits = commitQueue{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, Run: s.runBatch}
 	if err := s.migrateWaiting(context.Background()); err != nil {
 		db.Close()

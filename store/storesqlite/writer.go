@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The write connection.
@@ -36,6 +37,9 @@ type writer struct {
 	// closed is set by close: no connection is opened after it (a write
 	// queued behind Store.Close would keep one for good, and succeed).
 	closed bool
+	// patience is how long begin waits for the write lock
+	// (Config.BusyTimeout).
+	patience time.Duration
 }
 
 // errClosed is the error of a write made once the Store is closed.
@@ -56,8 +60,17 @@ func (s *Store) acquire(ctx context.Context) (*writer, error) {
 			w.mu.Unlock()
 			return nil, err
 		}
+		// The wait for the write lock is begin's own (see there): SQLite
+		// gives up at once on this connection.
+		if _, err := c.ExecContext(context.WithoutCancel(ctx), "PRAGMA busy_timeout = 0"); err != nil {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn })
+			_ = c.Close()
+			w.mu.Unlock()
+			return nil, err
+		}
 		w.conn, w.stmts = c, map[string]*sql.Stmt{}
 	}
+	w.patience = s.busyTimeout
 	return w, nil
 }
 
@@ -106,16 +119,66 @@ func (w *writer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// begin starts a write transaction on w. When it fails, no transaction
-// is left open: the driver reports the end of ctx even when BEGIN
-// IMMEDIATE itself ran to its end (it checks ctx after the statement),
-// so a transaction that began is rolled back (TestReview9bCanceledBeginLeavesNoTransaction).
+// begin starts a write transaction on w, waiting for the write lock
+// while another connection holds it, until ctx ends or for
+// Config.BusyTimeout, on SQLite's schedule. When it fails, no transaction
+// is left open.
+//
+// The wait is begin's, not SQLite's busy handler's (the write connection
+// has busy_timeout 0): the driver watches the context of a statement
+// that has a Done channel on a goroutine of its own, started and woken
+// for every statement, and the engine's writes have deadlines; so BEGIN
+// IMMEDIATE runs on a context without one and, when the lock is taken,
+// returns SQLITE_BUSY at once, and begin sleeps and tries again, watching
+// ctx itself. A BEGIN that took the lock while ctx ended is rolled back,
+// as the driver's report of ctx's end was before
+// (TestReview9bCanceledBeginLeavesNoTransaction).
 func (w *writer) begin(ctx context.Context) error {
-	_, err := w.exec(ctx, "BEGIN IMMEDIATE")
-	if err != nil {
-		w.rollback(ctx)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return err
+	nctx := context.WithoutCancel(ctx)
+	var (
+		waited time.Duration
+		timer  *time.Timer
+	)
+	for n := 0; ; n++ {
+		_, err := w.exec(nctx, "BEGIN IMMEDIATE")
+		if err == nil {
+			if cerr := ctx.Err(); cerr != nil {
+				w.rollback(ctx)
+				return cerr
+			}
+			return nil
+		}
+		w.rollback(ctx)
+		if !isBusy(err) || w.conn == nil {
+			return err
+		}
+		d := min(busyDelay(n), w.patience-waited)
+		if d <= 0 {
+			return err
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
+			defer timer.Stop()
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+		waited += d
+	}
+}
+
+// busyDelay is the wait before the n-th retry of a busy BEGIN: SQLite's
+// own busy handler's schedule (sqliteDefaultBusyCallback).
+func busyDelay(n int) time.Duration {
+	delays := [...]time.Duration{1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100}
+	return delays[min(n, len(delays)-1)] * time.Millisecond
 }
 
 // commit ends w's transaction. It is not interrupted by ctx: a COMMIT
