@@ -233,29 +233,12 @@ func firstLedger(p *store.RunWriteParams) int {
 // and, when fence is not nil, the claim holds; otherwise the reason is
 // read in the same transaction.
 func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store.LedgerWrite, fence *store.Fence) (*store.LedgerEntry, *store.EventRecord, error) {
-	e, ev := w.Entry, w.Event
-	approval, approvalBack, err := encodeDecision(e.Approval)
+	e := w.Entry
+	r, err := newEntryRec(now, w)
 	if err != nil {
-		return nil, nil, &store.InvalidError{Field: "Approval", Reason: err.Error()}
+		return nil, nil, err
 	}
-	resolution, resolutionBack, err := encodeDecision(e.Resolution)
-	if err != nil {
-		return nil, nil, &store.InvalidError{Field: "Resolution", Reason: err.Error()}
-	}
-	out := *e
-	out.Args, out.Result, out.Error = cloneJSON(e.Args), cloneJSON(e.Result), cloneJSON(e.Error)
-	out.Approval, out.Resolution = approvalBack, resolutionBack
-	out.StartedAt, out.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
-	out.UpdatedAt = fromMicros(now)
-	out.Revision = w.ExpectedRevision + 1
-	stored := *ev
-	stored.Tenant, stored.RunID = e.Tenant, e.RunID
-	stored.Data = cloneJSON(ev.Data)
-	if stored.Time.IsZero() {
-		stored.Time = fromMicros(now)
-	} else {
-		stored.Time = store.Time(stored.Time)
-	}
+	out, stored, approval, resolution := &r.out, &r.stored, r.approval, r.resolution
 	// Numbered parameters: those of the conditions (tenant, run, call,
 	// expected revision, fence) come first and each is bound once. With
 	// positional ones, the call's lookup used parameters past the 31st,
@@ -295,9 +278,47 @@ func entryRecord(ctx context.Context, tx querier, now int64, seq int64, w *store
 	}
 	if found {
 		out.CreatedAt = fromMicros(created)
-		return &out, &stored, nil
+		return out, stored, nil
 	}
 	return nil, nil, entryMiss(ctx, tx, w, fence)
+}
+
+// entryRec is a ledger write as stored: its entry and event as a write
+// returns them, and its decisions as the columns hold them.
+type entryRec struct {
+	out                  store.LedgerEntry
+	stored               store.EventRecord
+	approval, resolution any
+}
+
+// newEntryRec returns w as stored at now (its entry's CreatedAt and its
+// event's Seq still to be set).
+func newEntryRec(now int64, w *store.LedgerWrite) (*entryRec, error) {
+	e, ev := w.Entry, w.Event
+	approval, approvalBack, err := encodeDecision(e.Approval)
+	if err != nil {
+		return nil, &store.InvalidError{Field: "Approval", Reason: err.Error()}
+	}
+	resolution, resolutionBack, err := encodeDecision(e.Resolution)
+	if err != nil {
+		return nil, &store.InvalidError{Field: "Resolution", Reason: err.Error()}
+	}
+	r := &entryRec{out: *e, stored: *ev, approval: approval, resolution: resolution}
+	out := &r.out
+	out.Args, out.Result, out.Error = cloneJSON(e.Args), cloneJSON(e.Result), cloneJSON(e.Error)
+	out.Approval, out.Resolution = approvalBack, resolutionBack
+	out.StartedAt, out.CommittedAt = store.Time(e.StartedAt), store.Time(e.CommittedAt)
+	out.UpdatedAt = fromMicros(now)
+	out.Revision = w.ExpectedRevision + 1
+	stored := &r.stored
+	stored.Tenant, stored.RunID = e.Tenant, e.RunID
+	stored.Data = cloneJSON(ev.Data)
+	if stored.Time.IsZero() {
+		stored.Time = fromMicros(now)
+	} else {
+		stored.Time = store.Time(stored.Time)
+	}
+	return r, nil
 }
 
 // entryMiss explains a ledger write that changed nothing: the fence, the

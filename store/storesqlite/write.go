@@ -134,6 +134,11 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 				return err
 			}
 			res.folded, res.tail = true, folded.tail
+		} else if inInsert && len(p.Ledger) <= maxChecked {
+			res.Ledger, res.Events, err = entryRecords(ctx, tx, now, p, fence)
+			if err != nil {
+				return err
+			}
 		} else {
 			if n > 0 {
 				res.Events = make([]*store.EventRecord, 0, n)
