@@ -138,6 +138,21 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 	if len(p.Ledger) > 0 {
 		entries = make([]*store.LedgerEntry, len(p.Ledger))
 	}
+	// The current entries of every record's call, read at once
+	// (records.go): a model response's write checked each of its calls
+	// with a statement of its own.
+	var calls []string
+	pos := make([]int, len(p.Ledger))
+	for i := range p.Ledger {
+		if p.Ledger[i].Event != nil {
+			pos[i] = len(calls)
+			calls = append(calls, p.Ledger[i].Entry.CallID)
+		}
+	}
+	_, _, cur, err := currentEntries(ctx, tx, p.Tenant, p.RunID, calls, nil)
+	if err != nil {
+		return nil, nil, err
+	}
 	head := len(p.Ledger) - f.tail
 	for i := range p.Ledger[:head] {
 		w := &p.Ledger[i]
@@ -149,11 +164,7 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 			entries[i] = e
 			continue
 		}
-		rev, _, err := entryRevision(ctx, tx, p.Tenant, p.RunID, w.Entry.CallID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if rev != 0 {
+		if rev := cur[pos[i]].rev; rev != 0 {
 			return nil, nil, &store.ConflictError{Kind: "ledger", ID: w.Entry.CallID, Expected: 0, Actual: rev}
 		}
 		e := w.Entry
@@ -184,7 +195,7 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 		args = append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, now, nil, nil)
 	}
 	args = append(args, lastSeq+1, f.more, f.crc, f.calls)
-	_, err := tx.ExecContext(ctx, `INSERT INTO events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
 			call_id, turn, idx, tool, effect, state, idempotency_key, attempt, args_digest, args, result, error, approval,
 			resolution, holder, epoch, entry_rev, entry_created, entry_updated, started_at, committed_at,
 			first_seq, more, more_crc, more_calls)
@@ -202,15 +213,16 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 			return nil, nil, err
 		}
 	}
-	for i := head; i < len(p.Ledger); i++ {
-		// A tail record: its own row, after the row's (its revision
-		// checked as any record's; the fence was checked above).
-		e, ev, err := entryRecord(ctx, tx, now, lastSeq+int64(len(evs))+1, &p.Ledger[i], nil)
+	if head < len(p.Ledger) {
+		// The tail records: a row each, after the row's (their revisions
+		// checked as any record's; the fence was checked above). They
+		// all have events: their calls are the last of calls.
+		es, tevs, err := insertRecords(ctx, tx, now, p.Tenant, p.RunID, p.Ledger[head:], cur[pos[head]:], lastSeq+int64(len(evs))+1)
 		if err != nil {
 			return nil, nil, err
 		}
-		entries[i] = e
-		evs = append(evs, ev)
+		copy(entries[head:], es)
+		evs = append(evs, tevs...)
 	}
 	killpoint.Reached(killpoint.EventRowWrite)
 	return entries, evs, nil

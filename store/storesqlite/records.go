@@ -26,10 +26,11 @@ import (
 // The write lock is held from BEGIN IMMEDIATE to COMMIT, so what the
 // SELECT read is what the INSERT writes after, as in one statement.
 
-// maxChecked bounds the records of a write that entryRecords takes (the
-// calls of its check are parameters ?6 on, below SQLite's 32nd: see
-// entryRecord on parameters past the 31st).
-const maxChecked = 8
+// maxChecked bounds the calls of one check statement and the rows of one
+// INSERT (the calls of a check are parameters ?6 on, below SQLite's 32nd:
+// see entryRecord on parameters past the 31st); a write of more takes
+// several.
+const maxChecked = 16
 
 // recordCheckSQL[n] is the check of n records (recordCheck).
 var recordCheckSQL [maxChecked + 1]struct {
@@ -86,100 +87,131 @@ VALUES ` + insertValues(n, 31)
 	return c.q
 }
 
-// entryRecords writes p's ledger writes (each with an event, at most
-// maxChecked, the write's only records) as one events row each, numbered
-// after the run's last event, as entryRecord does each: every record is
-// written only if its call's current revision is the expected one and,
-// when fence is not nil, the claim holds; otherwise nothing is written
-// and the first reason in the order entryRecord would meet it is
-// returned (the fence, then each record's revision, or the run). It
-// returns the stored entries and events, in p's order.
+// current is a call's current entry as recordCheck reads it.
+type current struct {
+	rev, created int64
+	found        bool
+}
+
+// currentEntries reads, under the write lock, the run's largest event
+// seq, whether fence's claim holds (true when fence is nil) and the
+// current entry of each of calls (recordCheck, maxChecked calls a
+// statement).
+func currentEntries(ctx context.Context, tx querier, tenant, runID string, calls []string, fence *store.Fence) (lastSeq int64, held bool, cur []current, err error) {
+	cur = make([]current, len(calls))
+	for start := 0; start == 0 || start < len(calls); start += maxChecked {
+		chunk := calls[start:min(start+maxChecked, len(calls))]
+		args := make([]any, 5, 5+len(chunk))
+		args[0], args[1] = tenant, runID
+		if fence != nil && start == 0 {
+			args[2], args[3], args[4] = fence.Key, fence.Holder, fence.Epoch
+		}
+		for _, c := range chunk {
+			args = append(args, c)
+		}
+		rows, err := tx.QueryContext(ctx, recordCheck(len(chunk)), args...)
+		if err != nil {
+			return 0, false, nil, err
+		}
+		for rows.Next() {
+			var k, a, b int64
+			if err := rows.Scan(&k, &a, &b); err != nil {
+				rows.Close()
+				return 0, false, nil, err
+			}
+			if k < 0 {
+				if start == 0 {
+					lastSeq, held = a, b != 0
+				}
+				continue
+			}
+			if c := &cur[start+int(k)]; !c.found || a > c.rev {
+				*c = current{rev: a, created: b, found: true}
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return 0, false, nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return 0, false, nil, err
+		}
+	}
+	return lastSeq, held, cur, nil
+}
+
+// entryRecords writes p's ledger writes (each with an event, the write's
+// only records) as one events row each, numbered after the run's last
+// event, as entryRecord does each: every record is written only if its
+// call's current revision is the expected one and, when fence is not
+// nil, the claim holds; otherwise nothing is written and the first reason
+// in the order entryRecord would meet it is returned (the fence, then
+// each record's revision, or the run). It returns the stored entries and
+// events, in p's order.
 func entryRecords(ctx context.Context, tx querier, now int64, p *store.RunWriteParams, fence *store.Fence) ([]*store.LedgerEntry, []*store.EventRecord, error) {
-	n := len(p.Ledger)
-	args := make([]any, 5, 5+n)
-	args[0], args[1] = p.Tenant, p.RunID
-	if fence != nil {
-		args[2], args[3], args[4] = fence.Key, fence.Holder, fence.Epoch
-	}
+	calls := make([]string, len(p.Ledger))
 	for i := range p.Ledger {
-		args = append(args, p.Ledger[i].Entry.CallID)
+		calls[i] = p.Ledger[i].Entry.CallID
 	}
-	type current struct {
-		rev, created int64
-		found        bool
-	}
-	cur := make([]current, n)
-	var (
-		lastSeq int64
-		held    bool
-	)
-	rows, err := tx.QueryContext(ctx, recordCheck(n), args...)
+	lastSeq, held, cur, err := currentEntries(ctx, tx, p.Tenant, p.RunID, calls, fence)
 	if err != nil {
 		return nil, nil, err
 	}
-	for rows.Next() {
-		var k, a, b int64
-		if err := rows.Scan(&k, &a, &b); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		if k < 0 {
-			lastSeq, held = a, b != 0
-			continue
-		}
-		if c := &cur[k]; !c.found || a > c.rev {
-			*c = current{rev: a, created: b, found: true}
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return nil, nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	if fence != nil && !held {
+	if !held {
 		if _, err := checkFence(ctx, tx, p.Tenant, fence); err != nil {
 			return nil, nil, err
 		}
 		return nil, nil, &store.FencedError{Key: fence.Key, Holder: fence.Holder, Epoch: fence.Epoch}
 	}
-	for i := range p.Ledger {
-		w := &p.Ledger[i]
+	return insertRecords(ctx, tx, now, p.Tenant, p.RunID, p.Ledger, cur, lastSeq+1)
+}
+
+// insertRecords checks ws (each with an event) against cur, their calls'
+// current entries read under the write lock, in order (the revision, and
+// the run when the call has no entry), and writes them as one-record
+// rows numbered from seq on. On a failed check nothing is written.
+func insertRecords(ctx context.Context, tx querier, now int64, tenant, runID string, ws []store.LedgerWrite, cur []current, seq int64) ([]*store.LedgerEntry, []*store.EventRecord, error) {
+	for i := range ws {
+		w := &ws[i]
 		if cur[i].rev != w.ExpectedRevision {
 			if cur[i].rev == 0 {
-				if err := runExists(ctx, tx, p.Tenant, p.RunID); err != nil {
+				if err := runExists(ctx, tx, tenant, runID); err != nil {
 					return nil, nil, err
 				}
 			}
 			return nil, nil, &store.ConflictError{Kind: "ledger", ID: w.Entry.CallID, Expected: w.ExpectedRevision, Actual: cur[i].rev}
 		}
 	}
+	n := len(ws)
 	entries := make([]*store.LedgerEntry, n)
 	events := make([]*store.EventRecord, n)
-	vals := make([]any, 0, 31*n)
-	for i := range p.Ledger {
-		r, err := newEntryRec(now, &p.Ledger[i])
+	for start := 0; start < n; start += maxChecked {
+		chunk := ws[start:min(start+maxChecked, n)]
+		vals := make([]any, 0, 31*len(chunk))
+		for j := range chunk {
+			i := start + j
+			r, err := newEntryRec(now, &ws[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			created := now
+			if cur[i].found {
+				created = cur[i].created
+			}
+			e, ev := &r.out, &r.stored
+			e.CreatedAt, ev.Seq = fromMicros(created), seq+int64(i)
+			vals = append(vals, tenant, runID, ev.Seq, ev.ID, ev.ParentRunID, ev.TraceID, ev.SpanID, ev.Type, micros(ev.Time), optJSON(ev.Data),
+				e.CallID, e.Turn, e.Index, e.Tool, e.Effect, string(e.State), e.IdempotencyKey, e.Attempt, e.ArgsDigest,
+				optJSON(e.Args), optJSON(e.Result), optJSON(e.Error), r.approval, r.resolution, e.Holder, e.Epoch, e.Revision,
+				created, now, optMicros(e.StartedAt), optMicros(e.CommittedAt))
+			entries[i], events[i] = e, ev
+		}
+		_, err := tx.ExecContext(ctx, entryInsert(len(chunk)), vals...)
+		if isForeignKey(err) {
+			return nil, nil, &store.NotFoundError{Kind: "run", ID: runID}
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		created := now
-		if cur[i].found {
-			created = cur[i].created
-		}
-		e, ev := &r.out, &r.stored
-		e.CreatedAt, ev.Seq = fromMicros(created), lastSeq+1+int64(i)
-		vals = append(vals, p.Tenant, p.RunID, ev.Seq, ev.ID, ev.ParentRunID, ev.TraceID, ev.SpanID, ev.Type, micros(ev.Time), optJSON(ev.Data),
-			e.CallID, e.Turn, e.Index, e.Tool, e.Effect, string(e.State), e.IdempotencyKey, e.Attempt, e.ArgsDigest,
-			optJSON(e.Args), optJSON(e.Result), optJSON(e.Error), r.approval, r.resolution, e.Holder, e.Epoch, e.Revision,
-			created, now, optMicros(e.StartedAt), optMicros(e.CommittedAt))
-		entries[i], events[i] = e, ev
-	}
-	_, err = tx.ExecContext(ctx, entryInsert(n), vals...)
-	if isForeignKey(err) {
-		return nil, nil, &store.NotFoundError{Kind: "run", ID: p.RunID}
-	}
-	if err != nil {
-		return nil, nil, err
 	}
 	return entries, events, nil
 }

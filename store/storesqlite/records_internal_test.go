@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,5 +173,89 @@ func TestEntryRecordsAnswers(t *testing.T) {
 	}
 	if got, err := s.LedgerGet(ctx, &store.LedgerGetParams{Tenant: "t", RunID: "r", CallID: "c2"}); err != nil || got.Revision != 1 {
 		t.Fatalf("c2 after failed writes: %+v, %v", got, err)
+	}
+}
+
+// TestRecordsInChunks: writes of more records than one check statement
+// or INSERT takes (maxChecked): a model response with twenty calls (the
+// first started in a row of its own, the others prepared in one row) and
+// then a write moving eighteen of them on; each call's revision found
+// whichever chunk it is in, the rows numbered in order; a conflict in a
+// later chunk is reported for its call and nothing is stored.
+func TestRecordsInChunks(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "c.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	run := newRunR(t, s)
+	const k = 20
+	resp := responseWrite(run.Revision, k)
+	first := resp.Ledger[0]
+	first.Entry.State = store.LedgerStarted
+	resp.Ledger = append(resp.Ledger[1:], first)
+	resp.Events = append(resp.Events, &store.EventRecord{ID: "pc0", Type: "tool.prepared"})
+	res, err := s.RunWrite(ctx, resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Ledger); n != k || res.Ledger[k-1].CallID != "c0" || res.Ledger[k-1].Revision != 1 {
+		t.Fatalf("response: %d entries, last %+v", n, res.Ledger[n-1])
+	}
+	last := res.Events[len(res.Events)-1].Seq
+	move := func(exp map[string]int64, ids ...string) (*store.RunWriteResult, error) {
+		p := &store.RunWriteParams{Tenant: "t", RunID: "r"}
+		for _, id := range ids {
+			p.Ledger = append(p.Ledger, store.LedgerWrite{ExpectedRevision: exp[id],
+				Entry: &store.LedgerEntry{Tenant: "t", RunID: "r", CallID: id, Tool: "pay", State: store.LedgerStarted, Args: json.RawMessage(`{}`)},
+				Event: &store.EventRecord{ID: "s" + id, Type: "tool.started"}})
+		}
+		return s.RunWrite(ctx, p)
+	}
+	exp := map[string]int64{}
+	var ids []string
+	for i := 1; i <= 18; i++ {
+		id := fmt.Sprintf("c%d", i)
+		ids, exp[id] = append(ids, id), 1
+	}
+	exp["c18"] = 5 // wrong, in the second chunk
+	if _, err := move(exp, ids...); err == nil || !strings.Contains(err.Error(), "c18") {
+		t.Fatalf("a conflict in the second chunk: %v", err)
+	}
+	exp["c18"] = 1
+	res, err = move(exp, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range res.Ledger {
+		if e.Revision != 2 || e.CallID != ids[i] || res.Events[i].Seq != last+1+int64(i) {
+			t.Fatalf("record %d: %s rev %d seq %d", i, e.CallID, e.Revision, res.Events[i].Seq)
+		}
+	}
+	evs, err := s.EventList(ctx, &store.EventListParams{Tenant: "t", RunID: "r", AfterSeq: last})
+	if err != nil || len(evs) != 18 {
+		t.Fatalf("stored after the response: %d events, %v", len(evs), err)
+	}
+	// A response naming a call that exists, in its second chunk: nothing
+	// of it stored.
+	cur, err := s.RunGet(ctx, &store.RunGetParams{Tenant: "t", ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := responseWrite(cur.Revision, k)
+	for i := range p.Ledger {
+		id := fmt.Sprintf("d%d", i)
+		if i == 17 {
+			id = "c5"
+		}
+		p.Ledger[i].Entry.CallID = id
+	}
+	var ce *store.ConflictError
+	if _, err := s.RunWrite(ctx, p); !errors.As(err, &ce) || ce.ID != "c5" || ce.Expected != 0 || ce.Actual != 2 {
+		t.Fatalf("a response naming a call that exists: %v", err)
+	}
+	if evs, err := s.EventList(ctx, &store.EventListParams{Tenant: "t", RunID: "r", AfterSeq: last + 18}); err != nil || len(evs) != 0 {
+		t.Fatalf("the failed response stored %d events, %v", len(evs), err)
 	}
 }

@@ -134,7 +134,7 @@ func (s *Store) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.R
 				return err
 			}
 			res.folded, res.tail = true, folded.tail
-		} else if inInsert && len(p.Ledger) <= maxChecked {
+		} else if inInsert {
 			res.Ledger, res.Events, err = entryRecords(ctx, tx, now, p, fence)
 			if err != nil {
 				return err
