@@ -103,6 +103,8 @@ func (w *writer) close() {
 	for _, st := range w.stmts {
 		st.Close()
 	}
+	// Not back to the pool: its busy_timeout is 0 (acquire).
+	_ = w.conn.Raw(func(any) error { return driver.ErrBadConn })
 	_ = w.conn.Close()
 	w.conn, w.stmts = nil, nil
 }
