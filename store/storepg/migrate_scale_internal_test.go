@@ -113,7 +113,8 @@ func TestMigrateScale(t *testing.T) {
 	}
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = $1 AND p.proname = 'run_write'`, schema).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("%d run_write functions after the migration (%v), want 1", n, err)
+		WHERE n.nspname = $1 AND p.proname = 'run_write' AND p.pronargs <> 19`, schema).Scan(&n); err != nil || n != 1 {
+		// (The run_write of rows, 19 parameters, is 023's second one.)
+		t.Fatalf("%d run_write functions of column arrays after the migration (%v), want 1", n, err)
 	}
 }

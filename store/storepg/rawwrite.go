@@ -63,12 +63,24 @@ func rawOK(cfg *pgx.ConnConfig) bool {
 }
 
 // rawStatement returns conn's prepared run_write when its parameters and
-// answer are what the encoder and decoder know, or nil.
+// answer are what the encoder and decoder know, or nil: the run_write of
+// rows (migration 023) when the store found its row types, else the
+// 46-parameter one.
 func (s *Store) rawStatement(ctx context.Context, conn *pgx.Conn) *pgconn.StatementDescription {
 	if !s.raw {
 		return nil
 	}
-	q := s.q(runWriteCall)
+	if s.rows.entryArr != 0 {
+		if sd := prepareRaw(ctx, conn, s.q(runWriteRowsCall)); sd != nil && s.rows.params(sd.ParamOIDs) {
+			return sd
+		}
+	}
+	return prepareRaw(ctx, conn, s.q(runWriteCall))
+}
+
+// prepareRaw prepares q on conn and returns it when its answer is
+// run_write's as decodeRaw reads it.
+func prepareRaw(ctx context.Context, conn *pgx.Conn, q string) *pgconn.StatementDescription {
 	sd, err := conn.Prepare(ctx, q, q)
 	if err != nil || len(sd.Fields) != len(runWriteAnswer) {
 		return nil // pgx's path reports the error
@@ -94,7 +106,7 @@ func (s *Store) execCall(ctx context.Context, c *call) (*store.RunWriteResult, e
 	}
 	enc := encPool.Get().(*paramEnc)
 	defer encPool.Put(enc)
-	if !c.encodeRaw(enc, sd.ParamOIDs) {
+	if !c.encodeRaw(enc, sd.ParamOIDs, s.rows) {
 		return c.scan(conn.QueryRow(ctx, s.q(runWriteCall), c.args()...))
 	}
 	rr := conn.Conn().PgConn().ExecStatement(ctx, sd, enc.vals, binaryFormat, binaryFormat)
@@ -131,7 +143,7 @@ func (s *Store) sendBatchRaw(ctx context.Context, conn *pgxpool.Conn, live []*pg
 	b.ExecParams("BEGIN", nil, nil, nil, nil)
 	slots = append(slots, slot{call: -1})
 	for i, c := range calls {
-		if !c.encodeRaw(enc, sd.ParamOIDs) {
+		if !c.encodeRaw(enc, sd.ParamOIDs, s.rows) {
 			return false
 		}
 		b.ExecStatement(sd, enc.vals, binaryFormat, binaryFormat)
@@ -389,6 +401,7 @@ type paramEnc struct {
 	buf  []byte
 	ends []int // end of each value in buf, -1 for NULL
 	vals [][]byte
+	rows rowTypes // the row types of the run_write of rows (rawrows.go)
 }
 
 var encPool = sync.Pool{New: func() any { return &paramEnc{buf: make([]byte, 0, 4096)} }}
@@ -451,6 +464,20 @@ func (e *paramEnc) head(n int, elem uint32, hasNull bool) {
 func (e *paramEnc) value(oid uint32, a any) (null, ok bool) {
 	if a == nil {
 		return true, true
+	}
+	switch v := a.(type) {
+	case *entriesArg:
+		if oid == 0 || oid != e.rows.entryArr {
+			return false, false
+		}
+		e.entries((*call)(v))
+		return false, true
+	case *eventsArg:
+		if oid == 0 || oid != e.rows.eventArr {
+			return false, false
+		}
+		e.events((*call)(v))
+		return false, true
 	}
 	switch oid {
 	case oidText:

@@ -87,7 +87,7 @@ func TestRawParamsMatchPgx(t *testing.T) {
 		}
 		c := newCall(p, order, la, now)
 		var e paramEnc
-		if !c.encodeRaw(&e, runWriteParamTypes) {
+		if !c.encodeRaw(&e, runWriteParamTypes, rowTypes{}) {
 			t.Fatalf("sample %d: the encoder does not know a parameter", n)
 		}
 		args := c.args()
@@ -119,7 +119,7 @@ func TestRawParamsAllocations(t *testing.T) {
 	}
 	c := newCall(p, order, la, time.Now())
 	var e paramEnc
-	if n := testing.AllocsPerRun(100, func() { c.encodeRaw(&e, runWriteParamTypes) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { c.encodeRaw(&e, runWriteParamTypes, rowTypes{}) }); n != 0 {
 		t.Errorf("%v allocations per encoding", n)
 	}
 }
@@ -200,11 +200,63 @@ func TestRunWriteTakesItsOwnPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
+	if s.rows.entryArr == 0 {
+		t.Fatal("a store that Open made has not the row types of run_write (migration 023) as the encoder knows them")
+	}
 	sd := s.rawStatement(ctx, conn.Conn())
 	if sd == nil {
 		t.Fatal("run_write's answer is not what decodeRaw reads")
 	}
-	if !slices.Equal(sd.ParamOIDs, runWriteParamTypes) {
-		t.Fatalf("run_write's parameter types %v, the tests' %v", sd.ParamOIDs, runWriteParamTypes)
+	if !s.rows.params(sd.ParamOIDs) {
+		t.Fatalf("the raw path's run_write has parameter types %v, not the run_write of rows", sd.ParamOIDs)
+	}
+	// The 46-parameter run_write (pgx's path, binaries of before 023).
+	old := prepareRaw(ctx, conn.Conn(), s.q(runWriteCall))
+	if old == nil {
+		t.Fatal("the 46-parameter run_write's answer is not what decodeRaw reads")
+	}
+	if !slices.Equal(old.ParamOIDs, runWriteParamTypes) {
+		t.Fatalf("run_write's parameter types %v, the tests' %v", old.ParamOIDs, runWriteParamTypes)
+	}
+	// Every sample encodes for the run_write of rows.
+	for n, p := range rawSamples() {
+		c := sampleCall(t, p)
+		var e paramEnc
+		if !c.encodeRaw(&e, sd.ParamOIDs, s.rows) {
+			t.Fatalf("sample %d: the encoder does not know a parameter of the run_write of rows", n)
+		}
+	}
+}
+
+// sampleCall is the call newCall makes of p.
+func sampleCall(t *testing.T, p *store.RunWriteParams) *call {
+	t.Helper()
+	if err := store.Check(p); err != nil {
+		t.Fatal(err)
+	}
+	order := make([]int, len(p.Ledger))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(p.Ledger[a].Entry.CallID, p.Ledger[b].Entry.CallID) })
+	la, err := ledgerArrays(p.Ledger, order, len(p.Events))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newCall(p, order, la, time.Date(2026, 12, 3, 5, 51, 0, 987654000, time.UTC))
+}
+
+// The rows encoder allocates nothing either, once the buffer has grown.
+func TestRawRowsAllocations(t *testing.T) {
+	c := sampleCall(t, rawSamples()[0])
+	rt := rowTypes{entry: 90001, entryArr: 90002, event: 90003, eventArr: 90004}
+	oids := []uint32{oidText, oidText, oidTimestamptz, oidText, oidText, oidInt8, oidInt8, oidText, oidText, oidText,
+		oidText, oidInt8, oidInt8, rt.entryArr, rt.eventArr, oidText, oidText, oidInt8, oidTextArray}
+	var e paramEnc
+	if !c.encodeRaw(&e, oids, rt) {
+		t.Fatal("the encoder does not know a parameter of the run_write of rows")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.encodeRaw(&e, oids, rt) }); n != 0 {
+		t.Errorf("%v allocations per encoding", n)
 	}
 }

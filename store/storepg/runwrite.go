@@ -64,7 +64,9 @@ func (s *Store) Stats() Stats {
 // RunWrite implements [store.Store].
 //
 // The write is one call of the run_write function (its body as of
-// migrations/022_run_write_ledger_first.sql), sent alone in autocommit or
+// migrations/022_run_write_ledger_first.sql; on the store's own wire path
+// the run_write of rows of 023, the same steps with the ledger writes as
+// one array of rows, rawrows.go), sent alone in autocommit or
 // with other writes in one group-commit transaction (commit.go): one
 // round trip, one commit. Inside it, in order:
 //
@@ -295,8 +297,12 @@ func (c *call) args() []any {
 // encodeRaw encodes run_write's parameters (args) into e, for parameters
 // of the types oids, and reports whether the encoder knew them all. The
 // list is a local array that does not escape: its values are not
-// allocated, as those of args are.
-func (c *call) encodeRaw(e *paramEnc, oids []uint32) bool {
+// allocated, as those of args are. The parameters of the run_write of
+// rows (rt's types, rawrows.go) are encoded by encodeRows.
+func (c *call) encodeRaw(e *paramEnc, oids []uint32, rt rowTypes) bool {
+	if len(oids) == runWriteRowsParams {
+		return c.encodeRows(e, oids, rt)
+	}
 	p, la, ev := c.p, c.la, c.ev
 	a := [...]any{p.Tenant, p.RunID, c.now, c.fenceKey, c.fenceHolder, c.fenceEpoch, c.runRev, c.status, c.checkpoint, c.meta,
 		c.appendText, c.appendN, c.appendCRC,

@@ -87,6 +87,7 @@ type Store struct {
 	commits   commitQueue
 	creates   groupcommit.Queue[*runCreate] // root runs' creations (creates.go)
 	raw       bool                          // run writes take their own wire path (rawwrite.go)
+	rows      rowTypes                      // with the run_write of rows when set (rawrows.go)
 	listen    listener                      // LISTEN connection of QueueWatch
 
 	// compactor runs the log compactions on goroutines of the store (see
@@ -204,6 +205,9 @@ func newStore(ctx context.Context, pool *pgxpool.Pool, c Config) (*Store, error)
 	s.creates = groupcommit.Queue[*runCreate]{MaxBatch: maxBatch, MaxExtra: maxExtraBatches, MaxLeaders: commitLeaders(pool, c.CommitLeaders), Run: s.sendCreates}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
+	}
+	if s.raw {
+		s.rows = s.loadRowTypes(ctx)
 	}
 	return s, nil
 }
