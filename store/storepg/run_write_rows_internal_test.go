@@ -75,6 +75,11 @@ func rowsWriteScript() []*store.RunWriteParams {
 		// The call write, then the next.
 		w(lw("c0", store.LedgerCommitted, 1, "tool.committed"), lw("c1", store.LedgerStarted, 1, "tool.started")),
 		w(lw("c1", store.LedgerCommitted, 2, "tool.committed"), lw("c2", store.LedgerStarted, 1, "tool.started")),
+		// Three existing entries (the joined lookup): a miss in more, then
+		// the write.
+		w(lw("c9", store.LedgerStarted, 1, "tool.started"), lw("c3", store.LedgerStarted, 2, "tool.started"), lw("c0", store.LedgerCommitted, 1, "tool.committed")),
+		w(lw("c9", store.LedgerStarted, 1, "tool.started"), lw("c3", store.LedgerStarted, 1, "tool.started"), lw("c4", store.LedgerStarted, 1, "tool.started")),
+		w(lw("c9", store.LedgerCommitted, 2, "tool.committed"), lw("c3", store.LedgerCommitted, 2, ""), lw("c4", store.LedgerCommitted, 1, "tool.committed")),
 		// Entries without an event (the ledger table), with and beside events.
 		w(lw("x", store.LedgerPrepared, 0, ""), lw("c2", store.LedgerCommitted, 2, "tool.committed")),
 		w(lw("x", store.LedgerStarted, 2, "")),

@@ -58,6 +58,11 @@ DECLARE
 	miss_actual bigint;
 	first_i int;
 	n_row int;
+	one_rev bigint;
+	one_created timestamptz;
+	l_rev bigint;
+	l_created timestamptz;
+	m_at timestamptz;
 BEGIN
 	PERFORM pg_advisory_xact_lock(hashtextextended('actoviq-run/' || p_tenant || '/' || p_run, 0));
 	-- What the entries are, in one pass: any new (expected revision 0),
@@ -88,7 +93,8 @@ BEGIN
 	-- write to end, so no fenced write commits after a takeover did. With
 	-- no fence the key is NULL and no claim row is read.
 	SELECT c.found, c.holder, c.epoch, c.held,
-		(SELECT coalesce(max(e.seq), 0) FROM {{schema}}.events e WHERE e.tenant = p_tenant AND e.run_id = p_run)
+		coalesce((SELECT e.seq FROM {{schema}}.events e WHERE e.tenant = p_tenant AND e.run_id = p_run
+			ORDER BY e.seq DESC LIMIT 1), 0)
 	INTO f_found, f_holder, f_epoch, f_held, last_seq
 	FROM {{schema}}.runs r
 	LEFT JOIN LATERAL (SELECT true AS found, cl.holder, cl.epoch, cl.held FROM {{schema}}.claims cl
@@ -124,7 +130,8 @@ BEGIN
 	END IF;
 	o_ledger_created := '{}';
 	IF j > 0 THEN
-		-- Each entry's current revision, as 022 finds it (two shapes).
+		-- Each entry's current revision, as 022 finds it (two shapes, and
+		-- the second one entry at a time for one or two entries).
 		IF any_new THEN
 			FOR i, actual, created IN
 			WITH more AS MATERIALIZED (
@@ -155,6 +162,40 @@ BEGIN
 			END IF;
 			o_ledger_created[i] := created;
 		END LOOP;
+		ELSIF j <= 2 THEN
+			-- Every entry exists, one or two of them (the call write: a
+			-- committed record and the next call's start): the same
+			-- lookups, one statement each, cheaper to start than the
+			-- joined statement below.
+			FOR i IN 1..j LOOP
+				en := p_entries[i];
+				SELECT e.entry_rev, e.entry_created INTO one_rev, one_created FROM {{schema}}.events e
+					WHERE e.tenant = p_tenant AND e.run_id = p_run AND e.call_id = en.call_id ORDER BY e.seq DESC LIMIT 1;
+				SELECT lr.revision, lr.created_at INTO l_rev, l_created FROM {{schema}}.ledger lr
+					WHERE lr.tenant = p_tenant AND lr.run_id = p_run AND lr.call_id = en.call_id;
+				IF coalesce(one_rev, 0) < 1 AND coalesce(l_rev, 0) <= 1 THEN
+					SELECT e.entry_updated INTO m_at FROM {{schema}}.events e
+						WHERE e.tenant = p_tenant AND e.run_id = p_run AND e.more_calls IS NOT NULL AND en.call_id = ANY(e.more_calls)
+						ORDER BY e.seq DESC LIMIT 1;
+					IF m_at IS NOT NULL THEN
+						one_rev := 1;
+						one_created := m_at;
+					END IF;
+				END IF;
+				IF coalesce(one_rev, 0) >= coalesce(l_rev, 0) THEN
+					actual := coalesce(one_rev, 0);
+					created := coalesce(one_created, p_now);
+				ELSE
+					actual := l_rev;
+					created := coalesce(l_created, p_now);
+				END IF;
+				IF actual <> en.exp AND (miss_i IS NULL OR en.ord < miss_ord) THEN
+					miss_i := i;
+					miss_ord := en.ord;
+					miss_actual := actual;
+				END IF;
+				o_ledger_created[i] := created;
+			END LOOP;
 		ELSE
 			FOR i, actual, created IN
 			SELECT y.i,
