@@ -78,3 +78,96 @@ func TestWriteCtxIsWithTimeoutOfDetached(t *testing.T) {
 		}
 	}
 }
+
+// A write context that is asked for Done starts no runtime timer of its
+// own: writes share the watch's one timer (adding a runtime timer per
+// write woke a second scheduler thread per write). It allocates its
+// channel and nothing else: context.WithDeadline allocated its context,
+// its channel and its timer.
+func TestWriteCtxDoneWithoutTimer(t *testing.T) {
+	parent := context.WithoutCancel(context.Background())
+	allocs := testing.AllocsPerRun(200, func() {
+		c := handingOver(parent, time.Now(), time.Hour, nil)
+		_ = c.Done()
+		c.cancel()
+	})
+	if allocs > 2 {
+		t.Fatalf("%v allocations per write context asked for Done, want at most 2 (itself and its channel)", allocs)
+	}
+	expiry.mu.Lock()
+	before := expiry.arms
+	expiry.mu.Unlock()
+	for range 1000 {
+		c := handingOver(parent, time.Now(), time.Hour, nil)
+		stop := context.AfterFunc(c, func() { t.Error("AfterFunc ran for a write that was cancelled after stop") })
+		_ = c.Done()
+		stop()
+		c.cancel()
+	}
+	expiry.mu.Lock()
+	arms := expiry.arms - before
+	expiry.mu.Unlock()
+	if arms > 1 {
+		t.Fatalf("the watch's timer was armed %d times for 1000 writes of one timeout, want at most 1", arms)
+	}
+}
+
+// The watch ends each context at its own deadline, an earlier deadline
+// registered after a later one included; AfterFunc's functions and
+// derived contexts end with it; Err is never set while Done is open.
+func TestWriteCtxWatchDeadlines(t *testing.T) {
+	parent := context.Background()
+	long, cancelLong := newWriteCtx(parent, time.Hour)
+	defer cancelLong()
+	_ = long.Done()
+	start := time.Now()
+	short, cancelShort := newWriteCtx(parent, 30*time.Millisecond)
+	defer cancelShort()
+	ran := make(chan struct{})
+	context.AfterFunc(short, func() { close(ran) })
+	child, cancelChild := context.WithCancel(short)
+	defer cancelChild()
+	stopped, cancelStopped := newWriteCtx(parent, 10*time.Millisecond)
+	defer cancelStopped()
+	stop := context.AfterFunc(stopped, func() { t.Error("a stopped AfterFunc ran") })
+	if !stop() {
+		t.Fatal("stop before the deadline reported false")
+	}
+	<-short.Done()
+	if waited := time.Since(start); waited < 25*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("Done closed after %v for a 30ms deadline", waited)
+	}
+	<-ran
+	<-child.Done()
+	<-stopped.Done()
+	if !errors.Is(short.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.DeadlineExceeded) ||
+		!errors.Is(stopped.Err(), context.DeadlineExceeded) {
+		t.Fatalf("Err: %v, child %v, stopped %v", short.Err(), child.Err(), stopped.Err())
+	}
+	select {
+	case <-long.Done():
+		t.Fatal("the hour-long context ended")
+	default:
+	}
+	// A registration after the end runs at once.
+	late := make(chan struct{})
+	if context.AfterFunc(short, func() { close(late) })() {
+		t.Fatal("stop of an AfterFunc registered after the end reported true")
+	}
+	<-late
+
+	// Err turns non-nil only with Done closed, whoever looks first.
+	for range 20 {
+		c, cancel := newWriteCtx(parent, time.Millisecond)
+		done := c.Done()
+		for c.Err() == nil {
+			runtime.Gosched()
+		}
+		select {
+		case <-done:
+		default:
+			t.Fatal("Err set while Done open")
+		}
+		cancel()
+	}
+}

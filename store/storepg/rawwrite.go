@@ -109,13 +109,7 @@ func (s *Store) execCall(ctx context.Context, c *call) (*store.RunWriteResult, e
 	if !c.encodeRaw(enc, sd.ParamOIDs, s.rows) {
 		return c.scan(conn.QueryRow(ctx, s.q(runWriteCall), c.args()...))
 	}
-	rr := conn.Conn().PgConn().ExecStatement(ctx, sd, enc.vals, binaryFormat, binaryFormat)
-	rows, derr := c.readRaw(rr)
-	if _, err := rr.Close(); err != nil {
-		forgetStatement(ctx, conn.Conn(), sd, err)
-		return nil, err
-	}
-	return c.answered(rows, derr)
+	return exchange(ctx, conn.Conn(), sd, enc.vals, c)
 }
 
 // sendBatchRaw sends the batch of calls (one per write of live) on conn
