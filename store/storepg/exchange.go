@@ -142,5 +142,7 @@ type interrupted struct {
 	ctx, io error
 }
 
-func (e *interrupted) Error() string { return "run write interrupted: " + e.ctx.Error() + " (" + e.io.Error() + ")" }
+func (e *interrupted) Error() string {
+	return "run write interrupted: " + e.ctx.Error() + " (" + e.io.Error() + ")"
+}
 func (e *interrupted) Unwrap() error { return e.ctx }
