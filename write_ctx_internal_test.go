@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -169,5 +171,58 @@ func TestWriteCtxWatchDeadlines(t *testing.T) {
 			t.Fatal("Err set while Done open")
 		}
 		cancel()
+	}
+}
+
+// Write contexts made, watched, ended by their deadline or cancelled at
+// once from many goroutines: each ends once, with its AfterFunc run
+// exactly when it was not stopped in time.
+func TestWriteCtxWatchConcurrent(t *testing.T) {
+	parent := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var all []*writeCtx
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 300 {
+				timeout := time.Hour
+				if (g+i)%3 == 0 {
+					timeout = time.Duration(i%5) * 100 * time.Microsecond
+				}
+				cc, cancel := newWriteCtx(parent, timeout)
+				c := cc.(*writeCtx)
+				mu.Lock()
+				all = append(all, c)
+				mu.Unlock()
+				var ran atomic.Int32
+				stop := context.AfterFunc(c, func() { ran.Add(1) })
+				<-time.After(0)
+				if i%2 == 0 {
+					_ = c.Done()
+				}
+				stopped := stop()
+				cancel()
+				<-c.Done()
+				if c.Err() == nil {
+					t.Error("Err nil after cancel")
+				}
+				if stopped {
+					time.Sleep(10 * time.Microsecond)
+					if ran.Load() != 0 {
+						t.Error("a stopped AfterFunc ran")
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	expiry.mu.Lock()
+	defer expiry.mu.Unlock()
+	for _, c := range all {
+		if c.watched {
+			t.Fatal("an ended context stayed in the watch")
+		}
 	}
 }
