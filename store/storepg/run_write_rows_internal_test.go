@@ -3,6 +3,7 @@ package storepg
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -160,17 +161,18 @@ func runNoTimes(r *store.Run) *store.Run {
 	return &c
 }
 
-// rawTestStore is a new store on the test server, with run r (revision 1)
-// and its claim run:r held by w at epoch 1, at a fixed clock.
+// rawTestStore is a new store on the test server, with run r (revision 1,
+// made after the migrations: no ledger rows, runs.ledger_rows false) and
+// its claim run:r held by w at epoch 1, at a fixed clock.
 func rawTestStore(t *testing.T, prefix string) *Store {
 	t.Helper()
 	url, schema, exec := schemaBefore(t, prefix, func(m migration) bool { return strings.HasSuffix(m.Name, "_run_write_rows") })
-	seedRun(exec)
 	s, err := Open(context.Background(), url, &Config{Schema: schema, Clock: func() time.Time { return rowsT0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	seedRun(exec)
 	return s
 }
 
@@ -185,8 +187,9 @@ func seedRun(exec func(q string, args ...any)) {
 		('t', 'run:q', 'w', 1, $1, $1, false)`, rowsT0.Add(24*time.Hour*365*10))
 }
 
-// TestMigrateRunWriteRows: a store that today's main (before migration
-// 023) wrote a model response to (folded prepared calls, a trailing
+// TestMigrateRunWriteRows: a store that main before migration 023 wrote a
+// model response to (its run takes runs.ledger_rows true, 024; the
+// reference's run, made after, false) (folded prepared calls, a trailing
 // started record, a log append), opened with this package: the writes
 // that follow, through the run_write of rows and, alternately, through the
 // 46-parameter run_write as a binary of before 023 still sends it, answer
@@ -248,7 +251,7 @@ func sameTables(t *testing.T, a, b *Store) {
 	for _, q := range []string{
 		`SELECT json_agg(e ORDER BY seq) FROM {{schema}}.events e`,
 		`SELECT json_agg(l ORDER BY call_id) FROM {{schema}}.ledger l`,
-		`SELECT json_agg(r ORDER BY id) FROM (SELECT id, status, wait_kind, checkpoint, meta, revision, event_seq, updated_at, log_len, log_seq FROM {{schema}}.runs) r`,
+		`SELECT json_agg(r ORDER BY id) FROM (SELECT id, status, wait_kind, checkpoint, meta, revision, event_seq, updated_at, log_len, log_seq, ledger_rows FROM {{schema}}.runs) r`,
 		`SELECT json_agg(l ORDER BY seq) FROM {{schema}}.run_log l`,
 	} {
 		var x, y string
@@ -272,4 +275,65 @@ func sampleCallAt(t *testing.T, p *store.RunWriteParams, now time.Time) *call {
 	t.Helper()
 	c := sampleCall(t, p)
 	return newCall(p, c.order, c.la, now)
+}
+
+// runs.ledger_rows (migration 024) turns true with a run's first ledger
+// table row, whoever inserts it: run_write of either kind, or plain SQL
+// (a scale test's fill); a new run starts false, a run of before 024 true.
+func TestLedgerRowsFlag(t *testing.T) {
+	ctx := context.Background()
+	s := rawTestStore(t, "t_ledrows_")
+	flag := func(run string) bool {
+		t.Helper()
+		var b bool
+		if err := s.pool.QueryRow(ctx, s.q(`SELECT ledger_rows FROM {{schema}}.runs WHERE tenant = 't' AND id = $1`), run).Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if flag("r") {
+		t.Fatal("a new run has ledger_rows set")
+	}
+	e := &store.LedgerEntry{Tenant: "t", RunID: "r", CallID: "c", Tool: "x", Effect: "read", State: store.LedgerPrepared, ArgsDigest: "d"}
+	fence := &store.Fence{Key: "run:r", Holder: "w", Epoch: 1}
+	// A write with an event leaves it; one without (a ledger table row) sets it.
+	if _, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence,
+		Ledger: []store.LedgerWrite{{Entry: e, Event: &store.EventRecord{Type: "tool.prepared", ID: "e1"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if flag("r") {
+		t.Fatal("a ledger write with its event set ledger_rows")
+	}
+	e2 := *e
+	e2.State = store.LedgerStarted
+	if _, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "r", Fence: fence,
+		Ledger: []store.LedgerWrite{{Entry: &e2, ExpectedRevision: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !flag("r") {
+		t.Fatal("a ledger table row did not set ledger_rows")
+	}
+	// Plain SQL, two runs in one statement.
+	for _, id := range []string{"p", "q"} {
+		if _, err := s.pool.Exec(ctx, s.q(`INSERT INTO {{schema}}.runs (tenant, id, parent_id, session_id, agent_id, agent_digest, status, checkpoint, revision, event_seq, created_at, updated_at)
+			VALUES ('t', $1, '', '', 'a', 'd', 'running', '{}', 1, 0, now(), now())`), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.pool.Exec(ctx, s.q(`INSERT INTO {{schema}}.ledger (tenant, run_id, call_id, turn, idx, tool, effect, state, idempotency_key, attempt,
+		args_digest, holder, epoch, revision, created_at, updated_at)
+		SELECT 't', id, 'c', 1, 0, 'x', 'read', 'prepared', '', 0, 'd', '', 0, 1, now(), now() FROM unnest(ARRAY['p', 'q']) id`)); err != nil {
+		t.Fatal(err)
+	}
+	if !flag("p") || !flag("q") {
+		t.Fatal("an INSERT into ledger did not set ledger_rows")
+	}
+	// The call's lookup finds that row (a conflict reports its revision).
+	_, err := s.RunWrite(ctx, &store.RunWriteParams{Tenant: "t", RunID: "p",
+		Ledger: []store.LedgerWrite{{Entry: &store.LedgerEntry{Tenant: "t", RunID: "p", CallID: "c", Tool: "x", Effect: "read",
+			State: store.LedgerStarted, ArgsDigest: "d"}, ExpectedRevision: 2, Event: &store.EventRecord{Type: "tool.started", ID: "e"}}}})
+	var ce *store.ConflictError
+	if !errors.As(err, &ce) || ce.Actual != 1 {
+		t.Fatalf("write over the inserted row: %v, want a conflict at revision 1", err)
+	}
 }
