@@ -149,9 +149,12 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 			calls = append(calls, p.Ledger[i].Entry.CallID)
 		}
 	}
-	_, _, cur, err := currentEntries(ctx, tx, p.Tenant, p.RunID, calls, nil)
-	if err != nil {
-		return nil, nil, err
+	var cur []current
+	if len(calls) > 0 {
+		var err error
+		if _, _, cur, err = currentEntries(ctx, tx, p.Tenant, p.RunID, calls, nil); err != nil {
+			return nil, nil, err
+		}
 	}
 	head := len(p.Ledger) - f.tail
 	for i := range p.Ledger[:head] {
@@ -195,7 +198,7 @@ func writeFolded(ctx context.Context, tx querier, p *store.RunWriteParams, f *fo
 		args = append(args, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, now, nil, nil)
 	}
 	args = append(args, lastSeq+1, f.more, f.crc, f.calls)
-	_, err = tx.ExecContext(ctx, `INSERT INTO events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (tenant, run_id, seq, id, parent_run_id, trace_id, span_id, type, time, data,
 			call_id, turn, idx, tool, effect, state, idempotency_key, attempt, args_digest, args, result, error, approval,
 			resolution, holder, epoch, entry_rev, entry_created, entry_updated, started_at, committed_at,
 			first_seq, more, more_crc, more_calls)
