@@ -54,7 +54,11 @@ func TestReview7StopOfParentEndsTreeCancelled(t *testing.T) {
 					ttl = 1500 * time.Millisecond // the heartbeat (every ttl/3) reads the request; shorter leases expire under -race and load
 				}
 				if kind == "deadline" {
-					a.Limits.RunTimeout = 300 * time.Millisecond
+					// Long enough for the tree to reach the leaf's model
+					// call on a loaded machine (root and mid each write
+					// and create a child first), short enough to pass
+					// while the leaf waits at the gate.
+					a.Limits.RunTimeout = 2 * time.Second
 				}
 				rt := newRT(t, st, "A", ttl)
 				id := "p-" + kind
@@ -65,7 +69,13 @@ func TestReview7StopOfParentEndsTreeCancelled(t *testing.T) {
 					res, err := rt.Run(rctx, a, &actoviq.Input{RunID: id, Items: input("go").Items})
 					out <- driveOut{res, err}
 				}()
-				<-g.entered
+				select {
+				case <-g.entered:
+				case d := <-out:
+					t.Fatalf("the root's drive ended before the leaf's model was called: %+v %v", d.res, d.err)
+				case <-time.After(2 * time.Minute):
+					t.Fatal("the leaf's model was not called in two minutes")
+				}
 				var cerr error
 				switch kind {
 				case "caller":
