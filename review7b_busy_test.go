@@ -156,8 +156,15 @@ func TestReview7BusyStartedWrite(t *testing.T) {
 			b := &busyOnStart{Store: st, tries: tries}
 			var seen atomic.Value
 			pay := &payTool{name: "pay"}
-			rt, err := actoviq.New(b, &actoviq.Config{CommitTimeout: 600 * time.Millisecond, LeaseTTL: 200 * time.Millisecond,
-				Holder: "A"})
+			// Busy three times: a budget and a lease that load cannot
+			// spend (three retries and real writes took over 600 ms at a
+			// load of 10). Busy for good: a short budget, and a lease
+			// that lapses before the second drive resumes.
+			budget, ttl := 10*time.Second, 10*time.Second
+			if tries < 0 {
+				budget, ttl = 600*time.Millisecond, 200*time.Millisecond
+			}
+			rt, err := actoviq.New(b, &actoviq.Config{CommitTimeout: budget, LeaseTTL: ttl, Holder: "A"})
 			if err != nil {
 				t.Fatal(err)
 			}
