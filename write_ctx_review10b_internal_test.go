@@ -111,7 +111,9 @@ func errString(err error) string {
 func TestReview10bAfterFuncStopAsContexts(t *testing.T) {
 	type mk func() (context.Context, func())
 	makers := map[string]mk{
-		"WithTimeout": func() (context.Context, func()) { return context.WithTimeout(context.Background(), 20*time.Millisecond) },
+		"WithTimeout": func() (context.Context, func()) {
+			return context.WithTimeout(context.Background(), 20*time.Millisecond)
+		},
 		"writeCtx": func() (context.Context, func()) {
 			c := handingOver(context.Background(), time.Now(), 20*time.Millisecond, nil)
 			return c, c.cancel
