@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,6 +205,84 @@ func TestReview10bBackendTerminatedMidWrite(t *testing.T) {
 		}
 		if _, err := review10bWrite(ctx, s, "r", call); err != nil {
 			t.Fatalf("the terminated write again, as new: %v", err)
+		}
+	}
+}
+
+// The server dies (pg_ctl -m immediate, scripts/pg restart) while four
+// writers write: every write returns within its deadline and a little;
+// every write that returned nil is stored after recovery (fsync on); the
+// store writes on once the server is back. Needs a private cluster:
+// REVIEW10B_PG_DIR=DIR with ACTOVIQ_TEST_PG_URL its URL (scripts/pg start DIR).
+func TestReview10bServerKilledMidWrites(t *testing.T) {
+	dir := os.Getenv("REVIEW10B_PG_DIR")
+	if dir == "" {
+		t.Skip("REVIEW10B_PG_DIR not set: needs a private cluster (scripts/pg start DIR)")
+	}
+	b := setup(t)
+	s := b.s
+	ctx := context.Background()
+	const writers = 4
+	for w := 0; w < writers; w++ {
+		if _, err := s.RunCreate(ctx, &store.RunCreateParams{Run: &store.Run{Tenant: "t", ID: fmt.Sprintf("r%d", w), Status: store.RunRunning, Checkpoint: json.RawMessage(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu      sync.Mutex
+		ok      = map[[2]string]bool{}
+		failed  int
+		slowest time.Duration
+	)
+	stopAt := time.Now().Add(4 * time.Second)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			run := fmt.Sprintf("r%d", w)
+			for i := 0; time.Now().Before(stopAt); i++ {
+				call := fmt.Sprintf("c%d", i)
+				wctx, cancel := context.WithTimeout(ctx, time.Second)
+				start := time.Now()
+				_, err := review10bWrite(wctx, s, run, call)
+				took := time.Since(start)
+				cancel()
+				mu.Lock()
+				slowest = max(slowest, took)
+				if err == nil {
+					ok[[2]string{run, call}] = true
+				} else {
+					failed++
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}(w)
+	}
+	time.Sleep(500 * time.Millisecond)
+	out, err := exec.Command("../../scripts/pg", "restart", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/pg restart: %v\n%s", err, out)
+	}
+	wg.Wait()
+	t.Logf("%d writes stored, %d failed, slowest %v", len(ok), failed, slowest)
+	if slowest > 3*time.Second {
+		t.Errorf("a write with a 1s deadline took %v", slowest)
+	}
+	if failed == 0 {
+		t.Error("no write failed: the server was not killed mid-write?")
+	}
+	for k := range ok {
+		if _, err := s.LedgerGet(ctx, &store.LedgerGetParams{Tenant: "t", RunID: k[0], CallID: k[1]}); err != nil {
+			t.Errorf("write %v returned nil, read after the restart: %v", k, err)
+		}
+	}
+	for w := 0; w < writers; w++ {
+		if _, err := review10bWrite(ctx, s, fmt.Sprintf("r%d", w), "after"); err != nil {
+			t.Errorf("write after the restart: %v", err)
 		}
 	}
 }
