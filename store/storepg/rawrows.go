@@ -143,13 +143,7 @@ func (e *paramEnc) entries(c *call) {
 		e.fOptTime(la.committed[k])
 		e.fInt4(la.ev[k])
 		if j := int(la.ev[k]) - 1; j >= 0 {
-			e.fText(ev.ids[j])
-			e.fText(ev.parents[j])
-			e.fText(ev.traces[j])
-			e.fText(ev.spans[j])
-			e.fText(ev.types[j])
-			e.fTime(ev.times[j])
-			e.fOptText(ev.data[j])
+			e.eventFields(ev, j)
 		} else {
 			for _, oid := range runWriteEventFields {
 				e.fNull(oid)
@@ -168,15 +162,21 @@ func (e *paramEnc) events(c *call) {
 		at := len(e.buf)
 		e.u32(0)
 		e.u32(uint32(len(runWriteEventFields)))
-		e.fText(ev.ids[j])
-		e.fText(ev.parents[j])
-		e.fText(ev.traces[j])
-		e.fText(ev.spans[j])
-		e.fText(ev.types[j])
-		e.fTime(ev.times[j])
-		e.fOptText(ev.data[j])
+		e.eventFields(ev, j)
 		binary.BigEndian.PutUint32(e.buf[at:], uint32(len(e.buf)-at-4))
 	}
+}
+
+// eventFields appends the fields of ev's j-th event, in
+// runWriteEventFields' order.
+func (e *paramEnc) eventFields(ev *evCols, j int) {
+	e.fText(ev.ids[j])
+	e.fText(ev.parents[j])
+	e.fText(ev.traces[j])
+	e.fText(ev.spans[j])
+	e.fText(ev.types[j])
+	e.fTime(ev.times[j])
+	e.fOptText(ev.data[j])
 }
 
 // A field of a row: its type, its length (-1 for NULL), its bytes.
