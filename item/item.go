@@ -277,9 +277,12 @@ func (it *Item) validate(checkJSON bool) error {
 	return nil
 }
 
+// isJSONObject reports whether b is one JSON object, with no more around it
+// than JSON's own whitespace (space, tab, CR, LF: bytes.TrimSpace would also
+// pass a form feed or a vertical tab, which json.Marshal then refuses).
 func isJSONObject(b json.RawMessage, valid func([]byte) bool) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) > 0 && b[0] == '{' && valid(b)
+	t := bytes.TrimLeft(b, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && valid(b)
 }
 
 // MarshalJSON encodes a valid item. An invalid item is an error, so nothing

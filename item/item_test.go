@@ -182,3 +182,34 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("got %+v", u)
 	}
 }
+
+// Arguments may have JSON's whitespace around the object and nothing else:
+// a form feed, a vertical tab or a no-break space passed bytes.TrimSpace,
+// and the item was then valid but could not be encoded (FuzzMarshalCommon).
+func TestToolCallArgumentsWhitespace(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		ok   bool
+	}{
+		{"{}", true},
+		{" \t\r\n{\"a\":1} \n", true},
+		{"\f{}", false},
+		{"{}\f", false},
+		{"\v{}", false},
+		{"\u00a0{}", false},
+		{" []", false},
+	} {
+		it := item.Item{Type: item.TypeToolCall, Role: item.RoleAssistant,
+			ToolCall: &item.ToolCall{ID: "c1", Name: "pay", Arguments: json.RawMessage(tc.args)}}
+		err := it.Validate()
+		var inv *item.InvalidError
+		if tc.ok != (err == nil) || (err != nil && !errors.As(err, &inv)) {
+			t.Errorf("arguments %q: Validate = %v, want ok=%v (an *item.InvalidError otherwise)", tc.args, err, tc.ok)
+			continue
+		}
+		b, err := json.Marshal(it)
+		if tc.ok != (err == nil) {
+			t.Errorf("arguments %q: json.Marshal = %s, %v", tc.args, b, err)
+		}
+	}
+}
