@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sort"
 	"sync"
@@ -33,6 +34,15 @@ type byteStore struct {
 	wal   []int64 // PostgreSQL WAL bytes per turn
 	lsn   func() int64
 	last  int64
+	alloc []uint64 // the process's heap allocation (bytes) at each turn's start
+}
+
+// heapAllocs reads the bytes the process has allocated on the heap so far
+// (runtime/metrics: no stop of the world, unlike ReadMemStats).
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 func (b *byteStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*store.RunWriteResult, error) {
@@ -62,6 +72,7 @@ func (b *byteStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*sto
 			b.last = now
 		}
 		b.turns = append(b.turns, 0)
+		b.alloc = append(b.alloc, heapAllocs())
 	}
 	if len(b.turns) > 0 {
 		b.turns[len(b.turns)-1] += int64(n)
@@ -73,6 +84,9 @@ func (b *byteStore) RunWrite(ctx context.Context, p *store.RunWriteParams) (*sto
 type longResult struct {
 	bytes10, bytesN int64 // bytes handed to the store in turn 10 and in turn N
 	wal10, walN     int64 // PostgreSQL WAL bytes in turn 10 and turn N
+	// allocated per turn (the whole process's heap), median of turns
+	// 10-19 and of the last ten turns
+	alloc10, allocN uint64
 	dur             time.Duration
 }
 
@@ -122,6 +136,17 @@ func (e *env) longRuns(ctx context.Context, n int) map[string]longResult {
 		r := longResult{bytes10: bs.turns[10], bytesN: bs.turns[n], dur: d}
 		if len(bs.wal) >= n {
 			r.wal10, r.walN = bs.wal[10], bs.wal[n-1]
+		}
+		// turn k allocated alloc[k+1] − alloc[k] (alloc[0]: the create).
+		perTurn := func(lo, hi int) uint64 {
+			var xs []uint64
+			for k := lo; k < hi && k+1 < len(bs.alloc); k++ {
+				xs = append(xs, bs.alloc[k+1]-bs.alloc[k])
+			}
+			return medianU(xs)
+		}
+		if n >= 30 {
+			r.alloc10, r.allocN = perTurn(10, 20), perTurn(n-10, n)
 		}
 		out[b.name] = r
 	}
@@ -333,6 +358,10 @@ func printJournal(e *env, long map[string]longResult, sess map[string]sessRun, f
 		fmt.Fprintf(w, "| %d-turn run: PostgreSQL WAL in turn 10 → turn %d | | %d B → %d B (%.2f×) |\n", turns, turns,
 			long["pg"].wal10, long["pg"].walN, float64(long["pg"].walN)/float64(max(long["pg"].wal10, 1)))
 	}
+	row(fmt.Sprintf("%d-turn run: allocated per turn (this process), turns 10–19 → the last ten, medians (goal ≤ 1.5×)", turns), func(k string) string {
+		r := long[k]
+		return fmt.Sprintf("%.1f kB → %.1f kB (%.2f×)", float64(r.alloc10)/1e3, float64(r.allocN)/1e3, float64(r.allocN)/float64(max(r.alloc10, 1)))
+	})
 	row(fmt.Sprintf("%d-turn run: wall time", turns), func(k string) string { return fmt.Sprintf("%.1f s", long[k].dur.Seconds()) })
 	sessionRows(row, sess, n)
 	row(fmt.Sprintf("fleet: %d concurrent runs × %d side-effect calls, calls/s vs %d DBOS workflows × %d steps, steps/s (goal ≥ 1.0×)",
